@@ -1,0 +1,26 @@
+"""PyTorch Whiteboard: the entry point. Run with `streamlit run app.py`."""
+
+import streamlit as st
+
+from pages.registry import SECTIONS, registered
+from pages.ui import sidebar_controls
+
+
+def navigation_pages() -> dict[str, list]:
+    """Sections of st.Page built from the registry, in the registry's order; empty sections left out."""
+    sections = {name: [] for name in SECTIONS}
+    for topic in registered():
+        sections[topic.section].append(
+            st.Page(topic.file, title=topic.title, icon=topic.icon, url_path=topic.slug, default=topic.slug == "home")
+        )
+    return {name: pages for name, pages in sections.items() if pages}
+
+
+def main() -> None:
+    st.set_page_config(page_title="PyTorch Whiteboard", page_icon=":material/draw:", layout="wide")
+    page = st.navigation(navigation_pages())
+    sidebar_controls()
+    page.run()
+
+
+main()

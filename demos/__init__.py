@@ -1,0 +1,1 @@
+"""Pure PyTorch computations behind every figure. Nothing here imports streamlit."""

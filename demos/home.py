@@ -1,0 +1,74 @@
+"""The home page's worked example: softmax with a temperature, computed by torch."""
+
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+import torch
+
+from demos.errors import InputError
+from demos.parsing import parse_numbers
+from demos.quiz import Question
+from demos.style import COLORS, base_layout
+
+MIN_T, MAX_T = 0.05, 10.0
+
+
+@dataclass(frozen=True)
+class SoftmaxResult:
+    logits: tuple[float, ...]
+    temperature: float
+    probs: tuple[float, ...]
+    probs_t1: tuple[float, ...]
+    code: str
+
+
+def softmax_temperature(logits_text: str, temperature: float) -> SoftmaxResult:
+    """softmax(logits / T) next to softmax(logits), both from torch.softmax."""
+    logits = parse_numbers(logits_text, "Logits", min_count=2, max_count=12)
+    if not MIN_T <= temperature <= MAX_T:
+        raise InputError(f"Temperature must be between {MIN_T} and {MAX_T}; got {temperature}.")
+    x = torch.tensor(logits, dtype=torch.float32)
+    probs = torch.softmax(x / temperature, dim=0)
+    probs_t1 = torch.softmax(x, dim=0)
+    code = (
+        "import torch\n\n"
+        f"logits = torch.tensor({list(logits)})\n"
+        f"probs = torch.softmax(logits / {temperature}, dim=0)\n"
+        "print(probs.tolist())\n"
+    )
+    return SoftmaxResult(logits, temperature, tuple(probs.tolist()), tuple(probs_t1.tolist()), code)
+
+
+def softmax_figure(r: SoftmaxResult) -> go.Figure:
+    """Bars: probabilities at temperature T (activation colour) and at T = 1 (grey)."""
+    labels = [f"class {i}<br>logit {v:g}" for i, v in enumerate(r.logits)]
+    fig = go.Figure()
+    fig.add_bar(x=labels, y=r.probs_t1, name="T = 1", marker_color=COLORS["idle"])
+    fig.add_bar(x=labels, y=r.probs, name=f"T = {r.temperature:g}", marker_color=COLORS["activation"])
+    fig.update_yaxes(title="probability", range=[0, 1])
+    return base_layout(fig, height=320)
+
+
+def _broadcast_sum_shape():
+    a = torch.ones(3, 1)
+    b = torch.ones(4)
+    return (a + b).shape
+
+
+def _int_plus_half_dtype():
+    x = torch.tensor([1, 2, 3])
+    return (x + 0.5).dtype
+
+
+HOME_QUESTIONS = (
+    Question(
+        "broadcast", "What is the shape of a + b?", _broadcast_sum_shape,
+        "Shapes align from the right: (3, 1) and (4,) become (3, 1) and (1, 4); each 1 stretches, giving (3, 4).",
+        kind="shape",
+    ),
+    Question(
+        "promotion", "What dtype does an int64 tensor plus 0.5 have?", _int_plus_half_dtype,
+        "A Python float promotes an integer tensor to the default float dtype (float32), not float64.",
+        choices=("torch.int64", "torch.float32", "torch.float64"),
+    ),
+)

@@ -1,0 +1,146 @@
+"""Home: what this is, the topic map, how to use it, the shared components at work, the study tracker."""
+
+import streamlit as st
+
+from demos.errors import InputError
+from demos.home import HOME_QUESTIONS, MAX_T, MIN_T, softmax_figure, softmax_temperature
+from demos.tracker import export_tracker, import_tracker
+from pages import ui
+from pages.registry import TOPICS, registered
+
+
+@st.cache_data(max_entries=64)
+def cached_softmax(logits_text: str, temperature: float):
+    return softmax_temperature(logits_text, temperature)
+
+
+def intro() -> None:
+    st.title("PyTorch Whiteboard")
+    st.markdown(
+        "An interactive whiteboard for the PyTorch topics interviews probe. Every number and figure is "
+        "computed by PyTorch when you open the page: predict what torch will do, run it, see why, and see "
+        "how it silently goes wrong."
+    )
+
+
+def topic_map() -> None:
+    st.header("Topics", divider="gray")
+    topics = [t for t in registered() if t.slug != "home"]
+    if not topics:
+        st.info("No topic pages are installed yet.")
+        return
+    columns = st.columns(3)
+    for i, topic in enumerate(topics):
+        with columns[i % 3].container(border=True, height="stretch"):
+            st.page_link(topic.file, label=f"**{topic.title}**", icon=topic.icon)
+            st.markdown(f"*“{topic.question}”*")
+            st.caption(topic.summary)
+
+
+def how_to_use() -> None:
+    st.header("How to use it", divider="gray")
+    alone, board, share = st.columns(3)
+    alone.markdown(
+        "**Study alone.** On each page, predict first (shape, dtype, gradient, memory), press *Run it*, and "
+        "read why. Tick concepts in the tracker below; export it to carry on later."
+    )
+    board.markdown(
+        "**Explain on a shared screen.** Turn on *Whiteboard mode* in the sidebar: large figures and type, "
+        "prose folded away, explanations revealed one step per click."
+    )
+    share.markdown(
+        "**Share a view.** Widgets write their values into the address bar, and demos are seeded: "
+        "sending the URL reproduces the same figure for whoever opens it."
+    )
+
+
+def components_demo() -> None:
+    st.header("Try it here", divider="gray")
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        st.subheader("A figure, its code, its link")
+        logits_text = st.text_input("Logits", value="2, 1, 0.1", key="home_logits", bind="query-params")
+        temperature = st.slider("Temperature T", MIN_T, MAX_T, 0.5, 0.05, key="home_temperature", bind="query-params")
+        with ui.input_errors():
+            result = cached_softmax(logits_text, temperature)
+            ui.plot(softmax_figure(result), key="home_softmax")
+            ui.show_code(result.code, key="home_softmax_code", file_name="softmax_temperature.py")
+        ui.prose("Dividing logits by T < 1 sharpens the distribution; T > 1 flattens it. Try typing `2, x` "
+                 "into the logits to see how bad input is answered.")
+    with right:
+        st.subheader("Predict, then run")
+        ui.predict_then_run(HOME_QUESTIONS[0], key="home_quiz")
+        st.subheader("Step by step")
+        ui.steps(
+            [
+                "`loss.backward()` starts at `loss.grad_fn` with gradient 1.",
+                "The engine walks `next_functions`, calling each node's backward on the incoming gradient.",
+                "Gradients meeting at one tensor are summed.",
+                "At each leaf with `requires_grad=True`, the result is added into `.grad`.",
+                "The graph's saved tensors are freed unless `retain_graph=True`.",
+            ],
+            key="home_backward_steps",
+        )
+
+
+def _tracker_key(slug: str, index: int) -> str:
+    return f"track__{slug}__{index}"
+
+
+def _known_concepts() -> dict[str, tuple[str, ...]]:
+    return {t.slug: t.concepts for t in TOPICS if t.exists}
+
+
+def _done_concepts() -> dict[str, list[str]]:
+    return {
+        slug: [c for i, c in enumerate(concepts) if st.session_state.get(_tracker_key(slug, i))]
+        for slug, concepts in _known_concepts().items()
+    }
+
+
+def _on_tracker_upload() -> None:
+    """Runs before the page: load the uploaded tracker into the checkboxes, or keep them and say why."""
+    upload = st.session_state.get("home_tracker_upload")
+    st.session_state.pop("home_tracker_error", None)
+    if upload is None:
+        return
+    try:
+        done = import_tracker(upload.getvalue(), _known_concepts())
+    except InputError as err:
+        st.session_state["home_tracker_error"] = str(err)
+        return
+    for slug, concepts in _known_concepts().items():
+        for i, concept in enumerate(concepts):
+            st.session_state[_tracker_key(slug, i)] = concept in done.get(slug, [])
+
+
+def tracker() -> None:
+    st.header("Study tracker", divider="gray")
+    known = _known_concepts()
+    if not known:
+        st.info("The tracker lists the concepts of each topic page once topic pages are installed.")
+        return
+    columns = st.columns(min(3, len(known)))
+    for i, (slug, concepts) in enumerate(known.items()):
+        with columns[i % len(columns)]:
+            st.markdown(f"**{next(t.title for t in TOPICS if t.slug == slug)}**")
+            for j, concept in enumerate(concepts):
+                st.checkbox(concept, key=_tracker_key(slug, j))
+    total = sum(len(c) for c in known.values())
+    ticked = sum(len(c) for c in _done_concepts().values())
+    st.progress(ticked / total, text=f"{ticked} of {total} concepts studied")
+    export, load = st.columns(2)
+    export.download_button(
+        "Export tracker (JSON)", export_tracker(_done_concepts()), file_name="whiteboard-tracker.json",
+        mime="application/json", key="home_tracker_export", on_click="ignore", icon=":material/download:",
+    )
+    load.file_uploader("Import a tracker file", type=["json"], key="home_tracker_upload", on_change=_on_tracker_upload)
+    if "home_tracker_error" in st.session_state:
+        load.error(st.session_state["home_tracker_error"], icon=":material/error:")
+
+
+intro()
+topic_map()
+how_to_use()
+components_demo()
+tracker()

@@ -1,0 +1,31 @@
+"""Figures on the page: plotly follows the active theme; whiteboard mode enlarges type and height."""
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from demos.style import COLORS
+from pages.ui.layout import whiteboard_on
+
+
+def plot(fig: go.Figure, key: str) -> None:
+    """Show a plotly figure in the page theme, larger in whiteboard mode."""
+    if whiteboard_on():
+        fig = go.Figure(fig)
+        fig.update_layout(font=dict(size=20), height=int((fig.layout.height or 380) * 1.4))
+    st.plotly_chart(fig, key=key, theme="streamlit", config={"displaylogo": False})
+
+
+def graph(dot: str) -> None:
+    """Show graphviz DOT source (rendered in the browser; no dot binary needed)."""
+    st.graphviz_chart(dot, width="stretch" if whiteboard_on() else "content")
+
+
+def legend(concepts: list[str]) -> None:
+    """A row of colour chips naming what each colour means, from the shared palette."""
+    chips = " ".join(
+        f"<span style='display:inline-block;margin-right:14px'>"
+        f"<span style='display:inline-block;width:12px;height:12px;border-radius:2px;background:{COLORS[c]};"
+        f"margin-right:5px;vertical-align:middle'></span>{c.replace('_', ' ')}</span>"
+        for c in concepts
+    )
+    st.html(f"<div style='font-size:0.9rem'>{chips}</div>")

@@ -1,0 +1,33 @@
+"""Shared test helpers: AppTest for any registered page."""
+
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def open_page(page_file: str, timeout: float = 120, query: dict | None = None) -> AppTest:
+    """Run app.py (navigation, sidebar and all) switched to one page file, as a visitor would see it."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    if page_file != "pages/home.py":
+        at.switch_page(page_file).run()
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    """No exception element and no st.error on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.fixture
+def page():
+    return open_page
