@@ -18,7 +18,7 @@ def navigation_pages() -> dict[str, list]:
 
 def main() -> None:
     st.set_page_config(page_title="PyTorch Whiteboard", page_icon=":material/draw:", layout="wide")
-    page = st.navigation(navigation_pages())
+    page = st.navigation(navigation_pages(), expanded=True)
     sidebar_controls()
     page.run()
 

@@ -18,11 +18,13 @@ def _check_length(text: str, what: str) -> str:
 
 
 def _strip_brackets(text: str) -> str:
-    if text[:1] in _BRACKETS:
+    if not text:
+        return text
+    if text[0] in _BRACKETS:
         if text[-1:] != _BRACKETS[text[0]]:
             raise InputError(f"The bracket '{text[0]}' is never closed.")
         return text[1:-1].strip()
-    if text[-1:] in ")]":
+    if text[-1] in ")]":
         raise InputError(f"The bracket '{text[-1]}' was never opened.")
     return text
 

@@ -4,8 +4,9 @@ import ast
 import inspect
 import math
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -60,7 +61,8 @@ def snippet_of(fn: Callable, imports: str = "import torch") -> str:
     first = stmts[0].end_lineno if has_doc else stmts[0].lineno - 1
     last = stmts[-1]
     if isinstance(last, ast.Return) and last.value is not None:
-        body = lines[first : last.lineno - 1] + [" " * last.col_offset + f"print({ast.get_source_segment(source, last.value)})"]
+        answer = ast.get_source_segment(source, last.value)
+        body = lines[first : last.lineno - 1] + [" " * last.col_offset + f"print({answer})"]
     else:
         body = lines[first : last.end_lineno]
     code = textwrap.dedent("\n".join(body)).strip("\n")

@@ -6,12 +6,19 @@ import streamlit as st
 from demos.style import COLORS
 from pages.ui.layout import whiteboard_on
 
+WHITEBOARD_FONT = 20
+
 
 def plot(fig: go.Figure, key: str) -> None:
     """Show a plotly figure in the page theme, larger in whiteboard mode."""
     if whiteboard_on():
         fig = go.Figure(fig)
-        fig.update_layout(font=dict(size=20), height=int((fig.layout.height or 380) * 1.4))
+        big = dict(size=WHITEBOARD_FONT)
+        fig.update_layout(font=big, legend_font=big, title_font=dict(size=WHITEBOARD_FONT + 4),
+                          height=int((fig.layout.height or 380) * 1.4))
+        fig.update_xaxes(tickfont=big, title_font=big)
+        fig.update_yaxes(tickfont=big, title_font=big)
+        fig.update_annotations(font_size=WHITEBOARD_FONT)
     st.plotly_chart(fig, key=key, theme="streamlit", config={"displaylogo": False})
 
 

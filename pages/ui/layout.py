@@ -51,8 +51,9 @@ def steps(items: list[str], key: str) -> None:
     shown_key = f"{key}_shown"
     shown = min(st.session_state.get(shown_key, 1), len(items))
     st.markdown("\n".join(f"{i}. {item}" for i, item in enumerate(items[:shown], 1)))
+    st.caption(f"Step {shown} of {len(items)}")
     left, right = st.columns(2)
-    if shown < len(items) and left.button(f"Next step ({shown + 1}/{len(items)})", key=f"{key}_next"):
+    if shown < len(items) and left.button("Next step", key=f"{key}_next", icon=":material/arrow_forward:"):
         st.session_state[shown_key] = shown + 1
         st.rerun()
     if shown > 1 and right.button("Start over", key=f"{key}_reset"):

@@ -38,7 +38,8 @@ def _show_verdict(verdict, explain: str) -> None:
     if verdict.correct:
         st.success(f"Correct: torch returned `{verdict.expected}`.", icon=":material/check_circle:")
     else:
-        st.warning(f"You predicted `{verdict.predicted}`; torch returned `{verdict.expected}`.", icon=":material/cancel:")
+        st.warning(f"You predicted `{verdict.predicted}`; torch returned `{verdict.expected}`.",
+                   icon=":material/cancel:")
     st.markdown(explain)
 
 
@@ -53,7 +54,7 @@ def interview_corner(slug: str, questions: list[Question]) -> None:
     """The page's predict-then-run questions, then short model answers to common interview questions."""
     st.header("Interview corner", divider="gray")
     st.caption("Predict first, then run: every answer below is what torch returns right now.")
-    for i, question in enumerate(questions):
+    for question in questions:
         predict_then_run(question, key=f"{slug}_q_{question.key}")
     st.subheader("Model answers")
     for asked, answer in model_answers(slug):

@@ -1,0 +1,231 @@
+"""Benchmark the real app in headless Chromium and print a markdown table.
+
+    python -m bench                      # every registered page
+    python -m bench --pages tensors,autograd --reruns 5
+
+Measures: cold start (server start to first page rendered) against an app whose only page imports torch,
+first visit and warm reruns per page, server RSS (children included) after all pages and after 50 more
+reruns, and the time of each heavy demo case a demos module lists in BENCH_CASES.
+"""
+
+import argparse
+import importlib
+import pkgutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+from playwright.sync_api import sync_playwright
+
+import demos
+from pages.registry import HOME, registered
+from tests.browser.harness import CHART_SELECTOR, launch_chromium, streamlit_server
+
+MiB = 2**20
+BUDGET = {"warm_median_ms": 150, "warm_max_ms": 500, "first_visit_s": 5.0, "rss_mib": 600, "growth_mib": 30,
+          "cold_ratio": 1.6}
+TORCH_ONLY_APP = '''import streamlit as st
+st.navigation([st.Page("only.py", title="torch only")]).run()
+'''
+TORCH_ONLY_PAGE = '''import streamlit as st
+import torch
+st.title("torch only")
+st.write(torch.__version__)
+'''
+
+# Records every change of the app's script state with a page-side timestamp.
+STATE_RECORDER = """() => {
+  if (window.__wbStates) return;
+  window.__wbStates = [];
+  const app = document.querySelector('[data-testid=stApp]');
+  new MutationObserver(() => window.__wbStates.push(
+      [app.getAttribute('data-test-script-state'), performance.now()]))
+    .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
+
+
+def wait_rendered(page, charts: int, timeout: float = 120) -> None:
+    """The script has run to the end and the expected charts are drawn."""
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state') === 'notRunning'",
+        timeout=timeout * 1000,
+    )
+    if charts:
+        page.wait_for_function(
+            f"() => document.querySelectorAll({CHART_SELECTOR!r}).length >= {charts}", timeout=timeout * 1000
+        )
+
+
+def cold_start(browser, app: str, cwd: Path, charts: int) -> float:
+    """Seconds from launching the server process to the first page rendered in the browser."""
+    start = time.perf_counter()
+    with streamlit_server(app, cwd=cwd) as (url, _):
+        page = browser.new_page()
+        page.goto(url)
+        wait_rendered(page, charts)
+        elapsed = time.perf_counter() - start
+        page.close()
+    return elapsed
+
+
+def torch_only_dir() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="wb-torch-only-"))
+    (folder / "app.py").write_text(TORCH_ONLY_APP)
+    (folder / "only.py").write_text(TORCH_ONLY_PAGE)
+    return folder
+
+
+def rerun_ms(page, charts: int) -> float:
+    """Trigger one rerun (the 'r' shortcut) and time it from the key press to the script stopping."""
+    page.evaluate(STATE_RECORDER)
+    page.locator("h1").first.click()  # focus the page body, not a text field, so 'r' means rerun
+    t0 = page.evaluate("() => { window.__wbStates.length = 0; return performance.now(); }")
+    page.keyboard.press("r")
+    page.wait_for_function(
+        "() => window.__wbStates.some(s => s[0] === 'running') && window.__wbStates.at(-1)[0] === 'notRunning'",
+        timeout=60_000,
+    )
+    wait_rendered(page, charts)
+    end = page.evaluate("() => window.__wbStates.at(-1)[1]")
+    return end - t0
+
+
+def server_rss(proc) -> float:
+    """Resident memory of the server and all its children, MiB."""
+    root = psutil.Process(proc.pid)
+    procs = [root, *root.children(recursive=True)]
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total / MiB
+
+
+def visit(page, url: str, topic) -> float:
+    """Seconds to open a page the way a visitor does: a sidebar click (a page load for the first page)."""
+    link = page.locator(f"[data-testid=stSidebarNav] a[href$='/{topic.slug}']")
+    start = time.perf_counter()
+    if topic is not HOME and link.count() == 1:
+        page.evaluate(STATE_RECORDER)
+        page.evaluate("() => { window.__wbStates.length = 0; }")
+        link.click()
+        page.wait_for_function(
+            "() => window.__wbStates.some(s => s[0] === 'running') && window.__wbStates.at(-1)[0] === 'notRunning'",
+            timeout=120_000,
+        )
+    else:
+        page.goto(f"{url}/{'' if topic is HOME else topic.slug}")
+    wait_rendered(page, topic.charts)
+    return time.perf_counter() - start
+
+
+def bench_pages(browser, topics, reruns: int, extra_reruns: int) -> tuple[list[dict], dict]:
+    rows = []
+    with streamlit_server() as (url, proc):
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        visit(page, url, HOME)  # warm the server's imports once, as any visitor after the first sees it
+        for topic in topics:
+            first = visit(page, url, topic)
+            times = [rerun_ms(page, topic.charts) for _ in range(reruns)]
+            rows.append({"page": topic.title, "slug": topic.slug, "first_s": first,
+                         "median_ms": statistics.median(times), "max_ms": max(times)})
+            print(f"  {topic.slug}: first {first:.2f} s, warm median {rows[-1]['median_ms']:.0f} ms", file=sys.stderr)
+        rss_after_pages = server_rss(proc)
+        for i in range(extra_reruns):  # each visit is one rerun of that page's script
+            visit(page, url, topics[i % len(topics)])
+        memory = {"after_pages": rss_after_pages, "after_reruns": server_rss(proc)}
+        page.close()
+    return rows, memory
+
+
+def bench_cases(pattern: str) -> list[dict]:
+    """Time each heavy demo listed in a demos module's BENCH_CASES: first call and best of two more."""
+    rows = []
+    for info in pkgutil.walk_packages(demos.__path__, "demos."):
+        if pattern not in info.name:
+            continue
+        module = importlib.import_module(info.name)
+        for name, fn in getattr(module, "BENCH_CASES", {}).items():
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - start)
+            rows.append({"case": f"{info.name.removeprefix('demos.')}: {name}", "first_s": times[0],
+                         "best_s": min(times[1:])})
+            print(f"  {rows[-1]['case']}: {times[0]:.2f} s", file=sys.stderr)
+    return rows
+
+
+def ok(value: float, budget: float) -> str:
+    return "✅" if value <= budget else "❌"
+
+
+def report(cold: dict, rows: list[dict], memory: dict, cases: list[dict]) -> str:
+    b = BUDGET
+    ratio = cold["app"] / cold["torch_only"]
+    growth = memory["after_reruns"] - memory["after_pages"]
+    lines = [
+        "| measure | value | budget | |",
+        "| --- | ---: | ---: | --- |",
+        f"| cold start, this app (median of {cold['repeat']}) | {cold['app']:.2f} s | | |",
+        f"| cold start, torch-only app (median of {cold['repeat']}) | {cold['torch_only']:.2f} s | | |",
+        f"| cold start ratio | {ratio:.2f}x | <= {b['cold_ratio']}x | {ok(ratio, b['cold_ratio'])} |",
+        f"| server RSS after all pages | {memory['after_pages']:.0f} MiB | <= {b['rss_mib']} MiB "
+        f"| {ok(memory['after_pages'], b['rss_mib'])} |",
+        f"| RSS growth over {memory['reruns']} more reruns | {growth:+.1f} MiB | <= {b['growth_mib']} MiB "
+        f"| {ok(growth, b['growth_mib'])} |",
+        "",
+        "| page | first visit | warm rerun median | warm rerun max | |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        good = r["first_s"] <= b["first_visit_s"] and r["median_ms"] <= b["warm_median_ms"] and r["max_ms"] <= b[
+            "warm_max_ms"]
+        lines.append(f"| {r['page']} | {r['first_s']:.2f} s | {r['median_ms']:.0f} ms | {r['max_ms']:.0f} ms "
+                     f"| {'✅' if good else '❌'} |")
+    if cases:
+        lines += ["", "| heavy demo | first call | best of next two |", "| --- | ---: | ---: |"]
+        lines += [f"| {c['case']} | {c['first_s']:.2f} s | {c['best_s']:.2f} s |" for c in cases]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", help="comma-separated slugs (default: every registered page)")
+    parser.add_argument("--reruns", type=int, default=7, help="warm reruns timed per page")
+    parser.add_argument("--extra-reruns", type=int, default=50, help="reruns before the second memory reading")
+    parser.add_argument("--cold-repeat", type=int, default=3)
+    parser.add_argument("--cases", default="", help="only heavy demo cases whose module name contains this")
+    parser.add_argument("--no-cases", action="store_true", help="skip the heavy demo cases")
+    args = parser.parse_args()
+    topics = registered()
+    if args.pages:
+        wanted = set(args.pages.split(","))
+        topics = [t for t in topics if t.slug in wanted]
+        if not topics:
+            parser.error(f"no registered page among {sorted(wanted)}")
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        torch_dir = torch_only_dir()
+        cold_app, cold_torch = [], []
+        for _ in range(args.cold_repeat):
+            cold_torch.append(cold_start(browser, "app.py", torch_dir, 0))
+            cold_app.append(cold_start(browser, "app.py", Path.cwd(), HOME.charts))
+        cold = {"app": statistics.median(cold_app), "torch_only": statistics.median(cold_torch),
+                "repeat": args.cold_repeat}
+        print(f"  cold start: app {cold['app']:.2f} s, torch-only {cold['torch_only']:.2f} s", file=sys.stderr)
+        rows, memory = bench_pages(browser, topics, args.reruns, args.extra_reruns)
+        memory["reruns"] = args.extra_reruns
+        browser.close()
+    cases = [] if args.no_cases else bench_cases(args.cases)
+    print(report(cold, rows, memory, cases))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""Start the real Streamlit server and a headless Chromium; shared by the browser tests and the benchmark."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+from demos.guests import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+CHART_SELECTOR = "[data-testid=stPlotlyChart] .js-plotly-plot, [data-testid=stGraphVizChart] svg"
+
+
+def system_chromium() -> str | None:
+    """The Debian chromium binary if installed, else None (Playwright's own build is used)."""
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def launch_chromium(playwright):
+    """System Chromium when present; otherwise Playwright's bundled build, installing it once if missing."""
+    path = system_chromium()
+    if path:
+        return playwright.chromium.launch(executable_path=path, args=CHROMIUM_FLAGS)
+    try:
+        return playwright.chromium.launch(args=CHROMIUM_FLAGS)
+    except Exception:
+        subprocess.run([sys.executable, "-m", "playwright", "install", "chromium"], check=True)
+        return playwright.chromium.launch(args=CHROMIUM_FLAGS)
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"streamlit did not answer at {url} within {timeout} s")
+
+
+@contextmanager
+def streamlit_server(app: str = "app.py", timeout: float = 90, cwd: Path = ROOT):
+    """Run `streamlit run app` on a free 127.0.0.1 port; yields (base_url, process); always stops it."""
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", app, "--server.port", str(port), "--server.address", "127.0.0.1",
+        "--server.headless", "true", "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
+    ]
+    log = open(ROOT / "tests" / "artifacts" / f"server-{port}.log", "w") if _artifacts() else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc, timeout)
+        yield url, proc
+    finally:
+        _stop(proc)
+        if log is not subprocess.DEVNULL:
+            log.close()
+
+
+def _artifacts() -> Path:
+    path = ROOT / "tests" / "artifacts"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the server's process group, then SIGKILL if it lingers."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+def script_state(page) -> str | None:
+    return page.evaluate(
+        "() => document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state')"
+    )
+
+
+def wait_script_done(page, timeout: float = 60, saw_running: bool = False) -> float:
+    """Wait until the app's script has run and stopped; returns the seconds waited."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        state = script_state(page)
+        saw_running = saw_running or state == "running"
+        if saw_running and state == "notRunning":
+            return time.monotonic() - start
+        time.sleep(0.02)
+    raise TimeoutError(f"the script did not finish within {timeout} s (state {script_state(page)!r})")
+
+
+def wait_charts(page, count: int, timeout: float = 30) -> int:
+    """Wait until at least `count` charts (plotly or graphviz) are drawn; returns how many are."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = page.locator(CHART_SELECTOR).count()
+        if found >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
+def artifacts_dir(*parts: str) -> Path:
+    path = _artifacts().joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path

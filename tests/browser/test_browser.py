@@ -1,0 +1,125 @@
+"""The real server in headless Chromium: every registered page visited from the sidebar, rendered, screenshotted."""
+
+import re
+
+import pytest
+from playwright import sync_api
+
+from pages.registry import HOME, registered
+from tests.browser.harness import (
+    artifacts_dir,
+    launch_chromium,
+    streamlit_server,
+    wait_charts,
+    wait_script_done,
+)
+
+pytestmark = pytest.mark.browser
+
+VIEWPORT = {"width": 1400, "height": 900}
+MAX_SHOT_HEIGHT = 12000
+
+
+@pytest.fixture(scope="module")
+def server():
+    with streamlit_server() as (url, _):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = launch_chromium(p)
+        yield b
+        b.close()
+
+
+def open_app(browser, url: str, scheme: str = "light"):
+    context = browser.new_context(viewport=VIEWPORT, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(url)
+    wait_script_done(page, timeout=120)
+    return context, page
+
+
+def full_screenshot(page, name: str) -> None:
+    """Grow the viewport to the page's content height so one PNG holds the whole page."""
+    height = page.evaluate(
+        "() => Math.max(...['stMain', 'stAppViewContainer'].map("
+        "id => document.querySelector(`[data-testid=${id}]`)?.scrollHeight || 0))"
+    )
+    page.set_viewport_size({"width": VIEWPORT["width"], "height": min(max(height, 900), MAX_SHOT_HEIGHT)})
+    page.wait_for_timeout(600)
+    page.screenshot(path=str(artifacts_dir("screenshots") / f"{name}.png"), full_page=True)
+    page.set_viewport_size(VIEWPORT)
+
+
+def assert_rendered(page, topic) -> None:
+    errors = page.locator("[data-testid=stException]")
+    assert errors.count() == 0, errors.first.inner_text()
+    assert page.locator("h1").count() >= 1, "the page has a title"
+    found = wait_charts(page, topic.charts)
+    assert found >= topic.charts, f"{topic.slug}: expected {topic.charts} charts at defaults, found {found}"
+
+
+@pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
+def test_page_renders_from_the_sidebar(server, browser, topic):
+    context, page = open_app(browser, server)
+    try:
+        if topic is not HOME:
+            link = page.locator(f"[data-testid=stSidebarNav] a[href$='/{topic.slug}']")
+            assert link.count() == 1, f"sidebar link to {topic.slug}"
+            link.click()
+            page.wait_for_url(re.compile(f"/{topic.slug}"))
+            wait_script_done(page, timeout=120)
+        assert_rendered(page, topic)
+        full_screenshot(page, topic.slug)
+    finally:
+        context.close()
+
+
+def test_home_in_dark_theme_and_whiteboard_mode(server, browser):
+    for scheme, query, name in (("dark", "", "home-dark"), ("light", "?whiteboard=true", "home-whiteboard")):
+        context, page = open_app(browser, server + "/" + query, scheme)
+        try:
+            assert_rendered(page, HOME)
+            full_screenshot(page, name)
+        finally:
+            context.close()
+
+
+def test_url_reproduces_the_view(server, browser):
+    """A widget change lands in the URL; opening that URL elsewhere restores the widget and the figure."""
+    context, page = open_app(browser, server)
+    try:
+        box = page.get_by_label("Logits")
+        box.fill("3, 0, -1, 2")
+        box.press("Enter")
+        page.wait_for_url(re.compile("home_logits="), timeout=20_000)
+        shared = page.url
+    finally:
+        context.close()
+    context, page = open_app(browser, shared)
+    try:
+        assert page.get_by_label("Logits").input_value() == "3, 0, -1, 2"
+        wait_charts(page, 1)
+        assert page.locator("[data-testid=stPlotlyChart] .xtick").count() == 4, "four bars, one per logit"
+    finally:
+        context.close()
+
+
+def test_bad_input_shows_a_sentence_and_the_page_keeps_working(server, browser):
+    context, page = open_app(browser, server)
+    try:
+        box = page.get_by_label("Logits")
+        box.fill("2, x")
+        box.press("Enter")
+        error = page.locator("[data-testid=stAlertContentError]").first
+        error.wait_for(timeout=20_000)
+        assert "not 'x'" in error.inner_text()
+        assert page.locator("[data-testid=stException]").count() == 0
+        box.fill("1, 2")
+        box.press("Enter")
+        page.locator("[data-testid=stAlertContentError]").first.wait_for(state="detached", timeout=20_000)
+    finally:
+        context.close()
