@@ -5,6 +5,7 @@ import re
 import pytest
 from playwright import sync_api
 
+from demos.tracker import export_tracker
 from pages.registry import HOME, registered
 from tests.browser.harness import (
     artifacts_dir,
@@ -121,5 +122,39 @@ def test_bad_input_shows_a_sentence_and_the_page_keeps_working(server, browser):
         box.fill("1, 2")
         box.press("Enter")
         page.locator("[data-testid=stAlertContentError]").first.wait_for(state="detached", timeout=20_000)
+    finally:
+        context.close()
+
+
+def upload(page, name: str, data: bytes) -> None:
+    page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(
+        {"name": name, "mimeType": "application/json", "buffer": data}
+    )
+
+
+def test_tracker_import_rejects_bad_files_and_loads_good_ones(server, browser):
+    topic = next(t for t in registered() if t.concepts)
+    concept = topic.concepts[0]
+    context, page = open_app(browser, server)
+    try:
+        box = page.get_by_label(concept, exact=True).first
+        box.check(force=True)
+        wait_script_done(page)
+        upload(page, "notes.json", b'{"hello": 1}')
+        error = page.locator("[data-testid=stAlertContentError]").first
+        error.wait_for(timeout=20_000)
+        assert "not a PyTorch Whiteboard tracker" in error.inner_text()
+        assert box.is_checked(), "a rejected file changes nothing"
+        good = export_tracker({topic.slug: [concept]})
+        page.locator("[data-testid=stFileUploaderDeleteBtn] button").first.click()
+        wait_script_done(page)
+        box.uncheck(force=True)
+        wait_script_done(page)
+        upload(page, "tracker.json", good.encode())
+        page.wait_for_function(
+            "() => document.querySelectorAll('[data-testid=stAlertContentError]').length === 0", timeout=20_000
+        )
+        page.wait_for_timeout(500)
+        assert page.get_by_label(concept, exact=True).first.is_checked(), "a good file ticks its concepts"
     finally:
         context.close()

@@ -1,0 +1,98 @@
+"""The shared study components, run in AppTest: quiz verdicts come from torch, errors are sentences."""
+
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import assert_clean, open_page
+
+
+def quiz_app():
+    import torch
+
+    from demos.quiz import Question
+    from pages import ui
+
+    def ones_shape():
+        return torch.ones(3, 1).expand(3, 5).shape
+
+    ui.predict_then_run(Question("q", "Shape?", ones_shape, "Because.", kind="shape"), key="t")
+
+
+def test_predict_then_run_compares_with_torch():
+    at = AppTest.from_function(quiz_app, default_timeout=60).run()
+    assert "expand(3, 5)" in at.code[0].value and "print(" in at.code[0].value
+    at.button(key="t_run").click().run()
+    assert "Make a prediction first" in at.error[0].value
+    at.text_input(key="t_typed").set_value("(5, 3)").run()
+    at.button(key="t_run").click().run()
+    assert "torch returned `(3, 5)`" in at.warning[0].value and not at.success
+    at.text_input(key="t_typed").set_value("3, 5").run()
+    at.button(key="t_run").click().run()
+    assert "Correct" in at.success[0].value
+    at.text_input(key="t_typed").set_value("3, five").run()
+    at.button(key="t_run").click().run()
+    assert "Dimension 1" in at.error[0].value
+    assert not at.exception
+
+
+def errors_app():
+    import streamlit as st
+
+    from demos.errors import InputError
+    from pages import ui
+
+    with ui.input_errors():
+        raise InputError("Dimension 2 is too large.")
+    st.markdown("still running")
+
+
+def test_input_errors_show_a_sentence_and_the_page_goes_on():
+    at = AppTest.from_function(errors_app).run()
+    assert at.error[0].value == "Dimension 2 is too large."
+    assert at.markdown[-1].value == "still running"
+    assert not at.exception
+
+
+def steps_app():
+    import streamlit as st
+
+    from pages import ui
+
+    st.session_state.setdefault("whiteboard", True)
+    ui.steps(["one", "two", "three"], key="s")
+
+
+def test_steps_reveal_one_at_a_time_in_whiteboard_mode():
+    at = AppTest.from_function(steps_app).run()
+    assert at.markdown[0].value == "1. one"
+    at.button(key="s_next").click().run()
+    assert at.markdown[0].value == "1. one\n2. two"
+    at.button(key="s_next").click().run()
+    assert at.markdown[0].value.endswith("3. three") and not [b for b in at.button if b.key == "s_next"]
+    at.button(key="s_reset").click().run()
+    assert at.markdown[0].value == "1. one"
+
+
+def test_steps_show_everything_outside_whiteboard_mode():
+    at = AppTest.from_function(steps_app)
+    at.session_state["whiteboard"] = False
+    at.run()
+    assert at.markdown[0].value == "1. one\n2. two\n3. three"
+
+
+def test_url_parameters_set_the_view():
+    at = open_page("pages/home.py", query={"home_temperature": "2.0", "home_logits": "1, 2, 3, 4", "whiteboard": "true"})
+    assert_clean(at)
+    assert at.slider(key="home_temperature").value == 2.0
+    assert at.text_input(key="home_logits").value == "1, 2, 3, 4"
+    assert at.toggle(key="whiteboard").value is True
+    code = next(c.value for c in at.code if "softmax" in c.value)
+    assert "[1.0, 2.0, 3.0, 4.0]" in code and "/ 2.0" in code
+
+
+def test_home_bad_logits_show_error_then_recover():
+    at = open_page("pages/home.py")
+    at.text_input(key="home_logits").set_value("2, x").run()
+    assert "not 'x'" in at.error[0].value and not at.exception
+    at.slider(key="home_temperature").set_value(9.5).run()
+    at.text_input(key="home_logits").set_value("2, 1").run()
+    assert_clean(at)
