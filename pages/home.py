@@ -4,6 +4,7 @@ import streamlit as st
 
 from demos.errors import InputError
 from demos.home import HOME_QUESTIONS, MAX_T, MIN_T, softmax_figure, softmax_temperature
+from demos.style import COLORS
 from demos.tracker import export_tracker, import_tracker
 from pages import ui
 from pages.registry import TOPICS, registered
@@ -67,6 +68,8 @@ def components_demo() -> None:
             ui.show_code(result.code, key="home_softmax_code", file_name="softmax_temperature.py")
         ui.prose("Dividing logits by T < 1 sharpens the distribution; T > 1 flattens it. Try typing `2, x` "
                  "into the logits to see how bad input is answered.")
+        st.markdown("**One colour per concept, on every page's figures:**")
+        ui.legend(list(COLORS))
     with right:
         st.subheader("Predict, then run")
         ui.predict_then_run(HOME_QUESTIONS[0], key="home_quiz")
