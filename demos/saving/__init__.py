@@ -1,0 +1,1 @@
+"""Saving and deployment: state_dict, checkpoints, TorchScript vs torch.export, ONNX, quantization."""

@@ -1,0 +1,151 @@
+"""TorchScript (legacy) vs torch.export on a model with data-dependent control flow."""
+
+import re
+import time
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+from demos.errors import InputError
+from demos.saving.models import Branchy, BranchyCond
+
+MAX_ABS_INPUT = 100.0
+
+
+def _branchy(seed: int = 0) -> Branchy:
+    torch.manual_seed(seed)
+    return Branchy().eval()
+
+
+def example_inputs(sign: float) -> torch.Tensor:
+    """A (2, 4) input whose sum has the sign of `sign`, so it picks that branch."""
+    return torch.full((2, 4), float(sign))
+
+
+@dataclass(frozen=True)
+class TraceScriptResult:
+    rows: tuple[dict, ...]  # input, eager, traced, scripted, traced correct?
+    trace_warnings: tuple[str, ...]
+    script_warnings: tuple[str, ...]
+    traced_code: str
+    scripted_code: str
+    code: str
+
+
+def _warnings_of(fn):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn()
+    return out, tuple(dict.fromkeys(f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught))
+
+
+def trace_vs_script(test_value: float) -> TraceScriptResult:
+    """Trace with a positive example, script the same model, and run both on a positive and a chosen input."""
+    if not -MAX_ABS_INPUT <= test_value <= MAX_ABS_INPUT:
+        raise InputError(f"The test input must be between -{MAX_ABS_INPUT:g} and {MAX_ABS_INPUT:g}; got {test_value}.")
+    model = _branchy()
+    example = example_inputs(+1)
+    traced, trace_warnings = _warnings_of(lambda: torch.jit.trace(model, example))
+    scripted, script_warnings = _warnings_of(lambda: torch.jit.script(model))
+    rows = []
+    with torch.no_grad():
+        for name, x in (("trace example (positive branch)", example), (f"all entries = {test_value:g}",
+                                                                        torch.full((2, 4), float(test_value)))):
+            eager, t_out, s_out = model(x), traced(x), scripted(x)
+            rows.append({
+                "input": name, "branch taken": "h * 2" if x.sum() > 0 else "-h",
+                "eager sum": eager.sum().item(), "traced sum": t_out.sum().item(), "scripted sum": s_out.sum().item(),
+                "traced correct": bool(torch.allclose(eager, t_out)),
+                "scripted correct": bool(torch.allclose(eager, s_out)),
+            })
+    return TraceScriptResult(tuple(rows), trace_warnings, script_warnings, traced.code, scripted.code, TRACE_CODE)
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    branch_error: str  # torch.export on the Python `if`
+    graph_code: str  # the ExportedProgram's graph module with torch.cond
+    checks: tuple[dict, ...]  # batch size, sign, max abs diff vs eager
+    seconds: float
+    dynamic_error: str  # a batch outside the Dim's range
+    code: str
+
+
+def _short_error(err: Exception) -> str:
+    lines = [line for line in str(err).splitlines() if line.strip()]
+    return f"{type(err).__name__}: " + "\n".join(lines[:3])
+
+
+def export_demo() -> ExportResult:
+    """torch.export fails on the `if`, succeeds with torch.cond and a dynamic batch Dim; outputs checked."""
+    model = _branchy()
+    x = example_inputs(+1)
+    try:
+        torch.export.export(model, (x,))
+        branch_error = ""
+    except Exception as err:  # torch raises a data-dependent guard error (a UserError subclass)
+        branch_error = _short_error(err)
+    cond_model = BranchyCond().eval()
+    cond_model.load_state_dict(model.state_dict())
+    batch = torch.export.Dim("batch", min=1, max=64)
+    start = time.perf_counter()
+    program = torch.export.export(cond_model, (x,), dynamic_shapes={"x": {0: batch}})
+    seconds = time.perf_counter() - start
+    exported = program.module()
+    checks = []
+    with torch.no_grad():
+        for n in (1, 8, 64):
+            for sign in (+1, -1):
+                xi = example_inputs(sign)[:1].expand(n, 4).contiguous()
+                diff = (exported(xi) - model(xi)).abs().max().item()
+                checks.append({"batch": n, "branch": "h * 2" if sign > 0 else "-h", "max |exported - eager|": diff})
+    try:
+        exported(torch.ones(65, 4))
+        dynamic_error = ""
+    except Exception as err:  # the guard on the Dim's range
+        dynamic_error = _short_error(err)
+    graph = re.sub(r"\n\s*\n", "\n", program.graph_module.code.strip())
+    return ExportResult(branch_error, graph, tuple(checks), seconds, dynamic_error, EXPORT_CODE)
+
+
+TRACE_CODE = '''import torch
+from torch import nn
+
+class Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+    def forward(self, x):
+        h = self.lin(x)
+        if x.sum() > 0:          # data-dependent: trace records only the branch it saw
+            return h * 2
+        return -h
+
+torch.manual_seed(0)
+model = Branchy().eval()
+traced = torch.jit.trace(model, torch.ones(2, 4))   # TracerWarning: a tensor converted to a Python bool
+scripted = torch.jit.script(model)                  # deprecated in this PyTorch, but keeps the `if`
+x = torch.full((2, 4), -3.0)                        # a negative input: the other branch
+print(model(x).sum(), traced(x).sum(), scripted(x).sum())
+print(traced.code)
+'''
+
+EXPORT_CODE = '''import torch
+from torch import nn
+
+class BranchyCond(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+    def forward(self, x):
+        h = self.lin(x)
+        return torch.cond(x.sum() > 0, lambda h: h * 2, lambda h: -h, (h,))
+
+model = BranchyCond().eval()
+batch = torch.export.Dim("batch", min=1, max=64)
+program = torch.export.export(model, (torch.randn(2, 4),), dynamic_shapes={"x": {0: batch}})
+print(program.graph_module.code)
+x = torch.randn(8, 4)
+print((program.module()(x) - model(x)).abs().max())
+'''

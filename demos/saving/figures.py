@@ -1,0 +1,56 @@
+"""Figures for the saving page: state_dict bytes, checkpoint contents, quantization scales and errors."""
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from demos.style import COLORS, base_layout
+
+KIND_COLOR = {"parameter": COLORS["parameter"], "buffer": COLORS["buffer"]}
+
+
+def state_bytes_figure(rows) -> go.Figure:
+    """Bytes per state_dict key, coloured parameter vs buffer."""
+    fig = go.Figure()
+    for kind, color in KIND_COLOR.items():
+        picked = [r for r in rows if r["kind"] == kind]
+        fig.add_bar(y=[r["key"] for r in picked], x=[r["bytes"] for r in picked], orientation="h", name=kind,
+                    marker_color=color)
+    fig.update_xaxes(title="bytes")
+    fig.update_yaxes(autorange="reversed")
+    return base_layout(fig, height=280)
+
+
+def checkpoint_figure(rows) -> go.Figure:
+    """Bytes of each checkpoint item; serving keeps only the weights."""
+    colors = [COLORS["parameter"] if r["serving"] == "yes" else COLORS["optimizer_state"] for r in rows]
+    fig = go.Figure(go.Bar(y=[r["item"] for r in rows], x=[r["bytes"] for r in rows], orientation="h",
+                           marker_color=colors, text=[f"{r['bytes']:,} B" for r in rows], textposition="auto"))
+    fig.update_xaxes(title="bytes (log)", type="log")
+    fig.update_yaxes(autorange="reversed")
+    return base_layout(fig, height=320)
+
+
+def quant_figure(s) -> go.Figure:
+    """Left: the weight histogram; right: |error| per weight under per-tensor vs per-channel scales."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("trained weights of one Linear", "quantization error"))
+    fig.add_histogram(x=s.weights, nbinsx=80, name="weights", marker_color=COLORS["parameter"], row=1, col=1)
+    fig.add_histogram(x=s.tensor_error, nbinsx=60, name=f"per-tensor (mean |err| {s.tensor_mae:.2e})",
+                      marker_color=COLORS["error"], opacity=0.6, row=1, col=2)
+    fig.add_histogram(x=s.channel_error, nbinsx=60, name=f"per-channel (mean |err| {s.channel_mae:.2e})",
+                      marker_color=COLORS["activation"], opacity=0.6, row=1, col=2)
+    fig.update_layout(barmode="overlay")
+    fig.update_xaxes(title="weight value", row=1, col=1)
+    fig.update_xaxes(title="dequantized − original", row=1, col=2)
+    return base_layout(fig, height=360)
+
+
+def scales_figure(s) -> go.Figure:
+    """Per-channel scales (one per output row) against the single per-tensor scale."""
+    rows = list(range(len(s.channel_scales)))
+    fig = go.Figure()
+    fig.add_bar(x=rows, y=s.channel_scales, name="per-channel scale", marker_color=COLORS["activation"])
+    fig.add_scatter(x=[rows[0], rows[-1]], y=[s.tensor_scale] * 2, mode="lines", name="per-tensor scale",
+                    line=dict(color=COLORS["error"], width=3))
+    fig.update_xaxes(title="output channel (row of the weight)")
+    fig.update_yaxes(title="scale (step between int8 levels)")
+    return base_layout(fig, height=300)

@@ -1,0 +1,134 @@
+"""Dynamic int8 quantization of a trained MLP's Linear layers: size, accuracy and latency, all measured."""
+
+import copy
+import logging
+import statistics
+import time
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+from demos.saving.models import accuracy, synthetic_task, train_mlp
+from demos.saving.state import saved_bytes
+
+QMIN, QMAX = -128, 127
+
+
+def _torchao():
+    """Import torchao quietly: on a CPU-only host it logs that its CUDA kernels are absent."""
+    logging.getLogger("torchao").setLevel(logging.ERROR)
+    import torchao
+    from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
+
+    return torchao.__version__, quantize_, Int8DynamicActivationInt8WeightConfig
+
+
+def _latency_ms(model, x, runs: int = 30) -> float:
+    with torch.no_grad():
+        model(x)
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            model(x)
+            times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+@dataclass(frozen=True)
+class QuantResult:
+    rows: tuple[dict, ...]  # variant, API, file bytes, held-out accuracy, latency
+    size_ratio: float  # float32 file bytes / torchao int8 file bytes
+    torchao_version: str
+    legacy_warning: str
+    code: str
+
+
+def quantize_and_measure(width: int = 256, depth: int = 2) -> QuantResult:
+    """Train, then quantize with torchao (and, for comparison, the deprecated torch.ao API); measure each."""
+    version, quantize_, int8_config = _torchao()
+    model = train_mlp(width, depth)
+    x_test, y_test = synthetic_task(2000, seed=1)
+    batch = x_test[:256]
+    ao_model = copy.deepcopy(model)
+    quantize_(ao_model, int8_config())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        legacy = torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear}, dtype=torch.qint8)
+    legacy_warning = next((str(w.message).splitlines()[0] for w in caught), "")
+    rows = []
+    for variant, api, m in (
+        ("float32", "eager", model),
+        ("int8 dynamic", f"torchao {version}: quantize_(model, Int8DynamicActivationInt8WeightConfig())", ao_model),
+        ("int8 dynamic (legacy)", "torch.ao.quantization.quantize_dynamic (deprecated)", legacy),
+    ):
+        rows.append({"variant": variant, "API": api, "file bytes": saved_bytes(m.state_dict()),
+                     "held-out accuracy": accuracy(m, x_test, y_test), "latency ms (batch 256)": _latency_ms(m, batch)})
+    ratio = rows[0]["file bytes"] / rows[1]["file bytes"]
+    return QuantResult(tuple(rows), ratio, version, legacy_warning, QUANT_CODE.format(width=width, depth=depth))
+
+
+@dataclass(frozen=True)
+class SchemeResult:
+    weights: tuple[float, ...]
+    tensor_scale: float
+    tensor_zero_point: int
+    channel_scales: tuple[float, ...]
+    channel_zero_points: tuple[int, ...]
+    tensor_error: tuple[float, ...]  # dequantized - original, per weight
+    channel_error: tuple[float, ...]
+    tensor_mae: float
+    channel_mae: float
+
+
+def affine_params(lo: torch.Tensor, hi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scale and int8 zero point mapping [lo, hi] (widened to include 0) onto [-128, 127]."""
+    lo, hi = lo.clamp(max=0), hi.clamp(min=0)
+    scale = ((hi - lo) / (QMAX - QMIN)).clamp(min=1e-12)
+    zero_point = (QMIN - torch.round(lo / scale)).clamp(QMIN, QMAX).to(torch.int64)
+    return scale, zero_point
+
+
+def fake_quantize(w: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
+    """Quantize to int8 and back: round(w / s) + z, clamped, then (q - z) * s."""
+    q = torch.clamp(torch.round(w / scale) + zero_point, QMIN, QMAX)
+    return (q - zero_point) * scale
+
+
+def scale_schemes(width: int = 256, depth: int = 2, layer: int = 0) -> SchemeResult:
+    """Per-tensor vs per-channel (per output row) affine int8 of one trained weight, with the error of each."""
+    model = train_mlp(width, depth)
+    w = model.body[2 * layer].weight.detach()
+    t_scale, t_zp = affine_params(w.min(), w.max())
+    c_scale, c_zp = affine_params(w.min(dim=1).values, w.max(dim=1).values)
+    t_err = fake_quantize(w, t_scale, t_zp) - w
+    c_err = fake_quantize(w, c_scale[:, None], c_zp[:, None]) - w
+    return SchemeResult(
+        tuple(w.flatten().tolist()), t_scale.item(), int(t_zp), tuple(c_scale.tolist()), tuple(c_zp.tolist()),
+        tuple(t_err.flatten().tolist()), tuple(c_err.flatten().tolist()),
+        t_err.abs().mean().item(), c_err.abs().mean().item(),
+    )
+
+
+QUANT_CODE = '''import io
+import torch
+from torch import nn
+from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
+
+def mlp(width={width}, depth={depth}, d_in=16, classes=4):
+    layers, d = [], d_in
+    for _ in range(depth):
+        layers += [nn.Linear(d, width), nn.ReLU()]
+        d = width
+    return nn.Sequential(*layers, nn.Linear(d, classes))
+
+def file_bytes(model):
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    return buf.tell()
+
+model = mlp().eval()             # train it first; the page trains 150 Adam steps on a synthetic task
+before = file_bytes(model)
+quantize_(model, Int8DynamicActivationInt8WeightConfig())   # int8 weights, activations quantized per call
+print(before, file_bytes(model), before / file_bytes(model))
+'''

@@ -1,0 +1,254 @@
+"""Saving & deployment: state_dict, checkpoint design, TorchScript vs torch.export, ONNX, quantization."""
+
+import pandas as pd
+import streamlit as st
+
+from demos.saving.checkpoint import CHECKPOINT_CODE, checkpoint_contents, crash_during_save
+from demos.saving.export import export_demo, trace_vs_script
+from demos.saving.figures import checkpoint_figure, quant_figure, scales_figure, state_bytes_figure
+from demos.saving.onnx_export import onnx_roundtrip
+from demos.saving.quant import quantize_and_measure, scale_schemes
+from demos.saving.questions import QUESTIONS
+from demos.saving.state import state_dict_report
+from demos.saving.targets import deployment_table
+from pages import ui
+
+WIDTHS = (16, 32, 64, 128, 256, 512)
+
+
+@st.cache_data(max_entries=1)
+def cached_state():
+    return state_dict_report()
+
+
+@st.cache_data(max_entries=16)
+def cached_crash(fraction: float):
+    return crash_during_save(fraction)
+
+
+@st.cache_data(max_entries=8)
+def cached_contents(width: int):
+    return checkpoint_contents(width)
+
+
+@st.cache_data(max_entries=16)
+def cached_trace(test_value: float):
+    return trace_vs_script(test_value)
+
+
+@st.cache_data(max_entries=1)
+def cached_export():
+    return export_demo()
+
+
+@st.cache_data(max_entries=8)
+def cached_onnx(width: int, depth: int):
+    return onnx_roundtrip(width, depth)
+
+
+@st.cache_data(max_entries=8)
+def cached_quant(width: int, depth: int):
+    return quantize_and_measure(width, depth), scale_schemes(width, depth)
+
+
+def table(rows) -> None:
+    st.dataframe(pd.DataFrame(list(rows)), hide_index=True, width="stretch")
+
+
+def run_button(label: str, key: str) -> bool:
+    """A button whose press is remembered for the session, so the result stays on screen on reruns."""
+    if st.button(label, key=key, icon=":material/play_arrow:"):
+        st.session_state[f"{key}_done"] = True
+    return st.session_state.get(f"{key}_done", False)
+
+
+def state_dict_section() -> None:
+    r = cached_state()
+    ui.prose("`state_dict()` is an ordered map from names to tensors: parameters **and** persistent buffers "
+             "(BatchNorm's running statistics). It holds no code. The optimizer's own `state_dict()` keys its "
+             "state by parameter *index*, so it only makes sense next to the same model.")
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown("**Model `state_dict()`** (a Linear, a BatchNorm, and a non-persistent buffer)")
+        table(r.model_rows)
+        st.caption(f"On the module but not saved: {', '.join(r.hidden)} (registered with persistent=False).")
+    with right:
+        ui.plot(state_bytes_figure(r.model_rows), key="sv_state_bytes")
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown("**Optimizer `state_dict()['state']`** after one Adam step")
+        table(r.optimizer_state)
+    with c2:
+        st.markdown("**`param_groups`**: hyper-parameters and parameter indices")
+        table(r.param_groups)
+        st.metric("torch.save: weights only", f"{r.file_bytes_model:,} B")
+        st.metric("torch.save: weights + Adam state", f"{r.file_bytes_checkpoint:,} B")
+    st.subheader("Loading: strict keys, prefixes, devices, safety")
+    a, b = st.columns(2)
+    with a:
+        st.markdown("`load_state_dict` after renaming `norm` → `bn` (**strict=True**, the default):")
+        st.code(r.strict_error, language="text", wrap_lines=True)
+        st.markdown(f"**strict=False** loads what matches and reports: missing `{list(r.missing)}`, "
+                    f"unexpected `{list(r.unexpected)}`. Those layers keep random weights: read the report.")
+    with b:
+        st.markdown(f"`nn.DataParallel` / DDP keys start with `module.`: `{r.prefixed_keys[0]}`. Loading them "
+                    "into the bare model fails:")
+        st.code(r.prefix_error, language="text", wrap_lines=True)
+        fixed = "loads, identical tensors" if r.prefix_fixed else "still differs"
+        st.markdown(f"After `consume_prefix_in_state_dict_if_present(sd, 'module.')`: **{fixed}**.")
+    a, b = st.columns(2)
+    with a:
+        st.markdown(f"**map_location**: a callable saw storages saved on `{', '.join(r.locations)}` "
+                    f"({r.device_note}). `torch.load(f, map_location='cpu')` loads a GPU checkpoint on a laptop.")
+    with b:
+        st.markdown("**weights_only=True** (the default) refuses a checkpoint holding a custom class:")
+        st.code(r.weights_only_error, language="text", wrap_lines=True)
+        st.markdown(f"Inside `torch.serialization.safe_globals([TrainingConfig])` it loads: `{r.safe_globals_config}`.")
+    ui.show_code(r.code, key="sv_state_code", file_name="state_dict_anatomy.py")
+
+
+def checkpoint_section() -> None:
+    ui.prose("A checkpoint for **exact resume** holds everything whose value the next step depends on; a file "
+             "for **serving** holds the weights. A save that crashes half-way must not destroy the last good "
+             "checkpoint: write a temporary file, then `os.replace` it over the old one.")
+    width = st.select_slider("Model width", WIDTHS, value=128, key="sv_ckpt_width", bind="query-params")
+    contents = cached_contents(width)
+    left, right = st.columns([2, 3])
+    with left:
+        table(contents.rows)
+    with right:
+        ui.plot(checkpoint_figure(contents.rows), key="sv_ckpt_fig")
+    st.subheader("A crash in the middle of torch.save")
+    fraction = st.slider("The process dies after this fraction of the new file is written", 0.05, 0.95, 0.5, 0.05,
+                         key="sv_crash_at", bind="query-params")
+    with ui.input_errors():
+        results = cached_crash(fraction)
+        cols = st.columns(2)
+        for col, res in zip(cols, results, strict=True):
+            with col.container(border=True):
+                st.markdown(f"**{res.strategy}**")
+                st.markdown(f"File on disk after the crash: {res.bytes_on_disk:,} bytes.")
+                if res.loaded_step is not None:
+                    st.success(f"torch.load: {res.load_outcome}", icon=":material/check_circle:")
+                else:  # the trap being demonstrated, not an input error
+                    st.warning(f"torch.load: {res.load_outcome}", icon=":material/broken_image:")
+    ui.show_code(CHECKPOINT_CODE, key="sv_ckpt_code", file_name="atomic_checkpoint.py")
+
+
+def export_section() -> None:
+    ui.prose("`torch.jit.trace` runs the model once and records the ops it saw: a Python `if` on tensor values is "
+             "frozen into whichever branch the example took. `torch.jit.script` compiles the Python, keeping the "
+             "branch, but TorchScript is **deprecated in this PyTorch** (the warnings below are torch's own). "
+             "The modern path is `torch.export`, which refuses data-dependent Python control flow outright and "
+             "takes `torch.cond` instead.")
+    value = st.number_input("Test input: every entry equals", -100.0, 100.0, -3.0, 1.0, key="sv_trace_x",
+                            bind="query-params")
+    with ui.input_errors():
+        r = cached_trace(float(value))
+        table(r.rows)
+        for w in r.trace_warnings + r.script_warnings:
+            st.caption(w)
+        a, b = st.columns(2)
+        a.markdown("**traced.code**: one branch, baked in")
+        a.code(r.traced_code, language="python")
+        b.markdown("**scripted.code**: the `if` survives")
+        b.code(r.scripted_code, language="python")
+        ui.show_code(r.code, key="sv_trace_code", file_name="trace_vs_script.py")
+    st.subheader("torch.export, dynamic shapes and torch.cond")
+    if run_button("Run torch.export (a few seconds)", "sv_export"):
+        with st.spinner("Exporting…"):
+            e = cached_export()
+        st.markdown("`torch.export.export` on the model with the Python `if`:")
+        st.code(e.branch_error, language="text", wrap_lines=True)
+        st.markdown(f"With `torch.cond` and `Dim('batch', min=1, max=64)` it exports in {e.seconds:.1f} s; the "
+                    "ExportedProgram's graph holds both branches:")
+        st.code(e.graph_code, language="python")
+        table(e.checks)
+        st.markdown("A batch of 65, outside the declared range, is refused by the program's guard:")
+        st.code(e.dynamic_error, language="text", wrap_lines=True)
+        ui.show_code(e.code, key="sv_export_code", file_name="export_cond.py")
+
+
+def size_ui(prefix: str, width: int) -> tuple[int, int]:
+    a, b = st.columns(2)
+    w = a.select_slider("MLP width", WIDTHS, value=width, key=f"{prefix}_width", bind="query-params")
+    d = b.slider("Hidden layers", 1, 4, 2, key=f"{prefix}_depth", bind="query-params")
+    return w, d
+
+
+def onnx_section() -> None:
+    ui.prose("The dynamo-based `torch.onnx.export` captures the model with `torch.export`, translates it to ONNX "
+             "operators, and can keep the batch axis symbolic. onnxruntime then runs it without PyTorch.")
+    width, depth = size_ui("sv_onnx", 64)
+    if run_button("Export to ONNX and run onnxruntime", "sv_onnx_run"):
+        with st.status("Exporting with the dynamo exporter, then running onnxruntime…", expanded=False):
+            r = cached_onnx(width, depth)
+        c = st.columns(4)
+        c[0].metric("export time", f"{r.export_s:.1f} s")
+        c[1].metric(".onnx file", f"{r.file_bytes:,} B")
+        c[2].metric("eager, batch 32", f"{r.eager_ms:.3f} ms")
+        c[3].metric("onnxruntime, batch 32", f"{r.ort_ms:.3f} ms")
+        st.markdown(f"onnxruntime reports the input shape as `{r.input_shape}`: the batch axis is symbolic.")
+        table(r.checks)
+        left, right = st.columns([1, 2])
+        with left:
+            ui.graph(r.dot)
+        with right:
+            table([{"op_type": n["op_type"], "inputs": ", ".join(n["inputs"]), "outputs": ", ".join(n["outputs"])}
+                   for n in r.nodes])
+        ui.show_code(r.code, key="sv_onnx_code", file_name="onnx_roundtrip.py")
+
+
+def quant_section() -> None:
+    ui.prose("Dynamic quantization stores Linear weights as int8 with a scale (and zero point) and quantizes "
+             "activations on the fly. Below, an MLP is trained here on a synthetic task, then quantized; size, "
+             "held-out accuracy and latency are measured. Per-channel scales fit each output row's range, so "
+             "they lose less than one scale for the whole tensor.")
+    width, depth = size_ui("sv_quant", 256)
+    if run_button("Train, quantize and measure", "sv_quant_run"):
+        with st.status("Training for 150 steps, quantizing, timing…", expanded=False):
+            q, s = cached_quant(width, depth)
+        table(q.rows)
+        st.markdown(f"The torchao int8 file is **{q.size_ratio:.1f}x smaller**. Latency is measured, not assumed: "
+                    "int8 is only faster where the runtime has int8 kernels for this CPU.")
+        st.caption(f"torch.ao.quantization says: “{q.legacy_warning}”")
+        ui.plot(quant_figure(s), key="sv_quant_fig")
+        st.markdown(f"Per-tensor: one scale {s.tensor_scale:.2e}, zero point {s.tensor_zero_point}. Per-channel: "
+                    f"{len(s.channel_scales)} scales from {min(s.channel_scales):.2e} to "
+                    f"{max(s.channel_scales):.2e}.")
+        ui.plot(scales_figure(s), key="sv_scales_fig")
+        ui.show_code(q.code, key="sv_quant_code", file_name="quantize_torchao.py")
+
+
+def targets_section() -> None:
+    done = st.session_state.get
+    table(deployment_table(
+        state=cached_state(),
+        trace=cached_trace(float(st.session_state.get("sv_trace_x", -3.0))),
+        export=cached_export() if done("sv_export_done") else None,
+        onnx=cached_onnx(*_size("sv_onnx", 64)) if done("sv_onnx_run_done") else None,
+        quant=cached_quant(*_size("sv_quant", 256))[0] if done("sv_quant_run_done") else None,
+    ))
+
+
+def _size(prefix: str, width: int) -> tuple[int, int]:
+    return st.session_state.get(f"{prefix}_width", width), st.session_state.get(f"{prefix}_depth", 2)
+
+
+ui.page_header("saving")
+ui.prose("What to save for recovery, what to ship for serving, and which export path fits which target. Every "
+         "export below really runs; every claim of equivalence is a measured difference.")
+tabs = st.tabs(["state_dict", "Checkpoints", "TorchScript vs export", "ONNX", "Quantization", "Which path?"])
+with tabs[0]:
+    state_dict_section()
+with tabs[1]:
+    checkpoint_section()
+with tabs[2]:
+    export_section()
+with tabs[3]:
+    onnx_section()
+with tabs[4]:
+    quant_section()
+with tabs[5]:
+    targets_section()
+ui.interview_corner("saving", list(QUESTIONS))
