@@ -95,6 +95,7 @@ TOPICS = (
         "state_dict, checkpoints, TorchScript vs torch.export, ONNX, quantization.",
         "What do you save to resume training exactly, and how do you export for serving?",
         ("state_dict", "Checkpoint design", "TorchScript vs torch.export", "ONNX export", "Quantization"),
+        charts=2,
     ),
     Topic(
         "distributed", "pages/distributed.py", "Distributed", ":material/hub:", "Scale",

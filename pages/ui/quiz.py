@@ -6,14 +6,14 @@ import streamlit as st
 
 from demos.errors import InputError
 from demos.quiz import Question, check, validate_prediction
-from pages.ui.layout import read_asset
+from pages.ui.layout import read_asset, whiteboard_on
 
 
 def predict_then_run(question: Question, key: str) -> None:
     """Prompt and snippet, a prediction widget, a Run button, then torch's verdict and the explanation."""
     with st.container(border=True):
         st.markdown(f"**{question.prompt}**")
-        st.code(question.snippet, language="python")
+        st.code(question.snippet, language="python", wrap_lines=True)
         prediction = _prediction_widget(question, key)
         verdict_key = f"{key}_verdict"
         if st.button("Run it", key=f"{key}_run", icon=":material/play_arrow:"):
@@ -54,8 +54,10 @@ def interview_corner(slug: str, questions: list[Question]) -> None:
     """The page's predict-then-run questions, then short model answers to common interview questions."""
     st.header("Interview corner", divider="gray")
     st.caption("Predict first, then run: every answer below is what torch returns right now.")
-    for question in questions:
-        predict_then_run(question, key=f"{slug}_q_{question.key}")
+    columns = st.columns(1 if whiteboard_on() else 2)
+    for i, question in enumerate(questions):
+        with columns[i % len(columns)]:
+            predict_then_run(question, key=f"{slug}_q_{question.key}")
     st.subheader("Model answers")
     for asked, answer in model_answers(slug):
         with st.expander(asked):

@@ -43,6 +43,13 @@ def open_app(browser, url: str, scheme: str = "light"):
     return context, page
 
 
+def wait_loaded(page, timeout_ms: int = 20_000) -> None:
+    """Lazy elements (tables, charts) show skeletons until their code has loaded: wait them out."""
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=stSkeleton]').length === 0",
+                           timeout=timeout_ms)
+    page.wait_for_timeout(500)
+
+
 def full_screenshot(page, name: str) -> None:
     """Grow the viewport to the page's content height so one PNG holds the whole page."""
     height = page.evaluate(
@@ -50,7 +57,7 @@ def full_screenshot(page, name: str) -> None:
         "id => document.querySelector(`[data-testid=${id}]`)?.scrollHeight || 0))"
     )
     page.set_viewport_size({"width": VIEWPORT["width"], "height": min(max(height, 900), MAX_SHOT_HEIGHT)})
-    page.wait_for_timeout(600)
+    wait_loaded(page)
     page.screenshot(path=str(artifacts_dir("screenshots") / f"{name}.png"), full_page=True)
     page.set_viewport_size(VIEWPORT)
 
