@@ -1,6 +1,7 @@
 """Predict-then-run questions: the expected answer is whatever torch returns when the snippet runs."""
 
 import ast
+import functools
 import inspect
 import math
 import textwrap
@@ -52,6 +53,7 @@ class Verdict:
     predicted: str
 
 
+@functools.cache
 def snippet_of(fn: Callable, imports: str = "import torch") -> str:
     """Source of a zero-argument function as a runnable script; its final `return x` becomes print(x)."""
     source = textwrap.dedent(inspect.getsource(fn))

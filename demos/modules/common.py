@@ -1,0 +1,45 @@
+"""Helpers shared by this topic's demos: reading tensors by dotted name, source of models for snippets."""
+
+import copy
+import functools
+import inspect
+import textwrap
+
+import torch
+import torch.nn as nn
+
+# No accelerator on a small host: .to("meta") runs the same Module._apply path that .to("cuda") runs.
+TARGET_DEVICE = "meta"
+
+
+def target_device() -> str:
+    """The device `.to()` demos move to: the accelerator when one exists, else the meta device."""
+    if torch.accelerator.is_available():
+        return str(torch.accelerator.current_accelerator())
+    return TARGET_DEVICE
+
+
+def get_path(module: nn.Module, dotted: str):
+    """module.a.b.c for 'a.b.c' (plain attributes too, which named_* never list)."""
+    return functools.reduce(getattr, dotted.split("."), module)
+
+
+def moved_copy(model: nn.Module, device: str) -> nn.Module:
+    """A deep copy of the model after `.to(device)`; the original stays where it is."""
+    return copy.deepcopy(model).to(device)
+
+
+@functools.cache
+def source_of(*objects) -> str:
+    """Source code of classes or functions, for the runnable snippets."""
+    return "\n\n\n".join(textwrap.dedent(inspect.getsource(o)).strip() for o in objects)
+
+
+def norm(t: torch.Tensor | None) -> float | None:
+    """Frobenius norm as a float, None for a missing tensor."""
+    return None if t is None else float(t.detach().float().norm())
+
+
+def fmt(value) -> str:
+    """Short text for a number in a table: 4 significant digits, or '—' for None."""
+    return "—" if value is None else f"{value:.4g}"

@@ -1,0 +1,104 @@
+"""The Modules page in AppTest: every tab, main widgets moved, hooks toggled, layers frozen, bad input explained."""
+
+import pytest
+
+from demos.modules.sharing import MAX_DIM, MAX_STEPS, MAX_VOCAB
+from tests.conftest import assert_clean, open_page
+
+PAGE = "pages/modules.py"
+TABS = ("Parameters & buffers", "Hooks", "Freezing", "Weight sharing", "Containers")
+
+
+def open_tab(tab: str, whiteboard: bool = False):
+    query = {"modules_tab": tab}
+    if whiteboard:
+        query["whiteboard"] = "true"
+    return open_page(PAGE, query=query)
+
+
+def errors(at) -> list[str]:
+    return [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("tab", TABS)
+def test_every_tab_runs_clean(tab):
+    at = open_tab(tab)
+    assert_clean(at)
+    assert at.title[0].value == "Modules & hooks"
+
+
+def test_parameters_tab_extremes():
+    at = open_tab(TABS[0])
+    at.slider(key="modules_bn_steps").set_value(20).run()
+    at.slider(key="modules_bn_momentum").set_value(1.0).run()
+    assert_clean(at)
+    assert any("persistent=False" in str(row) for row in at.dataframe[0].value.values)
+
+
+def test_hooks_tab_widgets_and_toggles():
+    at = open_tab(TABS[1], whiteboard=True)
+    at.text_input(key="modules_channels").set_value("2, 3, 5").run()
+    at.slider(key="modules_size").set_value(24).run()
+    at.selectbox(key="modules_pattern").set_value("checker").run()
+    at.selectbox(key="modules_map_layer").set_value("features.conv3").run()
+    at.selectbox(key="modules_pre_kind").set_value("grayscale").run()
+    at.selectbox(key="modules_zero_layer").set_value("conv3").run()
+    at.number_input(key="modules_zero_channel").set_value(4).run()
+    at.toggle(key="modules_zero_on").set_value(False).run()
+    at.radio(key="modules_surgery_mode").set_value("clip").run()
+    at.text_input(key="modules_surgery_value").set_value("0.01").run()
+    at.toggle(key="modules_surgery_on").set_value(False).run()
+    at.slider(key="modules_calls").set_value(10).run()
+    assert_clean(at)
+
+
+def test_hooks_tab_bad_input_is_a_sentence():
+    at = open_tab(TABS[1])
+    at.number_input(key="modules_zero_channel").set_value(9).run()
+    assert not at.exception
+    assert any("conv1 has 4 channels" in e for e in errors(at))
+    at.text_input(key="modules_surgery_value").set_value("lots").run()
+    assert any("hook value must be a number" in e for e in errors(at))
+    at.text_input(key="modules_channels").set_value("4, x").run()
+    assert not at.exception
+    assert any("Entry 1 of channels" in e for e in errors(at))
+    at.text_input(key="modules_channels").set_value("40").run()
+    assert any("from 1 to 16" in e for e in errors(at))
+
+
+def test_freezing_tab_layers_frozen():
+    at = open_tab(TABS[2])
+    at.multiselect(key="modules_frozen").set_value(["stem", "bn", "body"]).run()
+    at.selectbox(key="modules_optimizer").set_value("AdamW").run()
+    at.selectbox(key="modules_late_optimizer").set_value("SGD").run()
+    assert_clean(at)
+    frame = at.dataframe[0].value
+    assert list(frame[frame["requires_grad"]]["parameter"]) == ["head.weight", "head.bias"]
+    assert frame[~frame["requires_grad"]]["bit-identical after step"].all()
+    at.multiselect(key="modules_frozen").set_value(["stem", "bn", "body", "head"]).run()
+    at.text_input(key="modules_lrs").set_value("0.1, 20").run()
+    assert not at.exception
+    assert any("Leave at least one layer trainable" in e for e in errors(at))
+    assert any("head learning rate is 20" in e for e in errors(at))
+
+
+def test_weight_sharing_tab_largest_sizes():
+    at = open_tab(TABS[3])
+    at.slider(key="modules_vocab").set_value(MAX_VOCAB).run()
+    at.slider(key="modules_dim").set_value(MAX_DIM).run()
+    at.slider(key="modules_tie_steps").set_value(MAX_STEPS).run()
+    assert_clean(at)
+    assert at.metric[1].value == f"{MAX_VOCAB * MAX_DIM:,}"
+
+
+def test_containers_tab_widgets_and_bad_names():
+    at = open_tab(TABS[4])
+    at.slider(key="modules_layers").set_value(8).run()
+    at.slider(key="modules_width").set_value(64).run()
+    at.text_input(key="modules_heads").set_value("cls, box, seg, depth").run()
+    assert_clean(at)
+    at.text_input(key="modules_heads").set_value("forward").run()
+    assert not at.exception
+    assert any("already an attribute of nn.Module" in e for e in errors(at))
+    at.text_input(key="modules_heads").set_value("a, a").run()
+    assert any("must be unique" in e for e in errors(at))
