@@ -47,6 +47,7 @@ TOPICS = (
         "What shape does this broadcast to, and does this reshape copy?",
         ("Broadcasting rules", "Strides, views and contiguity", "view vs reshape", "Type promotion",
          "einsum", "Device placement"),
+        charts=2,
     ),
     Topic(
         "autograd", "pages/autograd.py", "Autograd", ":material/account_tree:", "Fundamentals",
@@ -54,6 +55,7 @@ TOPICS = (
         "What is the difference between no_grad and detach?",
         ("Dynamic graph and grad_fn", "Leaves and retain_grad", "no_grad / detach / inference_mode",
          "Custom autograd.Function", "Gradient accumulation", "Higher-order gradients"),
+        charts=5,
     ),
     Topic(
         "modules", "pages/modules.py", "Modules & hooks", ":material/widgets:", "Fundamentals",

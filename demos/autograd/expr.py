@@ -1,0 +1,599 @@
+"""A small expression language over named leaf tensors: tokenizer, recursive-descent parser, evaluator. Never eval.
+
+Grammar (Python's precedence):
+    expr    := term (('+' | '-') term)*
+    term    := unary (('*' | '/' | '@') unary)*
+    unary   := '-' unary | power
+    power   := postfix ('**' unary)?
+    postfix := atom ('.detach()' | '.T' | '[' index (',' index)* ']')*
+    atom    := NUMBER | NAME | FUNC '(' expr (',' ['dim' '='] INT)? ')' | '(' expr ')'
+    index   := INT | [INT] ':' [INT] [':' [INT]]
+
+Leaves are declared as 'x: 4,3; W: 3,2 grad' (name, shape, and 'grad' for requires_grad=True).
+"""
+
+import functools
+import math
+import re
+from dataclasses import dataclass
+
+import torch
+
+from demos.errors import InputError
+from demos.parsing import format_shape, parse_shape
+
+MAX_EXPR = 200
+MAX_NODES = 80
+MAX_DEPTH = 24
+MAX_LEAVES = 6
+MAX_DIM = 64
+MAX_LEAF_NUMEL = 64 * 64
+MAX_RESULT_NUMEL = 64**3
+FUNCS = ("relu", "sigmoid", "tanh", "exp", "log", "sum", "mean", "softmax")
+REDUCE_FUNCS = ("sum", "mean", "softmax")
+RESERVED = set(FUNCS) | {"T", "detach", "dim", "grad", "torch"}
+
+_TOKEN = re.compile(r"\s*(?:(?P<num>\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)"
+                    r"|(?P<op>\*\*|[-+*/@()\[\],:.=]))")
+_BAD_OPS = {"//": "floor division '//'", "%": "'%'", "^": "'^' (use ** for powers)", "&": "'&'", "|": "'|'",
+            "<": "comparisons", ">": "comparisons", "!": "'!'", "~": "'~'"}
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # num, name, op, end
+    text: str
+    pos: int
+
+
+def tokenize(text: str) -> list[Token]:
+    """Split an expression into numbers, names and operators; anything else is named and refused."""
+    tokens, pos = [], 0
+    while pos < len(text):
+        if text[pos:].strip() == "":
+            break
+        m = _TOKEN.match(text, pos)
+        if not m:
+            start = len(text) - len(text[pos:].lstrip())
+            two = text[start:start + 2]
+            bad = _BAD_OPS.get(two) or _BAD_OPS.get(text[start])
+            if bad:
+                raise InputError(f"The operator {bad} is not supported; use + - * / @ ** and the functions "
+                                 f"{', '.join(FUNCS)}.")
+            raise InputError(f"Unexpected character '{text[start]}' at position {start + 1} of the expression.")
+        kind = m.lastgroup
+        if kind == "op" and m.group("op") == "/" and text[m.end():m.end() + 1] == "/":
+            raise InputError(f"The operator {_BAD_OPS['//']} is not supported; use + - * / @ **.")
+        tokens.append(Token(kind, m.group(kind), m.start(kind)))
+        pos = m.end()
+    tokens.append(Token("end", "", len(text)))
+    return tokens
+
+
+# ---- the syntax tree -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Num:
+    value: float
+
+
+@dataclass(frozen=True)
+class Name:
+    name: str
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str
+    left: object
+    right: object
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: object
+
+
+@dataclass(frozen=True)
+class Call:
+    func: str
+    arg: object
+    dim: int | None = None
+
+
+@dataclass(frozen=True)
+class Detach:
+    operand: object
+
+
+@dataclass(frozen=True)
+class Transpose:
+    operand: object
+
+
+@dataclass(frozen=True)
+class Index:
+    operand: object
+    items: tuple  # ints and (start, stop, step) triples of int | None
+
+
+class Parser:
+    """Recursive descent over the token list, with limits on size and nesting depth."""
+
+    def __init__(self, text: str):
+        self.tokens = tokenize(text)
+        self.i = 0
+        self.depth = 0
+        self.nodes = 0
+
+    def peek(self) -> Token:
+        return self.tokens[self.i]
+
+    def take(self, text: str | None = None) -> Token:
+        tok = self.tokens[self.i]
+        if text is not None and tok.text != text:
+            found = f"'{tok.text}'" if tok.kind != "end" else "the end of the expression"
+            raise InputError(f"Expected '{text}' at position {tok.pos + 1} but found {found}.")
+        self.i += 1
+        return tok
+
+    def node(self, value):
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise InputError(f"The expression has more than {MAX_NODES} operations and names; shorten it.")
+        return value
+
+    def parse(self):
+        tree = self.expr()
+        tok = self.peek()
+        if tok.kind != "end":
+            raise InputError(f"Unexpected '{tok.text}' at position {tok.pos + 1} of the expression.")
+        return tree
+
+    def expr(self):
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise InputError(f"The expression nests more than {MAX_DEPTH} levels deep.")
+        left = self.term()
+        while self.peek().text in ("+", "-"):
+            op = self.take().text
+            left = self.node(BinOp(op, left, self.term()))
+        self.depth -= 1
+        return left
+
+    def term(self):
+        left = self.unary()
+        while self.peek().text in ("*", "/", "@"):
+            op = self.take().text
+            left = self.node(BinOp(op, left, self.unary()))
+        return left
+
+    def unary(self):
+        if self.peek().text == "-":
+            self.take()
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise InputError(f"The expression nests more than {MAX_DEPTH} levels deep.")
+            operand = self.unary()
+            self.depth -= 1
+            return self.node(Neg(operand))
+        if self.peek().text == "+":
+            raise InputError("A unary '+' is not supported; remove it.")
+        return self.power()
+
+    def power(self):
+        base = self.postfix()
+        if self.peek().text == "**":
+            self.take()
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise InputError(f"The expression nests more than {MAX_DEPTH} levels deep.")
+            exponent = self.unary()
+            self.depth -= 1
+            return self.node(BinOp("**", base, exponent))
+        return base
+
+    def postfix(self):
+        value = self.atom()
+        while self.peek().text in (".", "["):
+            if self.take().text == "[":
+                value = self.node(Index(value, self.index_items()))
+                continue
+            name = self.take()
+            if name.text == "T":
+                value = self.node(Transpose(value))
+            elif name.text == "detach":
+                self.take("(")
+                self.take(")")
+                value = self.node(Detach(value))
+            else:
+                raise InputError(f"'.{name.text}' is not supported after a tensor; only .detach() and .T are.")
+        return value
+
+    def index_items(self) -> tuple:
+        items = [self.index_item()]
+        while self.peek().text == ",":
+            self.take()
+            items.append(self.index_item())
+        self.take("]")
+        if len(items) > 3:
+            raise InputError("An index may have at most 3 entries, one per dimension.")
+        return tuple(items)
+
+    def index_item(self):
+        parts, current = [], None
+        while True:
+            tok = self.peek()
+            if tok.text == ":":
+                self.take()
+                parts.append(current)
+                current = None
+                if len(parts) > 2:
+                    raise InputError("A slice has at most two colons, as in start:stop:step.")
+            elif tok.text == "-" or tok.kind == "num":
+                if current is not None:
+                    raise InputError(f"Unexpected '{tok.text}' in an index at position {tok.pos + 1}.")
+                current = self.index_int()
+            else:
+                break
+        if not parts:
+            if current is None:
+                tok = self.peek()
+                raise InputError(f"An index needs a whole number or a slice such as 1:3 at position {tok.pos + 1}.")
+            return current
+        parts.append(current)
+        start, stop, step = (parts + [None, None])[:3]
+        if step is not None and step <= 0:
+            raise InputError(f"A slice step must be a positive whole number (torch has no negative steps); got {step}.")
+        return (start, stop, step)
+
+    def index_int(self) -> int:
+        sign = 1
+        if self.peek().text == "-":
+            self.take()
+            sign = -1
+        tok = self.take()
+        if tok.kind != "num" or not tok.text.isdigit():
+            raise InputError(f"An index must be a whole number; '{tok.text}' is not.")
+        if len(tok.text) > 4:
+            raise InputError(f"The index {tok.text} is too large; tensors here have at most {MAX_DIM} rows.")
+        return sign * int(tok.text)
+
+    def atom(self):
+        tok = self.take()
+        if tok.kind == "num":
+            value = float(tok.text)
+            if not math.isfinite(value) or abs(value) > 1e6:
+                raise InputError(f"The number {tok.text} is too large; numbers must be at most 1e6 in size.")
+            return self.node(Num(value))
+        if tok.text == "(":
+            inner = self.expr()
+            self.take(")")
+            return inner
+        if tok.kind == "name":
+            if tok.text in FUNCS:
+                return self.node(self.call(tok.text))
+            if tok.text in RESERVED:
+                raise InputError(f"'{tok.text}' is not a function or tensor here; functions: {', '.join(FUNCS)}.")
+            if self.peek().text == "(":
+                raise InputError(f"Unknown function '{tok.text}'; the functions are {', '.join(FUNCS)}.")
+            return self.node(Name(tok.text))
+        if tok.kind == "end":
+            raise InputError("The expression ends too early: an operand is missing.")
+        raise InputError(f"Unexpected '{tok.text}' at position {tok.pos + 1} of the expression.")
+
+    def call(self, func: str) -> Call:
+        self.take("(")
+        arg = self.expr()
+        dim = None
+        if self.peek().text == ",":
+            self.take()
+            if func not in REDUCE_FUNCS:
+                raise InputError(f"{func}() takes one argument; only sum, mean and softmax take a dim.")
+            if self.peek().text == "dim":
+                self.take()
+                self.take("=")
+            dim = self.index_int()
+        self.take(")")
+        if func == "softmax" and dim is None:
+            dim = -1
+        return Call(func, arg, dim)
+
+
+def parse_expression(text: str):
+    """Parse expression text into a syntax tree, or raise InputError naming the problem."""
+    if not isinstance(text, str):
+        raise InputError("The expression must be text.")
+    if len(text) > MAX_EXPR:
+        raise InputError(f"The expression is too long: at most {MAX_EXPR} characters; it has {len(text)}.")
+    if not text.strip():
+        raise InputError("Type an expression, for example mean((x @ W + b - y) ** 2).")
+    return Parser(text).parse()
+
+
+# ---- leaves ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Leaf:
+    name: str
+    shape: tuple[int, ...]
+    requires_grad: bool
+
+
+def parse_leaves(text: str) -> tuple[Leaf, ...]:
+    """'x: 4,3; W: 3,2 grad' -> leaves; names are identifiers, shapes at most 3 dims of at most 64."""
+    if not isinstance(text, str):
+        raise InputError("The leaf list must be text.")
+    if len(text) > MAX_EXPR:
+        raise InputError(f"The leaf list is too long: at most {MAX_EXPR} characters.")
+    entries = [e.strip() for e in re.split(r"[;\n]", text) if e.strip()]
+    if not entries:
+        raise InputError("Declare at least one leaf tensor, for example 'x: 4,3 grad'.")
+    if len(entries) > MAX_LEAVES:
+        raise InputError(f"At most {MAX_LEAVES} leaf tensors; this list has {len(entries)}.")
+    leaves = [_parse_leaf(e) for e in entries]
+    names = [leaf.name for leaf in leaves]
+    for name in names:
+        if names.count(name) > 1:
+            raise InputError(f"The leaf '{name}' is declared twice.")
+    return tuple(leaves)
+
+
+def _parse_leaf(entry: str) -> Leaf:
+    m = re.fullmatch(r"([A-Za-z_]\w*)\s*:\s*(.*?)\s*((?:requires_)?grad)?", entry)
+    if not m:
+        raise InputError(f"'{entry}' is not a leaf declaration; write name: shape, e.g. 'W: 3,2 grad'.")
+    name, shape_text, grad = m.groups()
+    if name in RESERVED:
+        raise InputError(f"'{name}' is reserved; choose another name for the tensor.")
+    if len(name) > 12:
+        raise InputError(f"The name '{name[:12]}…' is too long; at most 12 characters.")
+    shape = parse_shape(shape_text, max_dims=3, max_dim=MAX_DIM)
+    if 0 in shape:
+        raise InputError(f"The shape of '{name}' has a zero dimension; every size must be 1 to {MAX_DIM}.")
+    if math.prod(shape) > MAX_LEAF_NUMEL:
+        raise InputError(f"'{name}' has {math.prod(shape)} elements; the limit is {MAX_LEAF_NUMEL} (64x64).")
+    return Leaf(name, shape, grad is not None)
+
+
+def leaves_text(leaves) -> str:
+    """The canonical text of a leaf list."""
+    return "; ".join(f"{leaf.name}: {','.join(map(str, leaf.shape))}" + (" grad" if leaf.requires_grad else "")
+                     for leaf in leaves)
+
+
+def make_leaves(leaves, dtype=torch.float32, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Seeded randn leaves in declaration order (the same values as the printed snippet creates)."""
+    gen = torch.Generator().manual_seed(seed)
+    return {leaf.name: torch.randn(leaf.shape, generator=gen).to(dtype).requires_grad_(leaf.requires_grad)
+            for leaf in leaves}
+
+
+def leaves_code(leaves, seed: int = 0) -> str:
+    """Python that creates the same leaves as make_leaves."""
+    lines = [f"gen = torch.Generator().manual_seed({seed})"]
+    for leaf in leaves:
+        grad = ".requires_grad_()" if leaf.requires_grad else ""
+        lines.append(f"{leaf.name} = torch.randn({tuple(leaf.shape)!r}, generator=gen){grad}")
+    return "\n".join(lines)
+
+
+# ---- rendering the tree back to text ----------------------------------------------------------------------------
+
+_PREC = {"+": 1, "-": 1, "*": 2, "/": 2, "@": 2, "neg": 3, "**": 4}
+
+
+def _prec(node) -> int:
+    if isinstance(node, BinOp):
+        return _PREC[node.op]
+    if isinstance(node, Neg):
+        return _PREC["neg"]
+    return 9
+
+
+def _num_text(value: float) -> str:
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+
+
+def index_text(items) -> str:
+    def one(item):
+        if isinstance(item, int):
+            return str(item)
+        start, stop, step = ("" if v is None else str(v) for v in item)
+        return f"{start}:{stop}" + (f":{step}" if step else "")
+    return "[" + ", ".join(one(i) for i in items) + "]"
+
+
+def to_source(node, torch_style: bool = False) -> str:
+    """The expression as text: as typed (relu(x)) or as torch code (torch.relu(x))."""
+    def wrap(child, min_prec, right=False):
+        s = to_source(child, torch_style)
+        p = _prec(child)
+        return f"({s})" if p < min_prec or (right and p == min_prec) else s
+
+    if isinstance(node, Num):
+        return _num_text(node.value)
+    if isinstance(node, Name):
+        return node.name
+    if isinstance(node, Neg):
+        return "-" + wrap(node.operand, _PREC["neg"])
+    if isinstance(node, BinOp):
+        p = _PREC[node.op]
+        if node.op == "**":  # right-associative; a negative base needs brackets
+            return f"{wrap(node.left, p + 1)} ** {wrap(node.right, _PREC['neg'])}"
+        return f"{wrap(node.left, p)} {node.op} {wrap(node.right, p, right=True)}"
+    if isinstance(node, Call):
+        inner = to_source(node.arg, torch_style)
+        prefix = "torch." if torch_style else ""
+        if node.dim is None:
+            return f"{prefix}{node.func}({inner})"
+        return f"{prefix}{node.func}({inner}, dim={node.dim})"
+    if isinstance(node, Detach):
+        return wrap(node.operand, 9) + ".detach()"
+    if isinstance(node, Transpose):
+        return wrap(node.operand, 9) + ".T"
+    if isinstance(node, Index):
+        return wrap(node.operand, 9) + index_text(node.items)
+    raise TypeError(node)
+
+
+@functools.lru_cache(maxsize=4096)
+def _source(node) -> str:
+    """to_source, remembered per (hashable, frozen) node: gradcheck evaluates the same tree hundreds of times."""
+    return to_source(node)
+
+
+def children(node) -> tuple:
+    if isinstance(node, BinOp):
+        return (node.left, node.right)
+    if isinstance(node, (Neg, Detach, Transpose)):
+        return (node.operand,)
+    if isinstance(node, Call):
+        return (node.arg,)
+    if isinstance(node, Index):
+        return (node.operand,)
+    return ()
+
+
+# ---- evaluation ------------------------------------------------------------------------------------------------
+
+@dataclass
+class Step:
+    """One operation as it ran: the sub-expression, its operands and its output tensor."""
+
+    node: object
+    text: str
+    inputs: tuple  # tensors or floats, in operand order
+    out: torch.Tensor
+
+
+def _shape(v) -> str:
+    return format_shape(v.shape) if isinstance(v, torch.Tensor) else "a number"
+
+
+def _check_result(out, text: str):
+    if isinstance(out, torch.Tensor) and out.numel() > MAX_RESULT_NUMEL:
+        raise InputError(f"'{text}' has {out.numel()} elements; intermediate results are limited to "
+                         f"{MAX_RESULT_NUMEL}.")
+    return out
+
+
+def _binary(op: str, a, b, text: str):
+    if op == "@":
+        return _matmul(a, b, text)
+    if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
+        return _numbers(op, a, b, text)
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        try:
+            torch.broadcast_shapes(a.shape, b.shape)
+        except RuntimeError:
+            raise InputError(f"Shape mismatch in '{text}': {_shape(a)} and {_shape(b)} do not broadcast "
+                             "(aligned from the right, sizes must be equal or 1).") from None
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        return a / b
+    return a ** b
+
+
+def _numbers(op: str, a: float, b: float, text: str) -> float:
+    """Arithmetic on two plain numbers, refusing results that are not finite reals."""
+    try:
+        value = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
+                 "**": lambda: a ** b}[op]()
+    except (OverflowError, ZeroDivisionError):
+        raise InputError(f"'{text}' is too large or undefined as a number.") from None
+    if isinstance(value, complex) or not math.isfinite(value):
+        raise InputError(f"'{text}' is not a finite real number.")
+    return value
+
+
+def _matmul(a, b, text: str):
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        raise InputError(f"'{text}' uses @ with a number; matrix multiplication needs two tensors.")
+    if a.dim() == 0 or b.dim() == 0:
+        raise InputError(f"'{text}': @ needs tensors with at least 1 dimension; got {_shape(a)} @ {_shape(b)}.")
+    inner_b = b.shape[0] if b.dim() == 1 else b.shape[-2]
+    if a.shape[-1] != inner_b:
+        raise InputError(f"Shape mismatch in '{text}': {_shape(a)} @ {_shape(b)}; the inner sizes "
+                         f"{a.shape[-1]} and {inner_b} must be equal.")
+    try:
+        torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except RuntimeError:
+        raise InputError(f"Shape mismatch in '{text}': the batch dimensions of {_shape(a)} and {_shape(b)} "
+                         "do not broadcast.") from None
+    return a @ b
+
+
+def _check_dim(t: torch.Tensor, dim: int, text: str) -> None:
+    n = max(t.dim(), 1)
+    if not -n <= dim < n:
+        raise InputError(f"dim={dim} is out of range in '{text}': the input has shape {_shape(t)} "
+                         f"(dims {-n} to {n - 1}).")
+
+
+def _call(func: str, a, dim, text: str):
+    if not isinstance(a, torch.Tensor):
+        raise InputError(f"'{text}' applies {func} to a number; apply it to a tensor.")
+    if dim is not None:
+        _check_dim(a, dim, text)
+    if func in ("sum", "mean"):
+        return getattr(torch, func)(a) if dim is None else getattr(torch, func)(a, dim=dim)
+    if func == "softmax":
+        return torch.softmax(a, dim=dim)
+    return getattr(torch, func)(a)
+
+
+def _index(a, items, text: str):
+    if not isinstance(a, torch.Tensor):
+        raise InputError(f"'{text}' indexes a number; only tensors can be indexed.")
+    if len(items) > a.dim():
+        raise InputError(f"'{text}' has {len(items)} indices but the tensor has shape {_shape(a)} "
+                         f"({a.dim()} dimensions).")
+    for d, item in enumerate(items):
+        if isinstance(item, int) and not -a.shape[d] <= item < a.shape[d]:
+            raise InputError(f"Index {item} is out of range in '{text}': dimension {d} has size {a.shape[d]}.")
+    key = tuple(item if isinstance(item, int) else slice(*item) for item in items)
+    return a[key]
+
+
+def evaluate(tree, tensors: dict[str, torch.Tensor], steps: list | None = None):
+    """Run the tree with torch, appending a Step per tensor-valued operation; shape problems become InputError."""
+    if isinstance(tree, Num):
+        return tree.value
+    if isinstance(tree, Name):
+        if tree.name not in tensors:
+            known = ", ".join(tensors) or "none"
+            raise InputError(f"Unknown name '{tree.name}'; the leaf tensors are: {known}.")
+        return tensors[tree.name]
+    args = tuple(evaluate(c, tensors, steps) for c in children(tree))
+    text = _source(tree)
+    if isinstance(tree, BinOp):
+        out = _binary(tree.op, args[0], args[1], text)
+    elif isinstance(tree, Neg):
+        out = -args[0]
+    elif isinstance(tree, Call):
+        out = _call(tree.func, args[0], tree.dim, text)
+    elif isinstance(tree, Detach):
+        out = _tensor_only(args[0], text).detach()
+    elif isinstance(tree, Transpose):
+        t = _tensor_only(args[0], text)
+        if t.dim() != 2:
+            raise InputError(f"'{text}': .T needs a 2-D tensor; this one has shape {_shape(t)}.")
+        out = t.T
+    else:
+        out = _index(args[0], tree.items, text)
+    _check_result(out, text)
+    if steps is not None and isinstance(out, torch.Tensor):
+        steps.append(Step(tree, text, args, out))
+    return out
+
+
+def _tensor_only(a, text: str) -> torch.Tensor:
+    if not isinstance(a, torch.Tensor):
+        raise InputError(f"'{text}' needs a tensor, not a number.")
+    return a

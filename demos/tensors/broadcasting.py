@@ -1,0 +1,316 @@
+"""Broadcasting: right-aligned shapes, prepended and stretched dims, the grid of which input element is read."""
+
+import itertools
+import re
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+import torch
+
+from demos.errors import InputError
+from demos.parsing import format_shape, parse_shape
+from demos.style import COLORS, base_layout
+from demos.tensors.common import Trap, torch_error, trap
+
+MAX_DIMS = 6
+MAX_DIM = 4096
+NAMES = ("A", "B", "C")
+GRID_MAX_SIDE = 8  # the grid view draws results up to 3-D with every dim <= 8
+GRID_MAX_NDIM = 3
+ROLE_COLORS = {
+    "kept": COLORS["data"],
+    "stretched": COLORS["activation"],
+    "prepended": COLORS["idle"],
+    "conflict": COLORS["error"],
+    "result": COLORS["parameter"],
+}
+
+
+@dataclass(frozen=True)
+class BroadcastResult:
+    shapes: tuple[tuple[int, ...], ...]
+    ndim: int  # aligned width: the longest shape
+    roles: tuple[tuple[str, ...], ...]  # per operand, per aligned column: kept / stretched / prepended / conflict
+    result: tuple[int, ...] | None  # from torch.broadcast_shapes; None when incompatible
+    conflict: str | None  # our sentence naming the conflicting dimension
+    torch_error: str | None  # torch's own message for the same shapes
+    code: str
+
+
+def parse_shapes(texts: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
+    """Two shapes, and a third unless its field is blank; '[]' or '()' is a scalar."""
+    if not 2 <= len(texts) <= 3:
+        raise InputError("Broadcasting here takes 2 or 3 shapes.")
+    shapes = []
+    for i, text in enumerate(texts):
+        if i == 2 and not str(text).strip():
+            continue
+        try:
+            shapes.append(parse_shape(text, MAX_DIMS, MAX_DIM))
+        except InputError as err:
+            raise InputError(f"Shape {NAMES[i]}: {err}") from None
+    return tuple(shapes)
+
+
+def _padded(shape: tuple[int, ...], ndim: int) -> tuple[int | None, ...]:
+    return (None,) * (ndim - len(shape)) + shape
+
+
+def _column_roles(column: list[int | None]) -> tuple[list[str], int | None]:
+    """Roles of one aligned column and its broadcast size (None on a conflict)."""
+    sizes = {d for d in column if d is not None and d != 1}
+    size = sizes.pop() if len(sizes) == 1 else (1 if not sizes else None)
+    roles = []
+    for d in column:
+        if d is None:
+            roles.append("prepended")
+        elif size is None and d != 1:
+            roles.append("conflict")
+        elif d == 1 and size not in (1, None):
+            roles.append("stretched")
+        else:
+            roles.append("kept")
+    return roles, size
+
+
+def _conflict_sentence(shapes, ndim: int, col: int) -> str:
+    offset = col - ndim
+    parts = []
+    for name, shape in zip(NAMES, shapes, strict=False):
+        own = len(shape) + offset
+        if own >= 0 and shape[own] != 1:
+            parts.append(f"{name}'s dim {own} is {shape[own]}")
+    return (f"Dimension {offset} (counting from the right) conflicts: {', '.join(parts)}; "
+            "sizes must be equal or one of them must be 1.")
+
+
+def _code(shapes) -> str:
+    lines = ["import torch", ""]
+    args = ", ".join(format_shape(s) for s in shapes)
+    lines.append(f"print(torch.broadcast_shapes({args}))")
+    names = ", ".join(n.lower() for n in NAMES[: len(shapes)])
+    for name, shape in zip(NAMES, shapes, strict=False):
+        lines.append(f"{name.lower()} = torch.zeros({format_shape(shape)})")
+    lines.append(f"out = torch.broadcast_tensors({names})[0]  # same rule as {' + '.join(names.split(', '))}")
+    lines.append("print(out.shape)")
+    return "\n".join(lines) + "\n"
+
+
+def broadcast(texts: tuple[str, ...]) -> BroadcastResult:
+    """Align the shapes from the right, name each dim's role, and ask torch for the result (or its error)."""
+    shapes = parse_shapes(texts)
+    ndim = max(len(s) for s in shapes)
+    padded = [_padded(s, ndim) for s in shapes]
+    roles = [[] for _ in shapes]
+    conflict = None
+    for col in range(ndim):
+        column_roles, size = _column_roles([p[col] for p in padded])
+        for i, role in enumerate(column_roles):
+            roles[i].append(role)
+        if size is None and conflict is None:
+            conflict = _conflict_sentence(shapes, ndim, col)
+    try:
+        result, error = tuple(torch.broadcast_shapes(*shapes)), None
+    except RuntimeError as err:
+        result, error = None, torch_error(err)
+    return BroadcastResult(tuple(shapes), ndim, tuple(tuple(r) for r in roles), result, conflict, error,
+                           _code(shapes))
+
+
+def alignment_figure(r: BroadcastResult) -> go.Figure:
+    """Right-aligned table: grey = prepended 1, green = stretched from 1, cyan = kept, red = conflict, blue = result."""
+    rows = list(NAMES[: len(r.shapes)]) + ["result"]
+    kinds = list(ROLE_COLORS)
+    z, text, hover = [], [], []
+    for name, shape, roles in zip(NAMES, r.shapes, r.roles, strict=False):
+        padded = _padded(shape, r.ndim)
+        z.append([kinds.index(role) for role in roles])
+        text.append(["1" if d is None else str(d) for d in padded])
+        hover.append([f"{name} {format_shape(shape)}: {role}" for role in roles])
+    # The result row: torch's answer, or per column the size it would take and '?' where the column conflicts.
+    clash = [any(roles[c] == "conflict" for roles in r.roles) for c in range(r.ndim)]
+    if r.result is not None:
+        result = [str(d) for d in r.result]
+    else:
+        columns = [[_padded(s, r.ndim)[c] for s in r.shapes] for c in range(r.ndim)]
+        result = ["?" if clash[c] else str(max(d for d in col if d is not None)) for c, col in enumerate(columns)]
+    z.append([kinds.index("conflict" if bad else "result") for bad in clash])
+    text.append(result)
+    hover.append(["no result: sizes conflict" if bad else "result size" for bad in clash])
+    scale = []
+    for i, kind in enumerate(kinds):
+        scale += [[i / len(kinds), ROLE_COLORS[kind]], [(i + 1) / len(kinds), ROLE_COLORS[kind]]]
+    columns = [f"dim {c - r.ndim}" for c in range(r.ndim)] or ["(scalar)"]
+    if r.ndim == 0:
+        z, text, hover = [[kinds.index("kept")] for _ in rows], [["scalar"] for _ in rows], [[""] for _ in rows]
+    fig = go.Figure(go.Heatmap(
+        z=z[::-1], x=columns, y=rows[::-1], text=text[::-1], hovertext=hover[::-1], texttemplate="%{text}",
+        hoverinfo="text", colorscale=scale, zmin=0, zmax=len(kinds), showscale=False, xgap=3, ygap=3,
+        textfont=dict(size=18, color="white"),
+    ))
+    fig.update_xaxes(side="top")
+    return base_layout(fig, height=90 + 55 * len(rows))
+
+
+# ---------------------------------------------------------------- grid view: which input element does out[i] read?
+
+
+@dataclass(frozen=True)
+class GridResult:
+    shapes: tuple[tuple[int, ...], ...]
+    result: tuple[int, ...]
+    index: tuple[int, ...]  # the picked element of the result, normalised to non-negative
+    reads: tuple[tuple[int, ...], ...]  # per operand: the index of the element that out[index] reads
+    code: str
+
+
+def grid_available(r: BroadcastResult) -> bool:
+    """The grid view draws small compatible cases: result up to 3-D, every dim between 1 and 8."""
+    return (r.result is not None and len(r.result) <= GRID_MAX_NDIM
+            and all(1 <= d <= GRID_MAX_SIDE for d in r.result))
+
+
+def parse_index(text: str, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """'1, 2' -> (1, 2) within the result shape; negatives count from the end; blank means the last element."""
+    body = str(text).strip().strip("()[]").strip()
+    if len(body) > 60:
+        raise InputError("The element index is too long: at most 60 characters.")
+    if not body:
+        return tuple(d - 1 for d in shape)
+    parts = [p for p in re.split(r"[,\s]+", body) if p]
+    if len(parts) != len(shape):
+        raise InputError(f"The result has {len(shape)} dimensions, so the index needs {len(shape)} numbers; "
+                         f"got {len(parts)}.")
+    index = []
+    for dim, (part, size) in enumerate(zip(parts, shape, strict=True)):
+        if not re.fullmatch(r"[+-]?\d{1,6}", part):
+            raise InputError(f"Index {dim} ('{part}') is not a whole number.")
+        value = int(part)
+        if not -size <= value < size:
+            raise InputError(f"Index {dim} is {value} but dimension {dim} has size {size} (valid: 0 to {size - 1}).")
+        index.append(value % size)
+    return tuple(index)
+
+
+def grid(texts: tuple[str, ...], index_text: str) -> GridResult:
+    """Which element of each input out[index] reads, found by torch: broadcast arange(n) and index it."""
+    r = broadcast(texts)
+    if not grid_available(r):
+        raise InputError(f"The grid view draws compatible results up to {GRID_MAX_NDIM}-D with every dim "
+                         f"between 1 and {GRID_MAX_SIDE}.")
+    index = parse_index(index_text, r.result)
+    operands = [torch.arange(max(1, torch.Size(s).numel())).reshape(s) for s in r.shapes]
+    expanded = torch.broadcast_tensors(*operands)
+    reads = []
+    for shape, big in zip(r.shapes, expanded, strict=True):
+        flat = big[index].item()
+        reads.append(tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape)) if shape else ())
+    names = ", ".join(n.lower() for n in NAMES[: len(r.shapes)])
+    code = "\n".join([
+        "import torch", "",
+        *[f"{n.lower()} = torch.arange({max(1, torch.Size(s).numel())}).reshape({format_shape(s)})"
+          for n, s in zip(NAMES, r.shapes, strict=False)],
+        f"for name, big, t in zip('{''.join(NAMES[: len(r.shapes)])}', torch.broadcast_tensors({names}), ({names})):",
+        f"    flat = big[{index}].item()  # each element holds its own flat position",
+        "    print(name, 'reads', torch.unravel_index(torch.tensor(flat), t.shape) if t.dim() else ())",
+    ]) + "\n"
+    return GridResult(r.shapes, r.result, index, tuple(reads), code)
+
+
+def _cells(shape: tuple[int, ...]):
+    """Lay an up-to-3-D shape out on a 2-D grid: dim 0 of a 3-D shape stacks blocks with a gap row."""
+    if len(shape) == 0:
+        return 1, 1, lambda idx: (0, 0)
+    if len(shape) == 1:
+        return 1, shape[0], lambda idx: (0, idx[0])
+    if len(shape) == 2:
+        return shape[0], shape[1], lambda idx: idx
+    return shape[0] * (shape[1] + 1) - 1, shape[2], lambda idx: (idx[0] * (shape[1] + 1) + idx[1], idx[2])
+
+
+def grid_figure(g: GridResult) -> go.Figure:
+    """The result with the picked element (blue) and each input with the element it reads (green).
+
+    One heatmap holds every panel side by side, so all cells have the same size and a stretched input is visibly
+    smaller than the result.
+    """
+    shapes = (*g.shapes, g.result)
+    names = [f"{n}" for n in NAMES[: len(g.shapes)]] + ["out"]
+    hots = (*g.reads, g.index)
+    rows = max(_cells(s)[0] for s in shapes)
+    width = sum(_cells(s)[1] for s in shapes) + len(shapes) - 1
+    z = [[None] * width for _ in range(rows)]
+    text = [[""] * width for _ in range(rows)]
+    hover = [[""] * width for _ in range(rows)]
+    left, titles = 0, []
+    for i, (name, shape, hot) in enumerate(zip(names, shapes, hots, strict=True)):
+        _, cols, place = _cells(shape)
+        for idx in itertools.product(*[range(d) for d in shape]):
+            r, c = place(idx)
+            label = ",".join(map(str, idx))
+            z[r][left + c] = (2 if i == len(shapes) - 1 else 1) if idx == hot else 0
+            text[r][left + c] = label or "·"
+            hover[r][left + c] = f"{name}[{label}]"
+        titles.append(dict(x=left + (cols - 1) / 2, y=-0.8, text=f"{name} {format_shape(shape)}", showarrow=False,
+                           yanchor="bottom", font=dict(size=14)))
+        left += cols + 1
+    scale = [[0, "#e8eaed"], [0.33, "#e8eaed"], [0.34, COLORS["activation"]], [0.66, COLORS["activation"]],
+             [0.67, COLORS["parameter"]], [1, COLORS["parameter"]]]
+    fig = go.Figure(go.Heatmap(z=z, text=text, hovertext=hover, texttemplate="%{text}", hoverinfo="text",
+                               colorscale=scale, zmin=0, zmax=2, showscale=False, xgap=3, ygap=3,
+                               textfont=dict(size=13)))
+    fig.update_layout(annotations=titles)
+    fig.update_yaxes(range=[rows - 0.5, -1.2], showticklabels=False, showgrid=False, zeroline=False)
+    fig.update_xaxes(range=[-0.5, width - 0.5], showticklabels=False, showgrid=False, zeroline=False)
+    return base_layout(fig, height=110 + 46 * rows)
+
+
+# ---------------------------------------------------------------- traps
+
+
+def _loss_trap():
+    torch.manual_seed(0)
+    pred = torch.randn(4)  # model output, shape (B,)
+    target = torch.randn(4, 1)  # labels loaded as (B, 1)
+    diff = pred - target  # (B,) - (B, 1) broadcasts to (B, B)
+    loss = (diff**2).mean()
+    return f"diff shape {tuple(diff.shape)}, loss {loss.item():.4f}"
+
+
+def _loss_correct():
+    torch.manual_seed(0)
+    pred = torch.randn(4)
+    target = torch.randn(4, 1)
+    diff = pred - target.squeeze(1)  # both (B,): one error per sample
+    loss = (diff**2).mean()
+    return f"diff shape {tuple(diff.shape)}, loss {loss.item():.4f}"
+
+
+def _inplace_trap():
+    a = torch.ones(3)
+    b = torch.ones(2, 3)
+    try:
+        a += b  # the left side would have to grow to (2, 3)
+        outcome = a.shape
+    except RuntimeError as err:
+        outcome = f"RuntimeError: {err}"
+    return outcome
+
+
+def _inplace_correct():
+    a = torch.ones(3)
+    b = torch.ones(2, 3)
+    b += a  # the right side broadcasts into b's shape
+    c = a + b  # or make a new tensor
+    return f"b {tuple(b.shape)}, c {tuple(c.shape)}"
+
+
+def traps() -> tuple[Trap, ...]:
+    """Broadcasting's silent and loud failures, each executed beside the fix."""
+    return (
+        trap("loss", "A (B,) prediction against a (B, 1) target", _loss_trap, _loss_correct,
+             "Every prediction is compared with every target: the loss is a B x B average, and no error is raised. "
+             "`F.mse_loss` at least warns about the size mismatch; a hand-written loss does not."),
+        trap("inplace", "In-place op whose left side would need to broadcast", _inplace_trap, _inplace_correct,
+             "An in-place op writes into the left tensor's memory, so only the right side may broadcast."),
+    )

@@ -1,0 +1,180 @@
+"""Devices: where tensors and parameters live, mixing devices, tensor.to vs module.to, choosing a device, pinning.
+
+Where no CUDA device exists, the examples run on the meta device (shapes and dtypes, no data), so they run anywhere.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from demos.style import COLORS
+from demos.tensors.common import Trap, torch_error, trap
+
+
+@dataclass(frozen=True)
+class DeviceReport:
+    accelerator: str | None  # torch.accelerator.current_accelerator(), None when there is none
+    chosen: str  # the device the recommended idiom picks here
+    target: str  # where the examples below move things: cuda when present, else meta
+    tensor_before: str
+    tensor_after: str  # x.to(target): a new tensor
+    tensor_same_object: bool  # x.to(target) is x
+    x_still_on: str  # x itself after the call
+    module_before: str
+    module_after: str
+    module_same_object: bool  # model.to(target) is model
+    mixing_error: str | None  # torch's message for cpu + target
+    pinned: str  # what pin_memory() said here
+    code: str
+
+
+def target_device() -> str:
+    """cuda when this host has it; otherwise meta, which runs anywhere."""
+    return "cuda" if torch.cuda.is_available() else "meta"
+
+
+def chosen_device() -> torch.device:
+    """The recommended idiom: the current accelerator when one is available, else the CPU."""
+    if torch.accelerator.is_available():
+        return torch.accelerator.current_accelerator()
+    return torch.device("cpu")
+
+
+_CODE = '''import torch
+
+device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")
+target = "cuda" if torch.cuda.is_available() else "meta"  # meta: shapes without data, runs anywhere
+print("chosen device:", device)
+
+x = torch.ones(2, 3)
+y = x.to(target)  # a NEW tensor; x stays where it was
+print(x.device, y.device, y is x)
+
+model = torch.nn.Linear(3, 2)
+same = model.to(target)  # moves the parameters in place and returns the same module
+print(next(model.parameters()).device, same is model)
+
+try:
+    x + y
+except RuntimeError as err:
+    print("mixing devices:", err)
+'''
+
+
+def _pin_status() -> str:
+    x = torch.ones(4)
+    try:
+        return f"pinned: {x.pin_memory().is_pinned()}"
+    except RuntimeError as err:
+        return torch_error(err)
+
+
+def report() -> DeviceReport:
+    """Run the placement examples on this host and record what torch says."""
+    target = target_device()
+    accelerator = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
+    x = torch.ones(2, 3)
+    y = x.to(target)
+    model = torch.nn.Linear(3, 2)
+    before = str(next(model.parameters()).device)
+    same = model.to(target)
+    try:
+        x + y
+        mixing = None
+    except RuntimeError as err:
+        mixing = torch_error(err)
+    return DeviceReport(
+        None if accelerator is None else str(accelerator), str(chosen_device()), target,
+        str(x.device), str(y.device), y is x, str(x.device), before, str(next(model.parameters()).device),
+        same is model, mixing, _pin_status(), _CODE,
+    )
+
+
+def placement_dot(r: DeviceReport) -> str:
+    """Where things live: one box per device; tensor.to makes a new node, module.to moves the same one."""
+    data, param, err = COLORS["data"], COLORS["parameter"], COLORS["error"]
+    return f'''digraph devices {{
+  rankdir=LR; bgcolor=transparent; compound=true;
+  node [shape=box, style="rounded,filled", fontname="Helvetica", fontcolor=white];
+  edge [fontname="Helvetica"];
+  subgraph cluster_cpu {{ label="cpu"; style=rounded;
+    x [label="x\\n{r.tensor_before}", fillcolor="{data}"];
+    m_before [label="model (before)\\nparams on {r.module_before}", fillcolor="{param}", style="rounded,dashed,filled"];
+  }}
+  subgraph cluster_target {{ label="{r.target}"; style=rounded;
+    y [label="y = x.to('{r.target}')\\n{r.tensor_after}", fillcolor="{data}"];
+    m_after [label="model (same object)\\nparams on {r.module_after}", fillcolor="{param}"];
+  }}
+  x -> y [label="tensor.to: new tensor\\n(y is x: {r.tensor_same_object})"];
+  m_before -> m_after [label="module.to: in place\\n(returns self: {r.module_same_object})"];
+  x -> y [label="x + y: {'error' if r.mixing_error else 'ok'}", color="{err}", fontcolor="{err}", style=dashed,
+          dir=both];
+}}'''
+
+
+# ---------------------------------------------------------------- traps
+
+
+def _mix_trap():
+    device = "cuda" if torch.cuda.is_available() else "meta"
+    weights = torch.ones(3, device=device)
+    batch = torch.ones(3)  # created on the CPU by default
+    try:
+        out = weights * batch
+        outcome = str(out.device)
+    except RuntimeError as err:
+        outcome = f"RuntimeError: {err}"
+    return outcome
+
+
+def _mix_correct():
+    device = "cuda" if torch.cuda.is_available() else "meta"
+    weights = torch.ones(3, device=device)
+    batch = torch.ones(3).to(weights.device)  # move the data to where the weights live
+    return str((weights * batch).device)
+
+
+def _to_trap():
+    device = "cuda" if torch.cuda.is_available() else "meta"
+    x = torch.ones(2)
+    x.to(device)  # returns a new tensor, which is dropped
+    model = torch.nn.Linear(2, 2)
+    model.to(device)  # modules move in place, so this one works
+    return f"x on {x.device}, model on {model.weight.device}"
+
+
+def _to_correct():
+    device = "cuda" if torch.cuda.is_available() else "meta"
+    x = torch.ones(2).to(device)  # keep the returned tensor
+    model = torch.nn.Linear(2, 2).to(device)
+    return f"x on {x.device}, model on {model.weight.device}"
+
+
+def _pinned_trap():
+    x = torch.ones(1024)  # pageable host memory
+    return f"pinned: {x.is_pinned()}"  # non_blocking=True from here still waits for a staging copy
+
+
+def _pinned_correct():
+    x = torch.ones(1024)
+    try:
+        x = x.pin_memory()  # page-locked, so the copy engine can read it while the host goes on
+        outcome = f"pinned: {x.is_pinned()}"
+    except RuntimeError as err:
+        outcome = f"RuntimeError: {err}"  # a CPU-only build has nothing to pin for
+    return outcome
+
+
+def traps() -> tuple[Trap, ...]:
+    """Device mistakes, each executed beside the fix (on CUDA when present, else on the meta device)."""
+    return (
+        trap("mix", "Mixing devices in one op", _mix_trap, _mix_correct,
+             "Ops need their tensor operands on one device (a 0-dim CPU tensor is the only exception). "
+             "Move the batch to the model's device, not the other way round."),
+        trap("to", "tensor.to(device) without keeping the result", _to_trap, _to_correct,
+             "`Tensor.to` is out of place: it returns a new tensor (or self when nothing changes). "
+             "`Module.to` moves parameters and buffers in place and returns the same module."),
+        trap("pinned", "non_blocking=True needs pinned memory", _pinned_trap, _pinned_correct,
+             "A host-to-device copy can overlap with compute only from page-locked (pinned) memory; from "
+             "pageable memory the driver first copies into a pinned buffer and the call is effectively blocking."),
+    )

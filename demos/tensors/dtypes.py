@@ -1,0 +1,225 @@
+"""dtypes: the promotion matrix from torch.result_type, float formats from torch.finfo, and the silent traps."""
+
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+import torch
+
+from demos.errors import InputError
+from demos.style import COLORS, base_layout
+from demos.tensors.common import Trap, trap
+
+DTYPES = {
+    "bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
+    "int64": torch.int64, "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+    "float64": torch.float64, "complex64": torch.complex64, "complex128": torch.complex128,
+}
+DEFAULT_DTYPES = ("uint8", "int64", "float16", "bfloat16", "float32")
+SCALARS = {"int": 2, "float": 2.5, "bool": True, "complex": 1j}
+DEFAULT_SCALARS = ("int", "float")
+CATEGORY_COLORS = {
+    "bool": COLORS["idle"], "integer": COLORS["data"], "half": COLORS["temporary"],
+    "float": COLORS["activation"], "complex": COLORS["optimizer_state"],
+}
+
+
+@dataclass(frozen=True)
+class PromotionResult:
+    labels: tuple[str, ...]  # one per operand kind, e.g. "int64 tensor", "int64 0-dim", "Python float"
+    results: tuple[tuple[str, ...], ...]  # torch.result_type(row, column), dtype names without "torch."
+    code: str
+
+
+def _operands(dtypes, zero_dim: bool, scalars) -> list[tuple[str, object, str]]:
+    """(label, operand, source code) for each chosen kind."""
+    ops = [(f"{d} tensor", torch.ones(2, dtype=DTYPES[d]), f"torch.ones(2, dtype=torch.{d})") for d in dtypes]
+    if zero_dim:
+        ops += [(f"{d} 0-dim", torch.tensor(1, dtype=DTYPES[d]), f"torch.tensor(1, dtype=torch.{d})") for d in dtypes]
+    ops += [(f"Python {s}", SCALARS[s], repr(SCALARS[s])) for s in scalars]
+    return ops
+
+
+def validate(dtypes, scalars) -> None:
+    """Every name must be one torch knows here; at least one tensor dtype."""
+    unknown = [d for d in dtypes if d not in DTYPES] + [s for s in scalars if s not in SCALARS]
+    if unknown:
+        raise InputError(f"Unknown dtype or scalar '{unknown[0]}'; choose from {', '.join([*DTYPES, *SCALARS])}.")
+    if not dtypes:
+        raise InputError("Pick at least one tensor dtype for the promotion matrix.")
+
+
+def promotion(dtypes: tuple[str, ...], zero_dim: bool, scalars: tuple[str, ...]) -> PromotionResult:
+    """torch.result_type for every pair of the chosen operands (n-dim tensors, 0-dim tensors, Python scalars)."""
+    validate(dtypes, scalars)
+    ops = _operands(dtypes, zero_dim, scalars)
+    results = tuple(
+        tuple(str(torch.result_type(a, b)).removeprefix("torch.") for _, b, _ in ops) for _, a, _ in ops
+    )
+    lines = ["import torch", "", "operands = {"]
+    lines += [f"    {label!r}: {src}," for label, _, src in ops]
+    lines += ["}", "for row, a in operands.items():",
+              "    print(row, [str(torch.result_type(a, b)) for b in operands.values()])"]
+    return PromotionResult(tuple(label for label, _, _ in ops), results, "\n".join(lines) + "\n")
+
+
+def category(dtype_name: str) -> str:
+    """bool / integer / half (16-bit float) / float / complex."""
+    if dtype_name == "bool":
+        return "bool"
+    if dtype_name.startswith(("int", "uint")):
+        return "integer"
+    if dtype_name in ("float16", "bfloat16"):
+        return "half"
+    return "complex" if dtype_name.startswith("complex") else "float"
+
+
+def promotion_figure(r: PromotionResult) -> go.Figure:
+    """Cell (row, column) = dtype of row OP column; colour = its category (grey bool, cyan int, olive half,
+    green float, purple complex)."""
+    kinds = list(CATEGORY_COLORS)
+    z = [[kinds.index(category(d)) for d in row] for row in r.results]
+    scale = []
+    for i, kind in enumerate(kinds):
+        scale += [[i / len(kinds), CATEGORY_COLORS[kind]], [(i + 1) / len(kinds), CATEGORY_COLORS[kind]]]
+    hover = [[f"{a}  op  {b}  ->  {d}" for b, d in zip(r.labels, row, strict=True)]
+             for a, row in zip(r.labels, r.results, strict=True)]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=list(r.labels), y=list(r.labels), text=[list(row) for row in r.results], hovertext=hover,
+        texttemplate="%{text}", hoverinfo="text", colorscale=scale, zmin=0, zmax=len(kinds), showscale=False,
+        xgap=2, ygap=2, textfont=dict(size=11, color="white"),
+    ))
+    fig.update_yaxes(autorange="reversed", title="left operand")
+    fig.update_xaxes(side="top", tickangle=-40, title="right operand")
+    return base_layout(fig, height=max(340, 150 + 34 * len(r.labels)))
+
+
+def finfo_table() -> pd.DataFrame:
+    """Range and precision of the float formats, straight from torch.finfo."""
+    rows = []
+    for name in ("float16", "bfloat16", "float32", "float64"):
+        info = torch.finfo(DTYPES[name])
+        rows.append({"dtype": name, "bits": info.bits, "max": info.max, "smallest normal": info.tiny,
+                     "eps (gap after 1.0)": info.eps, "resolution": info.resolution})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- traps
+
+
+def _floor_div_trap():
+    x = torch.tensor([7, -7])
+    return (x // 2).tolist()  # floor division: -3.5 rounds down to -4
+
+
+def _floor_div_correct():
+    x = torch.tensor([7, -7])
+    true_div = x / 2  # true division always gives float
+    trunc = torch.div(x, 2, rounding_mode="trunc")  # C-style toward zero
+    return f"x / 2 = {true_div.tolist()} ({true_div.dtype}), trunc = {trunc.tolist()}"
+
+
+def _uint8_trap():
+    pixels = torch.tensor([250, 100], dtype=torch.uint8)
+    return (pixels + 10).tolist()  # 260 wraps to 4, silently
+
+
+def _uint8_correct():
+    pixels = torch.tensor([250, 100], dtype=torch.uint8)
+    return (pixels.to(torch.int16) + 10).clamp(0, 255).tolist()
+
+
+def _fp16_overflow_trap():
+    x = torch.tensor([300.0, 70000.0], dtype=torch.float16)
+    return f"x = {x.tolist()}, x * x = {(x * x).tolist()}"  # max float16 is 65504
+
+
+def _fp16_overflow_correct():
+    x = torch.tensor([300.0, 70000.0], dtype=torch.bfloat16)  # float32's range, fewer digits
+    return f"x = {x.tolist()}, x * x = {(x * x).tolist()}"
+
+
+def _half_precision_trap():
+    one = torch.tensor(1.0, dtype=torch.bfloat16)
+    return (one + 1e-3).item()  # bfloat16 eps is 0.0078: the 1e-3 vanishes
+
+
+def _half_precision_correct():
+    one = torch.tensor(1.0, dtype=torch.float16)
+    return (one + 1e-3).item()  # float16 eps is 0.00098: kept, roughly
+
+
+def _sum_order_trap():
+    x = torch.tensor([1e8, 1.0, -1e8])  # float32 has ~7 decimal digits
+    return x.sum().item()
+
+
+def _sum_order_correct():
+    x = torch.tensor([1e8, 1.0, -1e8])
+    reordered = torch.tensor([1e8, -1e8, 1.0]).sum().item()
+    in_float64 = x.double().sum().item()
+    return f"reordered {reordered}, float64 {in_float64}"
+
+
+def _default_dtype_trap():
+    w = torch.tensor([1, 2])  # Python ints -> int64
+    try:
+        w.requires_grad_()
+        outcome = "ok"
+    except RuntimeError as err:
+        outcome = f"RuntimeError: {err}"
+    return f"{w.dtype}; {outcome}"
+
+
+def _default_dtype_correct():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)  # Python floats -> float32
+    noise = torch.randn(2)  # randn is float32 too
+    return f"{w.dtype}, {noise.dtype}, requires_grad={w.requires_grad}"
+
+
+def _to_self_trap():
+    x = torch.zeros(3)
+    y = x.to(torch.float32)  # already float32: returns x itself
+    y[0] = 1.0
+    return f"y is x: {y is x}, x = {x.tolist()}"
+
+
+def _to_self_correct():
+    x = torch.zeros(3)
+    y = x.to(torch.float32, copy=True)  # or x.clone()
+    y[0] = 1.0
+    return f"y is x: {y is x}, x = {x.tolist()}"
+
+
+def traps() -> tuple[Trap, ...]:
+    """The dtype mistakes that raise nothing, each executed beside the safe version."""
+    return (
+        trap("floordiv", "Integer division and //", _floor_div_trap, _floor_div_correct,
+             "`/` on integer tensors gives float (true division). `//` floors, so negative values round away "
+             "from zero; C and CUDA code often truncate instead."),
+        trap("uint8", "uint8 wrap-around", _uint8_trap, _uint8_correct,
+             "Integer arithmetic wraps modulo 2^bits with no warning: image tensors in uint8 are the classic case. "
+             "Widen first, then clamp."),
+        trap("fp16", "float16 overflow past 65504", _fp16_overflow_trap, _fp16_overflow_correct,
+             "float16 has 5 exponent bits: anything above 65504 is inf, and inf - inf is nan. bfloat16 keeps "
+             "float32's 8 exponent bits, which is why it trains without loss scaling."),
+        trap("bf16", "bfloat16 vs float16 precision: 1 + 1e-3", _half_precision_trap, _half_precision_correct,
+             "bfloat16 pays for its range with 8 significant bits: steps smaller than 1/128 near 1.0 are rounded "
+             "away. Accumulate sums and optimizer state in float32."),
+        trap("sum", "float32 summation order", _sum_order_trap, _sum_order_correct,
+             "Floating-point addition is not associative: the order of a reduction (threads, blocks, devices) "
+             "changes the last digits, or everything when magnitudes differ this much."),
+        trap("default", "torch.tensor([1, 2]) is int64", _default_dtype_trap, _default_dtype_correct,
+             "`torch.tensor` infers the dtype from the Python values: ints give int64, floats give the default "
+             "float32. Factories like randn and zeros give float32."),
+        trap("to_self", ".to() returns self when nothing changes", _to_self_trap, _to_self_correct,
+             "`.to()` is a no-op when dtype and device already match: it returns the same tensor, not a copy, "
+             "so a write to the 'copy' changes the original."),
+    )
+
+
+# Worst cases allowed by the limits, timed by `python -m bench`.
+BENCH_CASES = {
+    "20 x 20 promotion matrix, drawn": lambda: promotion_figure(promotion(tuple(list(DTYPES)[:8]), True,
+                                                                          tuple(SCALARS))),
+}

@@ -1,0 +1,349 @@
+"""einsum: parse and validate an equation against shapes, name each index's role, find the standard op it equals."""
+
+import itertools
+import math
+import re
+from dataclasses import dataclass
+
+import torch
+
+from demos.errors import InputError
+from demos.parsing import MAX_TEXT, format_shape, parse_shape
+from demos.style import COLORS
+
+MAX_OPERANDS = 3
+MAX_INDICES = 8
+MAX_DIM = 512
+MAX_OPERAND_NUMEL = 1 << 20
+MAX_ITERATIONS = 5_000_000  # the full loop nest: every index's size multiplied
+MAX_PY_LOOP = 5_000  # the loop nest also runs in plain Python below this many iterations
+NAMES = ("A", "B", "C")
+ROLE_COLORS = {"batch": COLORS["optimizer_state"], "free": COLORS["parameter"], "contracted": COLORS["gradient"]}
+
+PRESETS = {
+    "matmul": ("ij,jk->ik", "(2, 3); (3, 4)"),
+    "batched matmul": ("bij,bjk->bik", "(2, 2, 3); (2, 3, 4)"),
+    "attention scores": ("bhqd,bhkd->bhqk", "(1, 2, 3, 4); (1, 2, 5, 4)"),
+    "outer product": ("i,j->ij", "(3,); (4,)"),
+    "trace": ("ii->", "(4, 4)"),
+    "diagonal": ("ii->i", "(4, 4)"),
+    "bilinear form": ("i,ij,j->", "(3,); (3, 4); (4,)"),
+    "transpose": ("ij->ji", "(2, 3)"),
+    "sum over rows": ("ij->j", "(3, 4)"),
+}
+
+# Canonical equation (indices renamed a, b, c... in order of appearance) -> (name, code, function).
+EQUIVALENTS = {
+    "ab,bc->ac": ("matmul", "A @ B", lambda a, b: a @ b),
+    "ab,cb->ac": ("matmul with B transposed (nn.Linear)", "A @ B.T", lambda a, b: a @ b.T),
+    "abc,acd->abd": ("bmm", "torch.bmm(A, B)", lambda a, b: torch.bmm(a, b)),
+    "abc,adc->abd": ("bmm with B transposed", "torch.bmm(A, B.transpose(1, 2))", lambda a, b: torch.bmm(a, b.mT)),
+    "abcd,abde->abce": ("batched matmul", "A @ B", lambda a, b: a @ b),
+    "abcd,abed->abce": ("matmul with a transpose (attention scores)", "A @ B.transpose(-2, -1)",
+                        lambda a, b: a @ b.transpose(-2, -1)),
+    "a,b->ab": ("outer", "torch.outer(A, B)", lambda a, b: torch.outer(a, b)),
+    "a,a->": ("dot", "torch.dot(A, B)", lambda a, b: torch.dot(a, b)),
+    "ab,b->a": ("matrix-vector (mv)", "torch.mv(A, B)", lambda a, b: torch.mv(a, b)),
+    "aa->": ("trace", "torch.trace(A)", lambda a: torch.trace(a)),
+    "aa->a": ("diagonal", "torch.diagonal(A)", lambda a: torch.diagonal(a)),
+    "ab->ba": ("transpose", "A.T", lambda a: a.T),
+    "a,ab,b->": ("bilinear form", "A @ B @ C", lambda a, b, c: a @ b @ c),
+    "ab,ab->ab": ("elementwise product", "A * B", lambda a, b: a * b),
+    "ab,ab->": ("sum of the elementwise product", "(A * B).sum()", lambda a, b: (a * b).sum()),
+}
+
+
+@dataclass(frozen=True)
+class Equation:
+    inputs: tuple[str, ...]
+    output: str
+    explicit: bool  # written with '->'; otherwise the output is the indices seen once, in alphabetical order
+
+    @property
+    def text(self) -> str:
+        return ",".join(self.inputs) + "->" + self.output
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    name: str
+    size: int
+    operands: tuple[str, ...]  # which operands carry it
+    role: str  # batch / free / contracted
+
+
+@dataclass(frozen=True)
+class EinsumResult:
+    equation: str  # normalised, always with '->'
+    shapes: tuple[tuple[int, ...], ...]
+    indices: tuple[IndexInfo, ...]
+    out_shape: tuple[int, ...]
+    iterations: int
+    multiplies: int
+    adds: int
+    equivalent: str | None  # name of the standard op
+    equivalent_code: str | None
+    equivalent_ok: bool | None  # torch.allclose(einsum, equivalent) on random inputs
+    equivalent_note: str  # why there is none, or torch's error when it did not apply
+    python_loop_diff: float | None  # max |einsum - plain Python loop nest| when small enough to run
+    values: tuple[float, ...]  # the einsum result, flattened (first 64)
+    loop_code: str
+    code: str
+
+
+def parse_equation(text: str) -> Equation:
+    """'ij,jk->ik' or implicit 'ij,jk': letters only, up to 3 operands and 8 distinct indices."""
+    if not isinstance(text, str):
+        raise InputError("The equation must be text.")
+    if len(text) > 100:
+        raise InputError("The equation is too long: at most 100 characters.")
+    body = re.sub(r"\s+", "", text)
+    if not body:
+        raise InputError("Type an equation such as ij,jk->ik.")
+    if "..." in body:
+        raise InputError("Ellipsis (...) is not supported here; name every dimension with a letter.")
+    bad = re.search(r"[^A-Za-z,\->]", body)
+    if bad:
+        raise InputError(f"The equation may use letters, commas and '->' only; '{bad.group()}' is not allowed.")
+    if body.count("->") > 1 or body.replace("->", "").count("-") or body.replace("->", "").count(">"):
+        raise InputError("The equation needs at most one '->' and no other '-' or '>'.")
+    lhs, arrow, rhs = body.partition("->")
+    inputs = tuple(lhs.split(","))
+    if len(inputs) > MAX_OPERANDS:
+        raise InputError(f"The equation has {len(inputs)} operands; the limit is {MAX_OPERANDS}.")
+    letters = set(lhs.replace(",", ""))
+    if len(letters) > MAX_INDICES:
+        raise InputError(f"The equation uses {len(letters)} distinct indices; the limit is {MAX_INDICES}.")
+    if arrow:
+        for ch in rhs:
+            if ch not in letters:
+                raise InputError(f"Output index '{ch}' does not appear in any operand.")
+        repeated = [ch for ch in set(rhs) if rhs.count(ch) > 1]
+        if repeated:
+            raise InputError(f"Output index '{repeated[0]}' appears more than once in the output.")
+        return Equation(inputs, rhs, True)
+    counts = lhs.replace(",", "")
+    return Equation(inputs, "".join(sorted(ch for ch in letters if counts.count(ch) == 1)), False)
+
+
+def parse_shapes(text: str) -> tuple[tuple[int, ...], ...]:
+    """'(2, 3); (3, 4)' or '(2, 3), (3, 4)' or '2,3; 3,4': one shape per operand."""
+    if not isinstance(text, str):
+        raise InputError("The operand shapes must be text.")
+    if len(text) > MAX_TEXT:
+        raise InputError(f"The operand shapes are too long: at most {MAX_TEXT} characters.")
+    body = re.sub(r"([)\]])\s*,\s*([(\[])", r"\1;\2", text.strip())
+    parts = body.split(";")
+    if len(parts) > MAX_OPERANDS:
+        raise InputError(f"{len(parts)} shapes were given; einsum here takes at most {MAX_OPERANDS}.")
+    shapes = []
+    for name, part in zip(NAMES, parts, strict=False):
+        try:
+            shapes.append(parse_shape(part, 6, MAX_DIM))
+        except InputError as err:
+            raise InputError(f"Shape of {name}: {err}") from None
+    return tuple(shapes)
+
+
+def index_sizes(eq: Equation, shapes) -> dict[str, int]:
+    """Each index's size, checked the way torch checks: equal within an operand, equal or 1 across operands."""
+    if len(shapes) != len(eq.inputs):
+        raise InputError(f"The equation has {len(eq.inputs)} operands but {len(shapes)} shapes were given.")
+    sizes: dict[str, int] = {}
+    for name, term, shape in zip(NAMES, eq.inputs, shapes, strict=False):
+        if len(term) != len(shape):
+            raise InputError(f"Operand {name} ('{term}') has {len(term)} indices but its shape "
+                             f"{format_shape(shape)} has {len(shape)} dims.")
+        own: dict[str, int] = {}
+        for ch, d in zip(term, shape, strict=True):
+            if ch in own and own[ch] != d:
+                raise InputError(f"Index '{ch}' repeats in operand {name} with sizes {own[ch]} and {d}; "
+                                 "a repeated index needs equal sizes.")
+            own[ch] = d
+        for ch, d in own.items():
+            if ch in sizes and sizes[ch] != d and 1 not in (sizes[ch], d):
+                raise InputError(f"Index '{ch}' has size {sizes[ch]} in one operand and {d} in operand {name}; "
+                                 "sizes must match or be 1.")
+            sizes[ch] = d if ch not in sizes or sizes[ch] == 1 else sizes[ch]
+    return sizes
+
+
+def _check_cost(shapes, sizes: dict[str, int], out_shape) -> int:
+    for name, shape in zip(NAMES, shapes, strict=False):
+        if math.prod(shape) > MAX_OPERAND_NUMEL:
+            raise InputError(f"Operand {name} has {math.prod(shape)} elements; the limit is {MAX_OPERAND_NUMEL}.")
+    if math.prod(out_shape) > MAX_OPERAND_NUMEL:
+        raise InputError(f"The output has {math.prod(out_shape)} elements; the limit is {MAX_OPERAND_NUMEL}.")
+    iterations = math.prod(sizes.values())
+    if iterations > MAX_ITERATIONS:
+        raise InputError(f"The loop nest runs {iterations:,} iterations; the limit is {MAX_ITERATIONS:,}.")
+    return iterations
+
+
+def canonical(eq: Equation) -> str:
+    """Rename indices a, b, c... in order of first appearance, so 'ij,jk->ik' and 'xy,yz->xz' compare equal."""
+    names: dict[str, str] = {}
+    for ch in eq.text:
+        if ch.isalpha() and ch not in names:
+            names[ch] = "abcdefgh"[len(names)]
+    return "".join(names.get(ch, ch) for ch in eq.text)
+
+
+def _roles(eq: Equation, sizes) -> tuple[IndexInfo, ...]:
+    infos = []
+    for ch in dict.fromkeys("".join(eq.inputs)):
+        carriers = tuple(n for n, term in zip(NAMES, eq.inputs, strict=False) if ch in term)
+        if ch not in eq.output:
+            role = "contracted"
+        elif len(eq.inputs) > 1 and len(carriers) == len(eq.inputs):
+            role = "batch"
+        else:
+            role = "free"
+        infos.append(IndexInfo(ch, sizes[ch], carriers, role))
+    return tuple(infos)
+
+
+def _single_operand_equivalent(eq: Equation):
+    """A sum over dropped dims followed by a permute, for one operand without repeated indices."""
+    term = eq.inputs[0]
+    if len(set(term)) != len(term):
+        return None
+    dropped = tuple(i for i, ch in enumerate(term) if ch not in eq.output)
+    kept = [ch for ch in term if ch in eq.output]
+    order = tuple(kept.index(ch) for ch in eq.output)
+    permuted = order != tuple(range(len(order)))
+    code = "A" + (f".sum(dim={dropped})" if dropped else "") + (f".permute{order}" if permuted else "")
+    moved = "transpose" if len(order) == 2 else "permute"
+    name = {(False, False): "identity", (True, False): "sum", (False, True): moved,
+            (True, True): "sum then permute"}[(bool(dropped), permuted)]
+
+    def run(a):
+        a = a.sum(dim=dropped) if dropped else a
+        return a.permute(order) if permuted else a
+
+    return name, code, run
+
+
+def _find_equivalent(eq: Equation):
+    if canonical(eq) in EQUIVALENTS:
+        return EQUIVALENTS[canonical(eq)]
+    if len(eq.inputs) == 1:
+        return _single_operand_equivalent(eq)
+    return None
+
+
+def _python_loop(eq: Equation, sizes, operands: list[torch.Tensor], out_shape) -> torch.Tensor:
+    """The loop nest, literally, in Python over nested lists: the definition einsum implements."""
+    nested = [t.tolist() for t in operands]
+    letters = list(sizes)
+    flat = [0.0] * math.prod(out_shape)
+    strides = [math.prod(out_shape[i + 1:]) for i in range(len(out_shape))]
+    for values in itertools.product(*[range(sizes[ch]) for ch in letters]):
+        at = dict(zip(letters, values, strict=True))
+        product = 1.0
+        for term, shape, data in zip(eq.inputs, [t.shape for t in operands], nested, strict=True):
+            for ch, d in zip(term, shape, strict=True):
+                data = data[at[ch] if d > 1 else 0]
+            product *= data
+        flat[sum(at[ch] * s for ch, s in zip(eq.output, strides, strict=True))] += product
+    return torch.tensor(flat, dtype=torch.float64).reshape(out_shape)
+
+
+def _loop_code(eq: Equation, shapes, sizes, out_shape) -> str:
+    lines = [f"out = torch.zeros({format_shape(out_shape)})"]
+    order = list(eq.output) + [ch for ch in sizes if ch not in eq.output]
+    for depth, ch in enumerate(order):
+        note = "  # contracted: summed" if ch not in eq.output else ""
+        lines.append("    " * depth + f"for {ch} in range({sizes[ch]}):{note}")
+    factors = []
+    for name, term, shape in zip(NAMES, eq.inputs, shapes, strict=False):
+        idx = ", ".join(ch if d == sizes[ch] else "0" for ch, d in zip(term, shape, strict=True))
+        factors.append(f"{name}[{idx}]" if term else name)
+    target = f"out[{', '.join(eq.output)}]" if eq.output else "out"
+    lines.append("    " * len(order) + f"{target} += {' * '.join(factors)}")
+    return "\n".join(lines) + "\n"
+
+
+def _snippet(eq: Equation, shapes, equivalent_code: str | None) -> str:
+    names = [n for n, _ in zip(NAMES, shapes, strict=False)]
+    lines = ["import torch", "", "torch.manual_seed(0)"]
+    lines += [f"{n} = torch.randn({format_shape(s)}, dtype=torch.float64)" for n, s in zip(names, shapes, strict=False)]
+    lines.append(f"out = torch.einsum({eq.text!r}, {', '.join(names)})")
+    lines.append("print(out.shape)")
+    if equivalent_code:
+        lines.append(f"print(torch.allclose(out, {equivalent_code}))")
+    return "\n".join(lines) + "\n"
+
+
+def einsum(equation_text: str, shapes_text: str) -> EinsumResult:
+    """Validate, classify indices, run torch.einsum on seeded random inputs and check the standard op it equals."""
+    eq = parse_equation(equation_text)
+    shapes = parse_shapes(shapes_text)
+    sizes = index_sizes(eq, shapes)
+    out_shape = tuple(sizes[ch] for ch in eq.output)
+    iterations = _check_cost(shapes, sizes, out_shape)
+    gen = torch.Generator().manual_seed(0)
+    operands = [torch.randn(s, dtype=torch.float64, generator=gen) for s in shapes]
+    out = torch.einsum(eq.text, *operands)
+    found = _find_equivalent(eq)
+    name = code = ok = None
+    note = "No single standard op matches this pattern; einsum is the clearest way to write it."
+    if found:
+        name, code, fn = found
+        try:
+            ok = bool(torch.allclose(out, fn(*operands)))
+            note = "Checked with torch.allclose on the seeded random inputs."
+        except (RuntimeError, IndexError) as err:
+            ok, note = None, f"The {name} form does not apply to these sizes: {str(err).splitlines()[0]}"
+    loop_diff = None
+    if iterations <= MAX_PY_LOOP:
+        loop_diff = float((_python_loop(eq, sizes, operands, out_shape) - out).abs().max()) if out.numel() else 0.0
+    n = len(eq.inputs)
+    return EinsumResult(
+        eq.text, shapes, _roles(eq, sizes), tuple(out.shape), iterations, (n - 1) * iterations,
+        iterations, name, code, ok, note, loop_diff, tuple(out.reshape(-1)[:64].tolist()),
+        _loop_code(eq, shapes, sizes, out_shape), _snippet(eq, shapes, code if ok else None),
+    )
+
+
+def network_dot(r: EinsumResult) -> str:
+    """Tensor-network diagram: a box per operand, edges labelled by index. Purple batch and blue free indices run
+    to the output; orange contracted ones join the operands that share them (or a sum node, or a self-loop)."""
+    eq = parse_equation(r.equation)
+    lines = ["graph einsum {", "  rankdir=TB; bgcolor=transparent; nodesep=0.6; ranksep=0.9;",
+             '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=16, fontcolor=white];',
+             '  edge [fontname="Helvetica", fontsize=15, penwidth=2.5];']
+    for name, shape in zip(NAMES, r.shapes, strict=False):
+        lines.append(f'  {name} [label="{name}\\n{format_shape(shape)}", fillcolor="{COLORS["data"]}"];')
+    lines.append(f'  out [label="out\\n{format_shape(r.out_shape)}", fillcolor="{COLORS["parameter"]}"];')
+    lines.append(f"  {{rank=same; {'; '.join(NAMES[: len(r.shapes)])}}}")
+    edges: dict[tuple[str, str, str], list[str]] = {}  # (end, end, role) -> index labels, one edge each
+    for info in r.indices:
+        label = f"{info.name}={info.size}"
+        if info.role != "contracted":
+            for n in info.operands:
+                edges.setdefault((n, "out", info.role), []).append(label)
+            continue
+        carriers = list(info.operands)
+        repeats = [n for n, term in zip(NAMES, eq.inputs, strict=False) if term.count(info.name) > 1]
+        if len(carriers) == 1 and not repeats:
+            color = ROLE_COLORS["contracted"]
+            lines.append(f'  sum_{info.name} [label="Σ{info.name}", shape=circle, fillcolor="{color}"];')
+            edges.setdefault((carriers[0], f"sum_{info.name}", "contracted"), []).append(label)
+        for a, b in zip(carriers, carriers[1:], strict=False):
+            edges.setdefault((a, b, "contracted"), []).append(label)
+        for n in repeats:
+            edges.setdefault((n, n, "contracted"), []).append(label)
+    for (a, b, role), labels in edges.items():
+        color = ROLE_COLORS[role]
+        lines.append(f'  {a} -- {b} [label="{", ".join(labels)}", color="{color}", fontcolor="{color}"];')
+    lines.append("}")
+    return "\n".join(lines)
+
+
+# Worst cases allowed by the limits, timed by `python -m bench`.
+BENCH_CASES = {
+    "matmul at the iteration limit": lambda: einsum("ij,jk->ik", "(160, 195); (195, 160)"),
+    "outer products at the limit": lambda: einsum("ij,kl,mn->", "(13, 13); (13, 13); (13, 13)"),
+    "loop nest run in Python": lambda: einsum("bij,bjk->bik", "(2, 10, 10); (2, 10, 25)"),
+}

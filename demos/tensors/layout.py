@@ -1,0 +1,396 @@
+"""Memory layout: one storage, many views. Shape, stride, offset, contiguity and sharing after each op."""
+
+import re
+import warnings
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+import torch
+
+from demos.errors import InputError
+from demos.parsing import format_shape, parse_shape
+from demos.style import COLORS, base_layout
+from demos.tensors.common import Trap, torch_error, trap
+
+MAX_BASE_DIMS = 3
+MAX_BASE_NUMEL = 64
+MAX_STEPS = 10
+MAX_NUMEL = 512  # any step's tensor is drawn cell by cell
+MAX_ARG = 4096
+MAX_CHAIN_CHARS = 200
+STRIP_WIDTH = 32
+
+# name -> (smallest, largest) number of integer arguments; "T" and slicing are handled apart.
+OPS = {
+    "view": (1, 6), "reshape": (1, 6), "transpose": (2, 2), "permute": (1, 6), "t": (0, 0), "expand": (1, 6),
+    "unsqueeze": (1, 1), "squeeze": (0, 1), "narrow": (3, 3), "flatten": (0, 2), "contiguous": (0, 0),
+    "clone": (0, 0),
+}
+# The menu on the page: label -> (template, hint for the arguments; None when the op takes none).
+MENU = {
+    "view": (".view({})", "e.g. 4, 3 or -1"),
+    "reshape": (".reshape({})", "e.g. 2, 6 or -1"),
+    "transpose": (".transpose({})", "two dims, e.g. 0, 1"),
+    "permute": (".permute({})", "an order of all dims, e.g. 1, 0"),
+    ".T": (".T", None),
+    "slice with a step": ("[{}]", "e.g. :, ::2 or 1:, 1:3"),
+    "expand": (".expand({})", "e.g. 2, 3, 4 (-1 keeps a dim)"),
+    "unsqueeze": (".unsqueeze({})", "a dim, e.g. 0"),
+    "narrow": (".narrow({})", "dim, start, length, e.g. 1, 1, 2"),
+    "flatten": (".flatten({})", "optional start, end dims"),
+    "contiguous": (".contiguous()", None),
+}
+_INT = r"[+-]?\d+"
+_TOKEN = re.compile(
+    r"\s*(?:(?P<T>\.T)(?![\w(])"  # .T
+    r"|\.(?P<name>[A-Za-z_]\w*)\s*\((?P<args>[^()]*)\)"  # .name(args)
+    r"|\[(?P<index>[^\[\]]*)\])"  # [ints and slices]
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One parsed op: a method call with int args, `.T`, or an index with ints and slices."""
+
+    name: str  # method name, "T", or "index"
+    args: tuple  # ints; for "index": ints and (start, stop, step) triples with None for blanks
+
+    @property
+    def code(self) -> str:
+        if self.name == "T":
+            return ".T"
+        if self.name == "index":
+            return "[" + ", ".join(_slice_text(a) for a in self.args) + "]"
+        return f".{self.name}({', '.join(map(str, self.args))})"
+
+
+def _slice_text(item) -> str:
+    if isinstance(item, int):
+        return str(item)
+    start, stop, step = item
+    text = f"{'' if start is None else start}:{'' if stop is None else stop}"
+    return text + (f":{step}" if step is not None else "")
+
+
+def _int(text: str, where: str) -> int:
+    if not re.fullmatch(_INT, text):
+        raise InputError(f"{where}: '{text}' is not a whole number.")
+    value = int(text)
+    if abs(value) > MAX_ARG:
+        raise InputError(f"{where}: {value} is beyond the limit of ±{MAX_ARG}.")
+    return value
+
+
+def _index_item(text: str, where: str):
+    if ":" not in text:
+        return _int(text, where)
+    parts = [p.strip() for p in text.split(":")]
+    if len(parts) > 3:
+        raise InputError(f"{where}: a slice has at most two colons (start:stop:step).")
+    parts += [""] * (3 - len(parts))
+    return tuple(None if not p else _int(p, where) for p in parts)
+
+
+def _parse_call(name: str, args_text: str, number: int) -> Step:
+    where = f"Step {number} (.{name})"
+    if name not in OPS:
+        raise InputError(f"Step {number}: '.{name}' is not in the menu; use one of {', '.join(OPS)}, .T or [slices].")
+    parts = [p.strip() for p in args_text.split(",")]
+    parts = [] if parts == [""] else parts
+    low, high = OPS[name]
+    if not low <= len(parts) <= high:
+        wanted = f"{low}" if low == high else f"{low} to {high}"
+        raise InputError(f"{where} takes {wanted} whole-number arguments; got {len(parts)}.")
+    return Step(name, tuple(_int(p, where) for p in parts))
+
+
+def _parse_index(body: str, number: int) -> Step:
+    parts = [p.strip() for p in body.split(",")]
+    if parts and parts[-1] == "" and len(parts) > 1:
+        parts = parts[:-1]
+    if not parts or any(p == "" for p in parts):
+        raise InputError(f"Step {number} ([...]): each position needs an int or a slice such as ::2.")
+    if len(parts) > 6:
+        raise InputError(f"Step {number} ([...]) indexes at most 6 dimensions; got {len(parts)}.")
+    return Step("index", tuple(_index_item(p, f"Step {number} ([...])") for p in parts))
+
+
+def parse_chain(text: str) -> tuple[Step, ...]:
+    """Parse '.transpose(0, 1).contiguous()[:, ::2]' (an optional leading 'x' is allowed). Never eval."""
+    if not isinstance(text, str):
+        raise InputError("The op chain must be text.")
+    if len(text) > MAX_CHAIN_CHARS:
+        raise InputError(f"The op chain is too long: at most {MAX_CHAIN_CHARS} characters.")
+    body = text.strip()
+    if body[:1] == "x":
+        body = body[1:]
+    steps, pos = [], 0
+    while body[pos:].strip():
+        match = _TOKEN.match(body, pos)
+        if not match:
+            rest = body[pos:].strip()
+            raise InputError(f"Cannot read the chain at '{rest[:20]}': write steps like .view(4, 3), .T or [:, ::2].")
+        if len(steps) == MAX_STEPS:
+            raise InputError(f"The op chain has more than {MAX_STEPS} steps; the limit is {MAX_STEPS}.")
+        number = len(steps) + 1
+        if match["T"]:
+            steps.append(Step("T", ()))
+        elif match["name"]:
+            steps.append(_parse_call(match["name"], match["args"], number))
+        else:
+            steps.append(_parse_index(match["index"], number))
+        pos = match.end()
+    return tuple(steps)
+
+
+def menu_step(chain: str, label: str, args_text: str) -> str:
+    """The chain with one menu choice appended, checked by the same grammar (errors name the new step)."""
+    if label not in MENU:
+        raise InputError(f"'{label}' is not in the menu.")
+    template, hint = MENU[label]
+    new_chain = str(chain) + (template if hint is None else template.format(str(args_text).strip()))
+    parse_chain(new_chain)
+    return new_chain
+
+
+def apply(t: torch.Tensor, step: Step) -> torch.Tensor:
+    """Run one step on a tensor; torch raises its own errors."""
+    if step.name == "T":
+        return t.T
+    if step.name == "index":
+        return t[tuple(a if isinstance(a, int) else slice(*a) for a in step.args)]
+    return getattr(t, step.name)(*step.args)
+
+
+@dataclass(frozen=True)
+class View:
+    """What torch reports about one tensor of the chain."""
+
+    code: str  # the expression that made it, e.g. "x.T.reshape(12)"
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    offset: int
+    contiguous: bool
+    shares: bool  # same storage as x: the storages' data pointers are equal
+    values: tuple[int, ...]  # elements in index order (flattened)
+    positions: tuple[int, ...]  # the storage position each element reads, in index order
+    storage: tuple[int, ...]  # this tensor's whole storage, in memory order
+
+
+@dataclass(frozen=True)
+class LayoutResult:
+    base_shape: tuple[int, ...]
+    views: tuple[View, ...]  # x first, then one per step that ran
+    error: str | None  # torch's message when a step failed
+    failed: str | None  # the step torch refused
+    warnings: tuple[str, ...]  # what torch warned about along the way (e.g. .T on a non-2-D tensor)
+    code: str
+
+
+def _describe(code: str, t: torch.Tensor, base: torch.Tensor) -> View:
+    n_storage = t.untyped_storage().nbytes() // t.element_size()
+    storage = torch.as_strided(t, (n_storage,), (1,), 0)
+    positions = torch.as_strided(torch.arange(n_storage), t.shape, t.stride(), t.storage_offset())
+    return View(
+        code, tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.is_contiguous(),
+        t.untyped_storage().data_ptr() == base.untyped_storage().data_ptr(),
+        tuple(t.reshape(-1).tolist()), tuple(positions.reshape(-1).tolist()), tuple(storage.tolist()),
+    )
+
+
+def parse_base(text: str) -> tuple[int, ...]:
+    """The starting tensor's shape: up to 3 dims and 64 elements."""
+    shape = parse_shape(text, MAX_BASE_DIMS, MAX_BASE_NUMEL)
+    numel = torch.Size(shape).numel()
+    if not 1 <= numel <= MAX_BASE_NUMEL:
+        raise InputError(f"The starting tensor has {numel} elements; it must have between 1 and {MAX_BASE_NUMEL}.")
+    return shape
+
+
+def _code(base_shape, steps, ran: int) -> str:
+    lines = [
+        "import torch", "",
+        "def report(name, t, x):",
+        "    same = t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()",
+        "    print(name, tuple(t.shape), t.stride(), t.storage_offset(), t.is_contiguous(),",
+        "          'shares x' if same else 'copy')",
+        "",
+        f"x = torch.arange({torch.Size(base_shape).numel()}).reshape({format_shape(base_shape)})",
+        "report('x', x, x)",
+    ]
+    expr = "x"
+    for i, step in enumerate(steps[: ran + 1]):
+        expr_next = f"y{i + 1}"
+        lines.append(f"{expr_next} = {expr}{step.code}")
+        lines.append(f"report('{expr_next}', {expr_next}, x)")
+        expr = expr_next
+    return "\n".join(lines) + "\n"
+
+
+def layout(base_text: str, chain_text: str) -> LayoutResult:
+    """Apply the chain to x = arange(n).reshape(base) and record torch's view of every tensor along the way."""
+    base_shape = parse_base(base_text)
+    steps = parse_chain(chain_text)
+    x = torch.arange(torch.Size(base_shape).numel()).reshape(base_shape)
+    views, t, expr = [_describe("x", x, x)], x, "x"
+    error = failed = None
+    notes = []
+    for i, step in enumerate(steps):
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                t = apply(t, step)
+            notes += [f"step {i + 1} ({step.code}): {str(w.message).split('(Triggered')[0].strip()}" for w in caught]
+        except (RuntimeError, IndexError, ValueError, TypeError) as err:
+            error, failed = torch_error(err), f"step {i + 1}: {step.code}"
+            break
+        if t.numel() > MAX_NUMEL:
+            raise InputError(f"Step {i + 1} ({step.code}) makes {t.numel()} elements; this view draws at most "
+                             f"{MAX_NUMEL}.")
+        expr += step.code
+        views.append(_describe(expr, t, x))
+    return LayoutResult(base_shape, tuple(views), error, failed, tuple(notes), _code(base_shape, steps, len(views) - 1))
+
+
+# ---------------------------------------------------------------- figure
+
+
+def _value_scale():
+    stops = [COLORS["parameter"], COLORS["data"], COLORS["activation"], COLORS["temporary"], COLORS["gradient"]]
+    return [[i / (len(stops) - 1), c] for i, c in enumerate(stops)]
+
+
+def _grid_cells(shape: tuple[int, ...]):
+    """Place each element on a 2-D grid: the last two dims as rows x cols, leading dims as blocks stacked down."""
+    if len(shape) == 0:
+        return 1, 1, lambda flat: (0, 0)
+    if len(shape) == 1:
+        return 1, shape[0], lambda flat: (0, flat)
+    rows, cols = shape[-2], shape[-1]
+    blocks = torch.Size(shape[:-2]).numel()
+
+    def place(flat: int):
+        block, rest = divmod(flat, max(1, rows * cols))
+        return block * (rows + 1) + rest // max(1, cols), rest % max(1, cols)
+
+    return max(1, blocks * (rows + 1) - 1), max(1, cols), place
+
+
+def layout_figure(r: LayoutResult, which: int, n_values: int) -> go.Figure:
+    """Top: the storage strip (cells this tensor reads in colour, the rest grey). Below: its index grid.
+
+    A cell's colour is its value, which is the storage position it had in x, so a colour marks one memory element.
+    """
+    v = r.views[which]
+    width = min(STRIP_WIDTH, max(1, len(v.storage)))
+    strip_rows = -(-len(v.storage) // width)
+    rows, cols, place = _grid_cells(v.shape)
+    top = strip_rows + 1  # the grid starts below the strip and one blank row for its title
+    total_rows, total_cols = top + rows, max(width, cols)
+    grey = [[None] * total_cols for _ in range(total_rows)]
+    z = [[None] * total_cols for _ in range(total_rows)]
+    text = [[""] * total_cols for _ in range(total_rows)]
+    hover = [[""] * total_cols for _ in range(total_rows)]
+    read = set(v.positions)
+    for pos, value in enumerate(v.storage):
+        rr, cc = divmod(pos, width)
+        grey[rr][cc] = 0
+        text[rr][cc] = str(value)
+        hover[rr][cc] = f"storage[{pos}] = {value}" + (" (read)" if pos in read else " (not read by this view)")
+        if pos in read:
+            z[rr][cc] = value
+    for flat, (value, pos) in enumerate(zip(v.values, v.positions, strict=True)):
+        rr, cc = place(flat)
+        z[top + rr][cc] = value
+        text[top + rr][cc] = str(value)
+        hover[top + rr][cc] = f"element {flat} in index order reads storage[{pos}] = {value}"
+    fig = go.Figure()
+    fig.add_heatmap(z=grey, colorscale=[[0, "#e8eaed"], [1, "#e8eaed"]], showscale=False, hoverinfo="skip",
+                    xgap=2, ygap=2)
+    fig.add_heatmap(z=z, text=text, hovertext=hover, texttemplate="%{text}", hoverinfo="text",
+                    colorscale=_value_scale(), zmin=0, zmax=max(1, n_values - 1), showscale=False, xgap=2, ygap=2,
+                    textfont=dict(size=14, color="white"))
+    storage_title = f"storage of {v.code}: " + ("shares x's storage" if v.shares else "new storage (copied)")
+    grid_title = f"{v.code}: shape {format_shape(v.shape)}, stride {format_shape(v.stride)}, offset {v.offset}"
+    fig.update_layout(annotations=[
+        dict(x=-0.5, y=-0.6, text=storage_title, showarrow=False, xanchor="left", yanchor="bottom"),
+        dict(x=-0.5, y=top - 0.6, text=grid_title, showarrow=False, xanchor="left", yanchor="bottom"),
+    ])
+    fig.update_yaxes(range=[total_rows - 0.5, -1.1], showticklabels=False, showgrid=False, zeroline=False)
+    fig.update_xaxes(range=[-0.5, total_cols - 0.5], showticklabels=False, showgrid=False, zeroline=False)
+    return base_layout(fig, height=90 + 42 * total_rows)
+
+
+# ---------------------------------------------------------------- traps
+
+
+def _view_trap():
+    x = torch.arange(12).reshape(3, 4)
+    try:
+        y = x.T.view(12)  # x.T walks memory with stride (1, 4)
+        outcome = y.shape
+    except RuntimeError as err:
+        outcome = f"RuntimeError: {err}"
+    return outcome
+
+
+def _view_correct():
+    x = torch.arange(12).reshape(3, 4)
+    y = x.T.reshape(12)  # reshape copies when a view is impossible
+    same = y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    return f"{y.tolist()}, shares x: {same}"
+
+
+def _expand_trap():
+    x = torch.arange(3).unsqueeze(0).expand(1000, 3)  # stride (0, 1): one row, seen 1000 times
+    x[0, 0] = 7  # every row is the same memory, so row 999 changes too
+    try:
+        x.add_(1)  # in-place on the whole tensor
+        outcome = "added"
+    except RuntimeError as err:
+        outcome = f"RuntimeError: {err}"
+    return f"stride {x.stride()}, {x.untyped_storage().nbytes()} bytes, x[999, 0] = {x[999, 0].item()}; add_: {outcome}"
+
+
+def _expand_correct():
+    x = torch.arange(3).unsqueeze(0).repeat(1000, 1)  # a real copy per row
+    x[0, 0] = 7
+    x.add_(1)
+    return f"stride {x.stride()}, {x.untyped_storage().nbytes()} bytes, x[999, 0] = {x[999, 0].item()}"
+
+
+def _write_trap():
+    x = torch.zeros(2, 3)
+    row = x[0]  # basic indexing returns a view
+    row[1] = 5.0  # writes into x's storage
+    return x.tolist()
+
+
+def _write_correct():
+    x = torch.zeros(2, 3)
+    row = x[0].clone()  # an independent copy
+    row[1] = 5.0
+    return x.tolist()
+
+
+def traps() -> tuple[Trap, ...]:
+    """view on a non-contiguous tensor, expand's zero strides, writing through a view: executed beside the fix."""
+    return (
+        trap("view", "view after a transpose", _view_trap, _view_correct,
+             "`view` never copies, so it fails when the new shape cannot be walked with strides over the old memory; "
+             "`reshape` returns a view when it can and a copy when it must."),
+        trap("expand", "expand is free, until you write into it", _expand_trap, _expand_correct,
+             "`expand` sets stride 0 on the stretched dim: 1000 rows cost the memory of one. `repeat` allocates "
+             "every row. Writing one element of an expanded tensor changes every row; whole-tensor in-place ops "
+             "are refused because many indices share one element."),
+        trap("write", "A write through a view changes the base", _write_trap, _write_correct,
+             "Slicing, `view`, `T`, `expand` and `narrow` share storage with the base; `clone()` when you need "
+             "an independent tensor."),
+    )
+
+
+# Worst cases allowed by the limits, timed by `python -m bench`.
+BENCH_CASES = {
+    "5-step chain to 512 elements, drawn": lambda: layout_figure(
+        layout("4, 4, 4", ".unsqueeze(0).expand(8, 4, 4, 4)[:, ::1].contiguous().T.reshape(512)"), 5, 64),
+}

@@ -1,0 +1,333 @@
+"""Autograd: the graph torch records, backward step by step, no_grad vs detach, custom Functions, accumulation."""
+
+import streamlit as st
+
+from demos.autograd.accumulate import (
+    MAX_BATCH,
+    MAX_K,
+    freed_graph,
+    gradient_penalty,
+    micro_batches,
+    micro_figure,
+    repeat_figure,
+    repeated_backward,
+)
+from demos.autograd.backward import backward_view
+from demos.autograd.custom import all_custom
+from demos.autograd.expr import FUNCS, MAX_DIM, MAX_LEAVES
+from demos.autograd.graph import DEFAULT_PRESET, MAX_GRAPH_NODES, PRESETS, TORCHVIZ_LEGEND, graph_view
+from demos.autograd.modes import (
+    MAX_N,
+    MIN_N,
+    compare_modes,
+    detach_shares_storage,
+    modes_figure,
+    version_counter_trap,
+)
+from demos.autograd.questions import QUESTIONS
+from pages import ui
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_graph(leaves_text: str, expr_text: str, show_saved: bool):
+    return graph_view(leaves_text, expr_text, show_saved)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_backward(leaves_text: str, expr_text: str):
+    return backward_view(leaves_text, expr_text)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_modes(n: int):
+    return compare_modes(n)
+
+
+@st.cache_data(show_spinner=False)
+def cached_fixed_demos():
+    return detach_shares_storage(), version_counter_trap(), all_custom(), freed_graph(), gradient_penalty(), \
+        repeated_backward()
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_micro(batch: int, k: int):
+    return micro_batches(batch, k)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def modes_chart(n: int):
+    """The figure is rebuilt only when n changes; plotly figure construction dominates a warm rerun otherwise."""
+    return modes_figure(cached_modes(n))
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def micro_chart(batch: int, k: int):
+    return micro_figure(cached_micro(batch, k))
+
+
+@st.cache_resource(show_spinner=False)
+def repeat_chart():
+    return repeat_figure(cached_fixed_demos()[-1])
+
+
+def _load_preset() -> None:
+    leaves, expr = PRESETS[st.session_state["ag_preset"]]
+    st.session_state["ag_leaves"] = leaves
+    st.session_state["ag_expr"] = expr
+
+
+def graph_ui() -> tuple[str, str, bool]:
+    """Preset gallery, leaf declarations, the expression and the saved-tensor switch."""
+    default_leaves, default_expr = PRESETS[DEFAULT_PRESET]
+    top = st.columns([2, 5], vertical_alignment="bottom")
+    top[0].selectbox("Preset", list(PRESETS), key="ag_preset", on_change=_load_preset, bind="query-params",
+                     help="Loads a worked example into the two fields; edit them freely afterwards.")
+    leaves = top[1].text_input(
+        "Leaf tensors", default_leaves, key="ag_leaves", bind="query-params",
+        help=f"name: shape, separated by ';'. Add 'grad' for requires_grad=True. Up to {MAX_LEAVES} leaves, "
+             f"3 dims, {MAX_DIM}x{MAX_DIM} elements. Values are seeded randn.",
+    )
+    expr = st.text_input(
+        "Expression", default_expr, key="ag_expr", bind="query-params",
+        help=f"+ - * / @ **, functions {', '.join(FUNCS)} (sum/mean/softmax take a dim, e.g. sum(x, 1)), "
+             ".detach(), .T and indexing such as x[0, 1:3].",
+    )
+    show_saved = st.toggle("Show saved tensors in the backward graph", key="ag_saved", bind="query-params",
+                           help="make_dot(show_saved=True): draw what each node saved for backward.")
+    return leaves, expr, show_saved
+
+
+def trap_box(text: str, icon: str = ":material/cancel:") -> None:
+    """What torch did on the trap side: shown as a warning, since st.error is kept for bad input."""
+    st.warning(text, icon=icon)
+
+
+def legend_chips(items) -> None:
+    """Colour chips for torchviz's own node colours."""
+    chips = " ".join(
+        f"<span style='display:inline-block;margin-right:14px'><span style='display:inline-block;width:12px;"
+        f"height:12px;border-radius:2px;background:{color};border:1px solid #888;margin-right:5px;"
+        f"vertical-align:middle'></span>{text}</span>" for color, text in items
+    )
+    st.html(f"<div style='font-size:0.85rem'>{chips}</div>")
+
+
+def graph_section(leaves: str, expr: str, show_saved: bool) -> None:
+    st.header("1. The graph torch records", divider="gray")
+    ui.prose(
+        "Every operation on a tensor that requires grad appends a node to a **backward** graph: the output's "
+        "`grad_fn`, linked to its inputs' nodes through `next_functions`. PyTorch never records a forward graph "
+        "(unless you trace with `torch.export` or `torch.fx`): on the left is your expression as the parser read "
+        "it, on the right is what autograd actually recorded, drawn by torchviz's `make_dot`."
+    )
+    g = cached_graph(leaves, expr, show_saved)
+    left, right = st.columns([2, 3], gap="large")
+    with left:
+        st.markdown(f"**Forward: your expression** → output shape `{g.out_shape}`")
+        ui.graph(g.forward_dot)
+        ui.legend(["parameter", "data", "activation"])
+        st.caption("Blue: leaf with requires_grad=True; cyan: leaf without; green: an operation and its output shape.")
+    with right:
+        st.markdown(f"**Backward: the graph autograd recorded** ({g.n_nodes} nodes, limit {MAX_GRAPH_NODES})")
+        ui.graph(g.dot)
+        legend_chips(TORCHVIZ_LEGEND)
+    for note in g.notes:
+        st.info(note, icon=":material/info:")
+    st.markdown("**Nodes** (a depth-first walk of `out.grad_fn.next_functions`)")
+    st.dataframe(g.nodes, hide_index=True, width="stretch")
+    st.caption("Intermediates do not keep .grad unless asked: section 2 calls retain_grad() on each of them.")
+    ui.show_code(g.code, key="ag_graph_code", file_name="autograd_graph.py")
+
+
+def backward_section(leaves: str, expr: str, graph_ok: bool) -> None:
+    st.header("2. Backward, step by step", divider="gray")
+    ui.steps([
+        "`out.backward(torch.ones_like(out))` seeds the output's gradient with ones (for a scalar, just 1).",
+        "The engine calls each node once all gradients flowing into it are summed (recorded below with a "
+        "pre-hook on every `grad_fn`).",
+        "Each node multiplies the incoming gradient by its local derivative and passes the result to "
+        "`next_functions`: the chain rule.",
+        "`AccumulateGrad` nodes add into the leaves' `.grad`; intermediates keep theirs only after `retain_grad()`.",
+    ], key="ag_backward_steps")
+    if not graph_ok:
+        st.info("Fix the leaves or the expression above to run backward.", icon=":material/info:")
+        return
+    with ui.input_errors():
+        backward_results(cached_backward(leaves, expr))
+
+
+def backward_results(r) -> None:
+    left, right = st.columns(2, gap="large")
+    with left:
+        st.markdown("**Leaves: `.grad` after backward**")
+        st.dataframe(r.leaf_grads, hide_index=True, width="stretch")
+        st.caption(f"Max difference from `torch.autograd.grad` on a fresh run: {r.max_diff_vs_autograd_grad:.3g}")
+    with right:
+        st.markdown("**Order in which the engine ran the nodes**")
+        st.dataframe(r.order, hide_index=True, width="stretch", height=min(38 + 35 * len(r.order), 320))
+    st.markdown("**Every intermediate: the gradient flowing into it** (`retain_grad()` on each)")
+    st.dataframe(r.intermediate_grads, hide_index=True, width="stretch")
+    chain_ui(r)
+    gradcheck_box(r)
+    ui.show_code(r.code, key="ag_backward_code", file_name="autograd_backward.py")
+
+
+def chain_ui(r) -> None:
+    st.subheader("The chain rule at one node, with its numbers")
+    labels = [f"{c.step}   ({c.grad_fn})" for c in r.chains]
+    pick = st.selectbox("Operation", range(len(labels)), format_func=lambda i: labels[i], key="ag_chain",
+                        bind="query-params")
+    chain = r.chains[min(pick or 0, len(r.chains) - 1)]
+    names = ", ".join(f"{letter} = `{text}`" for letter, text in zip("ab", chain.operands, strict=False))
+    st.markdown(f"Here {names}; g = ∂L/∂out is the gradient flowing into `{chain.step}`: `{chain.upstream}`. "
+                "For @ the operands are written A and B. The numbers are at element 0 of each operand.")
+    for t in chain.terms:
+        with st.container(border=True):
+            st.markdown(f"**To `{t.operand}`**: {t.formula}")
+            if t.numbers:
+                st.markdown(f"at `{t.element}`: {t.numbers}")
+            if t.engine is not None:
+                hand = "—" if t.hand is None else f"{t.hand:.6g}"
+                diff = "" if t.max_abs_diff is None else f"; max |hand − engine| over the tensor: {t.max_abs_diff:.2g}"
+                st.caption(f"By hand: {hand}; what autograd passed: {t.engine:.6g}{diff}")
+    if not chain.terms:
+        st.caption("No operand of this operation needs a gradient.")
+
+
+def gradcheck_box(r) -> None:
+    verdict = "passes" if r.gradcheck_ok else "fails"
+    text = f"`torch.autograd.gradcheck` in float64 ({r.gradcheck_mode}) {verdict}: {r.gradcheck_message}."
+    (st.success if r.gradcheck_ok else st.warning)(text, icon=":material/function:")
+
+
+def modes_section() -> None:
+    st.header("3. no_grad, detach, inference_mode, requires_grad_(False)", divider="gray")
+    ui.prose(
+        "The same forward, `relu(x @ W).mean()` with `W.requires_grad=True`, under five ways of (not) recording. "
+        "*Saved for backward* is measured with `saved_tensors_hooks`: the bytes autograd keeps alive until "
+        "backward. The last column then uses each result in a new autograd computation with W."
+    )
+    n = st.slider("Size n of x and W (n × n)", MIN_N, MAX_N, 128, 16, key="ag_n", bind="query-params")
+    r = cached_modes(n)
+    st.dataframe(r.table, hide_index=True, width="stretch")
+    ui.plot(modes_chart(n), key="ag_modes_fig")
+    ui.show_code(r.code, key="ag_modes_code", file_name="autograd_modes.py")
+    sharing, version, *_ = cached_fixed_demos()
+    st.subheader("detach shares storage")
+    copy_col, trap_col = st.columns(2, gap="large")
+    with copy_col:
+        st.markdown("**Correct: `W.detach().clone()` is a copy**")
+        st.metric("W[1, 1] after writing -100 into the clone", f"{sharing.clone_original_after:.4g}")
+    with trap_col:
+        st.markdown("**Trap: `d = W.detach()` then `d[0, 0] = 100`**")
+        st.metric("W[0, 0] afterwards", f"{sharing.original_after:.4g}", f"was {sharing.before:.4g}",
+                  delta_color="off")
+        st.caption(f"Same storage: {sharing.same_storage}; W._version {sharing.version_before} → "
+                   f"{sharing.version_after} (the version counter is shared too).")
+    ui.show_code(sharing.code, key="ag_sharing_code", file_name="detach_shares.py")
+    st.subheader("Version counters and in-place changes")
+    ok_col, trap_col = st.columns(2, gap="large")
+    with ok_col:
+        st.markdown("**Correct: `b = torch.sigmoid(x) * 2` (out of place)**")
+        st.success(f"x.grad = {[round(v, 4) for v in version.correct_grad]}", icon=":material/check_circle:")
+    with trap_col:
+        st.markdown("**Trap: `a = torch.sigmoid(x); a.mul_(2)`**")
+        trap_box(f"a._version {version.version_before} → {version.version_after}; backward: {version.trap_error}",
+                 icon=":material/cancel:")
+    ui.show_code(version.code, key="ag_version_code", file_name="inplace_version.py")
+
+
+def custom_section() -> None:
+    st.header("4. Custom autograd Functions", divider="gray")
+    ui.prose("A `torch.autograd.Function` defines both passes. Each example is checked two ways: "
+             "`gradcheck` (finite differences in float64) and the gradient autograd derives for a plain version.")
+    _, _, (examples, trap), *_ = cached_fixed_demos()
+    tabs = st.tabs([e.name for e in examples])
+    for tab, e in zip(tabs, examples, strict=True):
+        with tab:
+            st.caption(e.what)
+            a, b = st.columns(2, gap="large")
+            a.markdown(f"forward: `{e.forward}`  \ncustom backward: `{e.custom_grad}`")
+            b.markdown(f"{e.plain_name}: `{e.plain_grad}`  \nmax |custom − plain|: `{e.max_abs_diff:.3g}`")
+            for label, value in e.extra:
+                st.markdown(f"- {label}: `{value}`")
+            (st.success if e.gradcheck_ok else st.warning)(
+                f"gradcheck {'passes' if e.gradcheck_ok else 'fails'}: {e.gradcheck_message}.",
+                icon=":material/function:")
+            st.code(e.code, language="python")
+    st.subheader("The trap: a backward that forgets grad_out")
+    naive_col, check_col = st.columns(2, gap="large")
+    with naive_col:
+        st.markdown("**Naive test: `SquareForgetsGrad.apply(x).sum().backward()`**")
+        st.markdown(f"custom `{trap.naive_custom}`  \ntrue 2x `{trap.naive_true}`")
+        st.success(f"Equal: {trap.naive_passes}. `sum()` sends all-ones, so the bug is invisible.",
+                   icon=":material/visibility_off:")
+    with check_col:
+        st.markdown("**gradcheck, and any weighted loss**")
+        st.markdown(f"custom `{trap.weighted_custom}`  \ntrue `{trap.weighted_true}`")
+        trap_box(f"gradcheck {'passes' if trap.gradcheck_ok else 'fails'}: {trap.gradcheck_message}.",
+                 icon=":material/cancel:")
+    ui.show_code(trap.code, key="ag_trap_code", file_name="wrong_backward.py")
+
+
+def micro_ui() -> tuple[int, int]:
+    a, b = st.columns(2)
+    batch = a.slider("Batch size", 2, MAX_BATCH, 32, key="ag_batch", bind="query-params")
+    k = b.slider("Micro-batches k", 1, MAX_K, 4, key="ag_k", bind="query-params")
+    return batch, k
+
+
+def accumulation_section() -> None:
+    st.header("5. Accumulation and reuse", divider="gray")
+    *_, freed, penalty, repeat = cached_fixed_demos()
+    st.subheader(".grad adds up")
+    ui.plot(repeat_chart(), key="ag_repeat_fig")
+    ui.show_code(repeat.code, key="ag_repeat_code", file_name="grad_accumulates.py")
+    st.subheader("k micro-batches equal one large batch, if each loss is divided by k")
+    batch, k = micro_ui()
+    with ui.input_errors():
+        m = cached_micro(batch, k)
+        ok_col, trap_col = st.columns(2)
+        ok_col.metric(f"max |one batch − {m.k} micro-batches with / k|", f"{m.max_diff:.2e}")
+        trap_col.metric("max |one batch − forgot / k|", f"{m.forgot_diff:.3g}",
+                        f"{m.forgot_ratio:.4g}× the true gradient", delta_color="off")
+        ui.plot(micro_chart(batch, k), key="ag_micro_fig")
+        ui.show_code(m.code, key="ag_micro_code", file_name="micro_batches.py")
+    st.subheader("A second backward through a freed graph")
+    trap_col, ok_col = st.columns(2, gap="large")
+    with trap_col:
+        st.markdown("**Trap: `y.backward()` twice**")
+        trap_box(freed.second_error, icon=":material/cancel:")
+    with ok_col:
+        st.markdown("**`y.backward(retain_graph=True)` first**")
+        st.success(f"x.grad after one: {list(freed.retained_grads[0])}, after two: {list(freed.retained_grads[1])}",
+                   icon=":material/check_circle:")
+    ui.show_code(freed.code, key="ag_freed_code", file_name="retain_graph.py")
+    st.subheader("create_graph=True: a gradient penalty")
+    st.markdown(
+        f"y = Σx³ at x = `{list(penalty.x)}`: g = dy/dx = 3x² = `{[round(v, 4) for v in penalty.first]}`; "
+        f"penalty = Σg² = `{penalty.penalty:.6g}`; its gradient by autograd `{list(penalty.second)}` vs 36x³ "
+        f"`{list(penalty.analytic)}` (max diff `{penalty.max_diff:.2g}`); `gradgradcheck`: "
+        f"**{penalty.gradgradcheck_ok}**."
+    )
+    st.caption("Without create_graph=True, g is a constant and penalty.backward() fails: "
+               f"{penalty.no_create_graph_error}")
+    ui.show_code(penalty.code, key="ag_penalty_code", file_name="gradient_penalty.py")
+
+
+ui.page_header("autograd")
+ui.prose(
+    "Autograd records a graph while your forward runs and walks it backwards on `.backward()`. "
+    "Type your own expression below, or load a preset; every graph, gradient and error on this page "
+    "comes from torch running it now."
+)
+leaves_text, expr_text, show_saved_tensors = graph_ui()
+graph_drawn = False
+with ui.input_errors():
+    graph_section(leaves_text, expr_text, show_saved_tensors)
+    graph_drawn = True
+backward_section(leaves_text, expr_text, graph_drawn)
+modes_section()
+custom_section()
+accumulation_section()
+ui.interview_corner("autograd", QUESTIONS)

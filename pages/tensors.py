@@ -1,0 +1,377 @@
+"""Tensors: broadcasting, memory layout, dtype promotion, einsum and devices, with what silently goes wrong."""
+
+import pandas as pd
+import streamlit as st
+
+from demos.errors import InputError
+from demos.parsing import format_shape
+from demos.tensors import broadcasting as bc
+from demos.tensors import devices as dev
+from demos.tensors import dtypes as dt
+from demos.tensors import einsum as es
+from demos.tensors import layout as lay
+from demos.tensors.common import Trap, chips_html
+from demos.tensors.questions import QUESTIONS
+from pages import ui
+from pages.registry import by_slug
+
+TABS = ("Broadcasting", "Memory layout", "dtypes", "einsum", "Devices")
+
+
+# ---------------------------------------------------------------- cached demo calls (plain parameters in)
+
+
+@st.cache_data(max_entries=64)
+def cached_broadcast(a: str, b: str, c: str):
+    return bc.broadcast((a, b, c))
+
+
+@st.cache_data(max_entries=64)
+def cached_grid(a: str, b: str, c: str, index: str):
+    return bc.grid((a, b, c), index)
+
+
+@st.cache_data(max_entries=64)
+def cached_layout(base: str, chain: str):
+    return lay.layout(base, chain)
+
+
+@st.cache_data(max_entries=32)
+def cached_promotion(dtypes: tuple[str, ...], zero_dim: bool, scalars: tuple[str, ...]):
+    return dt.promotion(dtypes, zero_dim, scalars)
+
+
+@st.cache_data(max_entries=64)
+def cached_einsum(equation: str, shapes: str):
+    return es.einsum(equation, shapes)
+
+
+# Figures are read-only once built: cache_resource hands back the same object without re-validating it.
+@st.cache_resource(max_entries=64)
+def alignment_fig(a: str, b: str, c: str):
+    return bc.alignment_figure(cached_broadcast(a, b, c))
+
+
+@st.cache_resource(max_entries=64)
+def grid_fig(a: str, b: str, c: str, index: str):
+    return bc.grid_figure(cached_grid(a, b, c, index))
+
+
+@st.cache_resource(max_entries=64)
+def layout_fig(base: str, chain: str, which: int):
+    r = cached_layout(base, chain)
+    return lay.layout_figure(r, which, len(r.views[0].values))
+
+
+@st.cache_resource(max_entries=32)
+def promotion_fig(dtypes: tuple[str, ...], zero_dim: bool, scalars: tuple[str, ...]):
+    return dt.promotion_figure(cached_promotion(dtypes, zero_dim, scalars))
+
+
+@st.cache_data(max_entries=64)
+def network_dot(equation: str, shapes: str) -> str:
+    return es.network_dot(cached_einsum(equation, shapes))
+
+
+@st.cache_data
+def cached_traps(section: str) -> tuple[Trap, ...]:
+    return {"broadcast": bc.traps, "layout": lay.traps, "dtypes": dt.traps, "devices": dev.traps}[section]()
+
+
+@st.cache_data
+def cached_devices():
+    return dev.report()
+
+
+@st.cache_data
+def cached_finfo():
+    return dt.finfo_table()
+
+
+# ---------------------------------------------------------------- shared rendering
+
+
+def show_traps(section: str) -> None:
+    """Each trap: the silent failure and the fix side by side, both just executed by torch."""
+    for t in cached_traps(section):
+        st.markdown(f"**{t.title}**")
+        wrong, right = st.columns(2, gap="medium")
+        with wrong:
+            st.markdown(":red[**Trap**]")
+            st.code(t.trap.code, language="python", wrap_lines=True)
+            st.code(t.trap.output, language="text", wrap_lines=True)
+        with right:
+            st.markdown(":green[**Correct**]")
+            st.code(t.correct.code, language="python", wrap_lines=True)
+            st.code(t.correct.output, language="text", wrap_lines=True)
+        st.caption(t.lesson)
+
+
+# ---------------------------------------------------------------- 1. broadcasting
+
+
+def broadcast_ui() -> tuple[str, str, str]:
+    a_col, b_col, c_col = st.columns(3)
+    a = a_col.text_input("Shape A", "2, 1, 4", key="tensors_bc_a", bind="query-params",
+                         help="Like 8,1,6,1 or (8, 1, 6, 1); [] is a scalar. Up to 6 dims, each at most 4096.")
+    b = b_col.text_input("Shape B", "3, 1", key="tensors_bc_b", bind="query-params")
+    c = c_col.text_input("Shape C (optional)", "", key="tensors_bc_c", bind="query-params",
+                         placeholder="blank: only A and B; [] : a scalar")
+    return a, b, c
+
+
+def broadcast_section() -> None:
+    ui.prose("Broadcasting lets tensors of different shapes meet in one elementwise op without copying. "
+             "Type two or three shapes: the table aligns them from the right, and torch decides the result.")
+    a, b, c = broadcast_ui()
+    with ui.input_errors():
+        r = cached_broadcast(a, b, c)
+        if r.result is not None:
+            st.markdown(f"**`torch.broadcast_shapes` → `{format_shape(r.result)}`**")
+        else:
+            st.warning(r.conflict, icon=":material/call_split:")
+            st.markdown("torch's own message:")
+            st.code(r.torch_error, language="text", wrap_lines=True)
+        ui.plot(alignment_fig(a, b, c), key="tensors_bc_align")
+        st.html(chips_html({k: bc.ROLE_COLORS[k] for k in bc.ROLE_COLORS}))
+        ui.show_code(r.code, key="tensors_bc_code", file_name="broadcast_shapes.py")
+        ui.steps([
+            "Write the shapes right-aligned; a missing dim on the left counts as 1 (grey).",
+            "In every column the sizes must be equal, or one of them must be 1.",
+            "A 1 stretches to the column's size (green): a view with stride 0, nothing is copied.",
+            "The result takes the largest size of each column (blue).",
+        ], key="tensors_bc_steps")
+        st.subheader("Which input element does each output element read?")
+        if bc.grid_available(r):
+            grid_view(a, b, c)
+        else:
+            st.info(f"The grid view draws compatible results up to {bc.GRID_MAX_NDIM}-D with every dim between 1 "
+                    f"and {bc.GRID_MAX_SIDE}; try A = 2, 1, 4 and B = 3, 1.", icon=":material/grid_off:")
+    st.subheader("Traps")
+    show_traps("broadcast")
+
+
+def grid_view(a: str, b: str, c: str) -> None:
+    index = st.text_input("Element of the result", "", key="tensors_bc_index", bind="query-params",
+                          placeholder="e.g. 1, 2, 0 (blank: the last element)")
+    with ui.input_errors():
+        g = cached_grid(a, b, c, index)
+        reads = ", ".join(f"{n}[{', '.join(map(str, i))}]" if i else f"{n} (the scalar)"
+                          for n, i in zip(bc.NAMES, g.reads, strict=False))
+        st.markdown(f"`out[{', '.join(map(str, g.index))}]` reads {reads}. A dim of size 1 always reads index 0.")
+        ui.plot(grid_fig(a, b, c, index), key="tensors_bc_grid")
+        ui.show_code(g.code, key="tensors_bc_grid_code", file_name="broadcast_reads.py")
+
+
+# ---------------------------------------------------------------- 2. memory layout
+
+
+def _add_step() -> None:
+    """Menu callback: append the chosen op to the chain text, or keep a sentence saying why not."""
+    st.session_state.pop("tensors_mem_menu_error", None)
+    try:
+        chain = lay.menu_step(st.session_state.get("tensors_mem_chain", ""), st.session_state["tensors_mem_op"],
+                              st.session_state.get("tensors_mem_args", ""))
+    except InputError as err:
+        st.session_state["tensors_mem_menu_error"] = str(err)
+        return
+    st.session_state["tensors_mem_chain"] = chain
+
+
+def _clear_menu_error() -> None:
+    st.session_state.pop("tensors_mem_menu_error", None)
+
+
+def _undo_step() -> None:
+    st.session_state.pop("tensors_mem_menu_error", None)
+    try:
+        steps = lay.parse_chain(st.session_state.get("tensors_mem_chain", ""))
+    except InputError as err:
+        st.session_state["tensors_mem_menu_error"] = str(err)
+        return
+    st.session_state["tensors_mem_chain"] = "".join(s.code for s in steps[:-1])
+
+
+def layout_ui() -> tuple[str, str]:
+    base_col, chain_col = st.columns([1, 3])
+    base = base_col.text_input("Shape of x", "3, 4", key="tensors_mem_base", bind="query-params",
+                               help="x = torch.arange(n).reshape(shape): each value is its storage position. "
+                                    "Up to 3 dims and 64 elements.")
+    chain = chain_col.text_input("Op chain applied to x", ".T.reshape(12)", key="tensors_mem_chain",
+                                 bind="query-params", on_change=_clear_menu_error,
+                                 help="Steps like .view(4, 3), .T, [:, ::2], .expand(2, 3, 4); at most 10.")
+    op_col, args_col, add_col, undo_col = st.columns([2, 2, 1, 1], vertical_alignment="bottom")
+    label = op_col.selectbox("Op", list(lay.MENU), key="tensors_mem_op")
+    hint = lay.MENU[label][1]
+    args_col.text_input("Arguments", "", key="tensors_mem_args", placeholder=hint or "takes none",
+                        disabled=hint is None)
+    add_col.button("Add step", key="tensors_mem_add", on_click=_add_step, icon=":material/add:")
+    undo_col.button("Undo", key="tensors_mem_undo", on_click=_undo_step, icon=":material/undo:")
+    if "tensors_mem_menu_error" in st.session_state:
+        st.error(st.session_state["tensors_mem_menu_error"], icon=":material/error:")
+    return base, chain
+
+
+def layout_table(r) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "tensor": v.code, "shape": format_shape(v.shape), "stride": format_shape(v.stride),
+        "storage_offset": v.offset, "is_contiguous()": v.contiguous, "shares x's storage": v.shares,
+    } for v in r.views])
+
+
+def layout_section() -> None:
+    ui.prose("A tensor is a view: a storage (one flat strip of memory) plus shape, stride and offset. "
+             "Stride says how many storage elements to skip per step along each dim. Chain ops from the menu "
+             "(or type them) and torch reports, after each, whether it still reads x's memory.")
+    base, chain = layout_ui()
+    with ui.input_errors():
+        r = cached_layout(base, chain)
+        st.dataframe(layout_table(r), hide_index=True, width="stretch")
+        if r.error:
+            st.warning(f"torch refused {r.failed}:", icon=":material/block:")
+            st.code(r.error, language="text", wrap_lines=True)
+        for note in r.warnings:
+            st.caption(f"torch warned at {note}")
+        options = list(range(len(r.views)))
+        which = st.select_slider("Draw", options, value=options[-1], key=f"tensors_mem_draw_{len(options)}",
+                                 format_func=lambda i: r.views[i].code)
+        ui.plot(layout_fig(base, chain, which), key="tensors_mem_fig")
+        st.caption("A cell's colour and number are its value, which is the storage position it had in x: the "
+                   "same colour is the same memory element. Grey strip cells are storage this view does not read.")
+        ui.show_code(r.code, key="tensors_mem_code", file_name="strides.py")
+    ui.steps([
+        "Element x[i, j] lives at storage[offset + i·stride[0] + j·stride[1]].",
+        "transpose / permute / .T swap strides; slicing with a step multiplies one; narrow moves the offset.",
+        "expand gives a stretched dim stride 0: many indices, one element.",
+        "`view` only re-labels strides, so it fails when no strides fit; `reshape` then copies.",
+        "`contiguous()` copies only when the tensor is not already row-major contiguous.",
+    ], key="tensors_mem_steps")
+    st.subheader("Traps")
+    show_traps("layout")
+
+
+# ---------------------------------------------------------------- 3. dtypes
+
+
+def dtypes_ui() -> tuple[tuple[str, ...], bool, tuple[str, ...]]:
+    dtypes = st.multiselect("Tensor dtypes", list(dt.DTYPES), default=list(dt.DEFAULT_DTYPES),
+                              key="tensors_dt_dtypes", bind="query-params", max_selections=8)
+    left, right = st.columns([2, 1], vertical_alignment="bottom")
+    zero_dim = right.toggle("0-dim tensors too", value=True, key="tensors_dt_zero", bind="query-params")
+    scalars = left.multiselect("Python scalars", list(dt.SCALARS), default=list(dt.DEFAULT_SCALARS),
+                                key="tensors_dt_scalars", bind="query-params")
+    return tuple(dtypes), zero_dim, tuple(scalars)
+
+
+def dtypes_section() -> None:
+    ui.prose("When operands differ in dtype, torch picks one result dtype by category (bool < integer < float "
+             "< complex). Dimensioned tensors decide first; 0-dim tensors and Python scalars only lift the "
+             "result to a higher *category*, never to a wider type of the same category.")
+    dtypes, zero_dim, scalars = dtypes_ui()
+    with ui.input_errors():
+        r = cached_promotion(dtypes, zero_dim, scalars)
+        ui.plot(promotion_fig(dtypes, zero_dim, scalars), key="tensors_dt_matrix")
+        st.html(chips_html({k: dt.CATEGORY_COLORS[k] for k in dt.CATEGORY_COLORS}))
+        ui.show_code(r.code, key="tensors_dt_code", file_name="result_type.py")
+    st.markdown("**Range and precision** (from `torch.finfo`)")
+    finfo = cached_finfo()
+    st.dataframe(finfo.map(lambda v: f"{v:.6g}" if isinstance(v, float) else v), hide_index=True, width="stretch")
+    st.subheader("Silent traps")
+    show_traps("dtypes")
+
+
+# ---------------------------------------------------------------- 4. einsum
+
+
+def _apply_preset() -> None:
+    name = st.session_state.get("tensors_es_preset")
+    if name in es.PRESETS:
+        st.session_state["tensors_es_eq"], st.session_state["tensors_es_shapes"] = es.PRESETS[name]
+
+
+def einsum_ui() -> tuple[str, str]:
+    st.pills("Presets", list(es.PRESETS), key="tensors_es_preset", on_change=_apply_preset)
+    eq_col, shapes_col = st.columns(2)
+    equation = eq_col.text_input("Equation", es.PRESETS["attention scores"][0], key="tensors_es_eq",
+                                 bind="query-params", help="Letters, commas and ->; up to 3 operands, 8 indices.")
+    shapes = shapes_col.text_input("Operand shapes (A; B; C)", es.PRESETS["attention scores"][1],
+                                   key="tensors_es_shapes", bind="query-params",
+                                   help=f"Separated by ';', each dim at most {es.MAX_DIM}; the loop nest at most "
+                                        f"{es.MAX_ITERATIONS:,} iterations.")
+    return equation, shapes
+
+
+def einsum_section() -> None:
+    ui.prose("`einsum` names every dim with a letter. A letter in the output is kept; a letter shared by "
+             "operands is multiplied along; a letter missing from the output is summed away.")
+    equation, shapes = einsum_ui()
+    with ui.input_errors():
+        r = cached_einsum(equation, shapes)
+        st.markdown(f"`torch.einsum('{r.equation}', ...)` → **output shape `{format_shape(r.out_shape)}`**")
+        left, right = st.columns(2, gap="large")
+        with left:
+            st.dataframe(pd.DataFrame([{"index": i.name, "size": i.size, "in": ", ".join(i.operands),
+                                        "role": i.role} for i in r.indices]), hide_index=True, width="stretch")
+            muls = f"{r.multiplies:,} multiplies and {r.adds:,} adds" if r.multiplies else f"{r.adds:,} adds"
+            st.markdown(f"Loop nest: **{r.iterations:,} iterations** ({muls}).")
+            if r.equivalent_ok:
+                st.success(f"Equals **{r.equivalent}**: `{r.equivalent_code}` (torch.allclose: True).",
+                           icon=":material/check_circle:")
+            elif r.equivalent:
+                st.info(r.equivalent_note, icon=":material/info:")
+            else:
+                st.caption(r.equivalent_note)
+        with right:
+            ui.graph(network_dot(equation, shapes))
+            st.html(chips_html({**{k: es.ROLE_COLORS[k] for k in es.ROLE_COLORS}, "operand": es.COLORS["data"],
+                                "output": es.COLORS["parameter"]}))
+        st.markdown("**The loop nest it stands for**")
+        st.code(r.loop_code, language="python")
+        if r.python_loop_diff is not None:
+            st.caption(f"This loop nest, run in plain Python on the same inputs, differs from torch.einsum by at "
+                       f"most {r.python_loop_diff:.2e}.")
+        ui.show_code(r.code, key="tensors_es_code", file_name="einsum.py")
+
+
+# ---------------------------------------------------------------- 5. devices
+
+
+def devices_section() -> None:
+    r = cached_devices()
+    where = "a CUDA device" if r.target == "cuda" else "the meta device (no CUDA here: shapes and dtypes, no data)"
+    ui.prose(f"Every tensor lives on one device, and an op needs its operands together. This host's accelerator: "
+             f"**{r.accelerator or 'none'}**; the examples below move things to {where}.")
+    ui.graph(dev.placement_dot(r))
+    st.markdown("**Choosing the device**: the current accelerator when there is one, else the CPU")
+    st.code('if torch.accelerator.is_available():\n    device = torch.accelerator.current_accelerator()'
+            '\nelse:\n    device = torch.device("cpu")', language="python")
+    st.markdown(f"Here it picks **`{r.chosen}`**. What torch reports for the placements drawn above:")
+    st.table(pd.DataFrame([
+        {"what": "x = torch.ones(2, 3)", "device": r.tensor_before},
+        {"what": f"y = x.to('{r.target}')", "device": f"{r.tensor_after} (y is x: {r.tensor_same_object})"},
+        {"what": "x afterwards", "device": r.x_still_on},
+        {"what": f"model.to('{r.target}') parameters", "device":
+            f"{r.module_after} (returns self: {r.module_same_object})"},
+        {"what": "x + y", "device": r.mixing_error or "ok"},
+        {"what": "x.pin_memory()", "device": r.pinned},
+    ]), hide_index=True, border="horizontal")
+    ui.show_code(r.code, key="tensors_dev_code", file_name="devices.py")
+    memory = by_slug("memory")
+    if memory.exists:
+        st.page_link(memory.file, label="Pinned memory, streams and overlap: the Memory & speed page",
+                     icon=memory.icon)
+    st.subheader("Traps")
+    show_traps("devices")
+
+
+# ---------------------------------------------------------------- page
+
+ui.page_header("tensors")
+ui.prose("Shapes, strides, dtypes and devices are where PyTorch code goes wrong without an error. Each tab below "
+         "runs torch on what you type and shows, beside the correct way, the way that silently misbehaves.")
+sections = (broadcast_section, layout_section, dtypes_section, einsum_section, devices_section)
+for tab, section in zip(st.tabs(TABS, key="tensors_tab", bind="query-params"), sections, strict=True):
+    if tab.open:
+        with tab:
+            section()
+ui.interview_corner("tensors", QUESTIONS)

@@ -1,0 +1,42 @@
+"""The autograd page in AppTest: a preset, moved widgets, and bad input answered with a sentence."""
+
+from demos.autograd.graph import PRESETS
+from tests.conftest import assert_clean, open_page
+
+PAGE = "pages/autograd.py"
+
+
+def errors(at) -> list[str]:
+    return [e.value for e in at.error]
+
+
+def test_preset_and_widgets_run_clean():
+    at = open_page(PAGE)
+    assert_clean(at)
+    at.selectbox(key="ag_preset").set_value("Attention scores").run()
+    assert_clean(at)
+    assert at.text_input(key="ag_expr").value == PRESETS["Attention scores"][1]
+    assert any("SoftmaxBackward0" in str(df.value) for df in at.dataframe)
+    at.toggle(key="ag_saved").set_value(True)
+    at.selectbox(key="ag_chain").set_value(3)
+    at.slider(key="ag_n").set_value(64)
+    at.slider(key="ag_batch").set_value(48)
+    at.slider(key="ag_k").set_value(6).run()
+    assert_clean(at)
+
+
+def test_bad_input_is_a_sentence():
+    at = open_page(PAGE)
+    at.text_input(key="ag_expr").input("x @ b").run()
+    assert not at.exception
+    assert any("Shape mismatch in 'x @ b': (8, 3) @ (2,)" in e for e in errors(at)), errors(at)
+    at.text_input(key="ag_expr").input("relu(zz) % 2").run()
+    assert any("'%' is not supported" in e for e in errors(at)), errors(at)
+    at.text_input(key="ag_expr").input("sum(W * q)").run()
+    assert any("Unknown name 'q'" in e for e in errors(at)), errors(at)
+    at.text_input(key="ag_leaves").input("x: 100,3").run()
+    assert any("limit is 64" in e for e in errors(at)), errors(at)
+    at.slider(key="ag_batch").set_value(30)
+    at.slider(key="ag_k").set_value(4).run()
+    assert not at.exception
+    assert any("does not split into 4" in e for e in errors(at)), errors(at)

@@ -1,0 +1,152 @@
+"""Broadcasting demo against torch: result shapes and errors, roles, which element is read, the traps."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from demos.errors import InputError
+from demos.tensors import broadcasting as bc
+from tests.test_quiz_bank import run_snippet
+
+dims = st.lists(st.integers(0, 5), min_size=0, max_size=6).map(tuple)
+typed = st.one_of(st.text(max_size=40), st.text(alphabet="0123456789,()[] -+x.", max_size=30))
+
+
+@st.composite
+def compatible(draw):
+    """A result shape, and 2-3 operands made from it by dropping leading dims and setting some dims to 1."""
+    result = draw(st.lists(st.integers(0, 5), min_size=0, max_size=6))
+    shapes = []
+    for _ in range(draw(st.integers(2, 3))):
+        keep = draw(st.integers(0, len(result)))
+        tail = result[len(result) - keep:]
+        shapes.append(tuple(1 if draw(st.booleans()) else d for d in tail))
+    return tuple(shapes)
+
+
+def text_of(shape, style: int) -> str:
+    body = ", ".join(map(str, shape)) + ("," if len(shape) == 1 and style == 1 else "")
+    return (f"({body})", f"[{body}]", body if shape else "[]")[style % 3]
+
+
+def _texts(shapes, style=0):
+    texts = [text_of(s, style) for s in shapes]
+    return tuple(texts + [""] * (3 - len(texts)))
+
+
+def _check_against_torch(shapes, style=0):
+    r = bc.broadcast(_texts(shapes, style))
+    assert r.shapes == tuple(shapes)
+    try:
+        expected, error = tuple(torch.broadcast_shapes(*shapes)), None
+    except RuntimeError as err:
+        expected, error = None, str(err).splitlines()[0]
+    assert r.result == expected
+    assert (r.conflict is None) == (expected is not None)
+    assert (r.torch_error is None) == (error is None)
+    if error:
+        assert r.torch_error.endswith(error)
+        return
+    for shape, roles in zip(shapes, r.roles, strict=True):
+        padded = (None,) * (r.ndim - len(shape)) + tuple(shape)
+        for d, role, out in zip(padded, roles, expected, strict=True):
+            if role == "prepended":
+                assert d is None
+            elif role == "stretched":
+                assert d == 1 and out != 1
+            else:
+                assert role == "kept" and d == out
+
+
+@settings(max_examples=150, deadline=None)
+@given(compatible(), st.integers(0, 2))
+def test_compatible_shapes_match_torch(shapes, style):
+    _check_against_torch(shapes, style)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(dims, min_size=2, max_size=3))
+def test_random_shapes_match_torch_or_name_the_conflict(shapes):
+    _check_against_torch(shapes)
+
+
+def test_conflict_names_the_dimension_and_shows_torchs_message():
+    r = bc.broadcast(("2, 3", "4", ""))
+    assert r.result is None
+    assert "Dimension -1" in r.conflict and "A's dim 1 is 3" in r.conflict and "B's dim 0 is 4" in r.conflict
+    assert r.torch_error.startswith("RuntimeError: Attempting to broadcast a dimension of length 4")
+
+
+@settings(max_examples=300, deadline=None)
+@given(typed, typed, typed)
+def test_any_text_is_parsed_or_refused_with_input_error(a, b, c):
+    try:
+        bc.broadcast((a, b, c))
+    except InputError as err:
+        assert str(err).strip()
+
+
+def test_limits_are_named():
+    with pytest.raises(InputError, match="at most 6 dimensions"):
+        bc.broadcast(("1,1,1,1,1,1,1", "2", ""))
+    with pytest.raises(InputError, match="Shape B.*limit is 4096"):
+        bc.broadcast(("2", "5000", ""))
+
+
+@st.composite
+def small_case(draw):
+    shapes = draw(compatible())
+    result = torch.broadcast_shapes(*shapes)
+    if not (len(result) <= 3 and all(1 <= d <= 8 for d in result)):
+        shapes = ((2, 1, 3), (4, 1))
+        result = torch.broadcast_shapes(*shapes)
+    index = tuple(draw(st.integers(0, d - 1)) for d in result)
+    return shapes, index
+
+
+@settings(max_examples=80, deadline=None)
+@given(small_case())
+def test_grid_reads_the_element_torch_broadcasting_reads(case):
+    shapes, index = case
+    g = bc.grid(_texts(shapes), ", ".join(map(str, index)))
+    assert g.index == index
+    operands = [torch.randn(s) for s in shapes]
+    for op, big, read in zip(operands, torch.broadcast_tensors(*operands), g.reads, strict=True):
+        assert big[index] == op[read]
+    bc.grid_figure(g)
+
+
+def test_grid_index_errors_name_the_dim_and_limit():
+    with pytest.raises(InputError, match="Index 1 is 7 but dimension 1 has size 3"):
+        bc.grid(("2, 1", "3", ""), "0, 7")
+    with pytest.raises(InputError, match="needs 2 numbers"):
+        bc.grid(("2, 1", "3", ""), "1")
+    assert bc.grid(("2, 1", "3", ""), "").index == (1, 2)
+
+
+def test_grid_snippet_reproduces_the_reads():
+    g = bc.grid(("2, 1, 4", "3, 1", "[]"), "1, 2, 3")
+    printed = []
+    exec(compile(g.code, "<grid>", "exec"), {"print": lambda *a: printed.append(a)})
+    assert [tuple(int(i) for i in p[2]) for p in printed] == [tuple(r) for r in g.reads]
+
+
+def test_snippet_reproduces_the_result():
+    r = bc.broadcast(("8, 1, 6, 1", "7, 1, 5", ""))
+    printed = []
+    exec(compile(r.code, "<bc>", "exec"), {"print": printed.append})
+    assert tuple(printed[0]) == r.result == tuple(printed[1])
+    bc.alignment_figure(r)
+
+
+@pytest.mark.parametrize("t", bc.traps(), ids=lambda t: t.key)
+def test_traps_snippets_reproduce_their_outputs(t):
+    assert str(run_snippet(t.trap.code)) == t.trap.output
+    assert str(run_snippet(t.correct.code)) == t.correct.output
+
+
+def test_loss_trap_makes_b_by_b_and_torch_refuses_inplace_broadcast():
+    loss, inplace = bc.traps()
+    assert "diff shape (4, 4)" in loss.trap.output and "diff shape (4,)" in loss.correct.output
+    assert inplace.trap.output.startswith("RuntimeError: output with shape [3]")

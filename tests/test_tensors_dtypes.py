@@ -1,0 +1,76 @@
+"""dtype demo against torch: the promotion matrix is torch.result_type; finfo and traps come from torch."""
+
+import itertools
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from demos.errors import InputError
+from demos.tensors import dtypes as dt
+from tests.test_quiz_bank import run_snippet
+
+
+def _operand(label: str):
+    """Rebuild an operand from its label, independently of the demo."""
+    if label.startswith("Python "):
+        return {"int": 7, "float": 0.5, "bool": False, "complex": 2j}[label.split()[1]]
+    name, kind = label.split()
+    dtype = getattr(torch, name)
+    return torch.zeros(3, dtype=dtype) if kind == "tensor" else torch.zeros((), dtype=dtype)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(list(dt.DTYPES)), min_size=1, max_size=8, unique=True), st.booleans(),
+       st.lists(st.sampled_from(list(dt.SCALARS)), max_size=4, unique=True))
+def test_matrix_equals_torch_result_type(dtypes, zero_dim, scalars):
+    r = dt.promotion(tuple(dtypes), zero_dim, tuple(scalars))
+    assert len(r.labels) == len(dtypes) * (2 if zero_dim else 1) + len(scalars)
+    for (i, a), (j, b) in itertools.product(enumerate(r.labels), repeat=2):
+        assert r.results[i][j] == str(torch.result_type(_operand(a), _operand(b))).removeprefix("torch.")
+
+
+def test_known_rules_show_up():
+    r = dt.promotion(("uint8", "int64", "float16", "float64"), True, ("int", "float"))
+    cell = {(a, b): r.results[i][j] for i, a in enumerate(r.labels) for j, b in enumerate(r.labels)}
+    assert cell[("int64 tensor", "Python float")] == "float32"
+    assert cell[("uint8 tensor", "int64 0-dim")] == "uint8"
+    assert cell[("float16 tensor", "float64 0-dim")] == "float16"
+    assert cell[("int64 tensor", "float64 0-dim")] == "float64"
+    dt.promotion_figure(r)
+
+
+def test_snippet_reproduces_the_matrix():
+    r = dt.promotion(("int32", "bfloat16"), True, ("bool",))
+    printed = []
+    exec(compile(r.code, "<dt>", "exec"), {"print": lambda *a: printed.append(a)})
+    assert [tuple(s.removeprefix("torch.") for s in p[1]) for p in printed] == list(r.results)
+
+
+def test_bad_choices_are_input_errors():
+    with pytest.raises(InputError, match="at least one"):
+        dt.promotion((), True, ("int",))
+    with pytest.raises(InputError, match="Unknown dtype or scalar 'float8'"):
+        dt.promotion(("float8",), False, ())
+
+
+def test_finfo_table_is_torch_finfo():
+    table = dt.finfo_table()
+    for row in table.to_dict("records"):
+        info = torch.finfo(getattr(torch, row["dtype"]))
+        assert row["max"] == info.max and row["eps (gap after 1.0)"] == info.eps
+
+
+@pytest.mark.parametrize("t", dt.traps(), ids=lambda t: t.key)
+def test_traps_snippets_reproduce_their_outputs(t):
+    assert str(run_snippet(t.trap.code)) == t.trap.output
+    assert str(run_snippet(t.correct.code)) == t.correct.output
+
+
+def test_traps_show_the_silent_results():
+    traps = {t.key: t for t in dt.traps()}
+    assert traps["uint8"].trap.output == str((torch.tensor([250, 100], dtype=torch.uint8) + 10).tolist())
+    assert "inf" in traps["fp16"].trap.output and "inf" not in traps["fp16"].correct.output
+    assert float(traps["bf16"].trap.output) == 1.0 and float(traps["bf16"].correct.output) > 1.0
+    assert traps["to_self"].trap.output.startswith("y is x: True")

@@ -1,0 +1,124 @@
+"""The Tensors page as a visitor uses it: good input shows torch's answer, bad input a sentence, never a traceback."""
+
+from tests.conftest import assert_clean, open_page
+
+PAGE = "pages/tensors.py"
+
+
+def _text(at) -> str:
+    """Everything markdown, captions and code blocks show, joined."""
+    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [c.value for c in at.code])
+
+
+def _errors(at) -> list[str]:
+    assert not at.exception, [e.value for e in at.exception]
+    return [e.value for e in at.error]
+
+
+def test_broadcasting_defaults_then_bad_then_good_shapes():
+    at = open_page(PAGE)
+    assert_clean(at)
+    assert "`torch.broadcast_shapes` → `(2, 3, 4)`" in _text(at)
+    assert len(at.get("plotly_chart")) == 2  # alignment table and grid view
+    at.text_input(key="tensors_bc_a").input("2, x").run()
+    assert _errors(at) == ["Shape A: Dimension 1 ('x') is not a whole number ≥ 0."]
+    assert at.subheader, "the page goes on below the error"
+    at.text_input(key="tensors_bc_a").input("(8, 1, 6, 1)").run()
+    at.text_input(key="tensors_bc_b").input("7, 1, 5").run()
+    assert_clean(at)
+    assert "→ `(8, 7, 6, 5)`" in _text(at)
+    at.text_input(key="tensors_bc_b").input("5000").run()
+    assert _errors(at) == ["Shape B: Dimension 0 is 5000; the limit is 4096."]
+
+
+def test_incompatible_shapes_name_the_dim_and_show_torchs_error():
+    at = open_page(PAGE, query={"tensors_bc_a": "2, 3", "tensors_bc_b": "4", "tensors_bc_c": "[]"})
+    assert_clean(at)
+    assert "Dimension -1" in at.warning[0].value
+    assert "Attempting to broadcast a dimension of length 4" in _text(at)
+
+
+def test_grid_index_bad_then_good():
+    at = open_page(PAGE)
+    at.text_input(key="tensors_bc_index").input("0, 9, 0").run()
+    assert _errors(at) == ["Index 1 is 9 but dimension 1 has size 3 (valid: 0 to 2)."]
+    at.text_input(key="tensors_bc_index").input("1, 2, 0").run()
+    assert_clean(at)
+    assert "`out[1, 2, 0]` reads A[1, 0, 0], B[2, 0]" in _text(at)
+
+
+def test_memory_layout_chain_menu_and_errors():
+    at = open_page(PAGE, query={"tensors_tab": "Memory layout"})
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert list(table["shares x's storage"]) == [True, True, False]  # x, x.T, x.T.reshape(12) copies
+    at.text_input(key="tensors_mem_chain").input(".T.view(12)").run()
+    assert not at.exception and "view size is not compatible" in _text(at)
+    at.selectbox(key="tensors_mem_op").select("reshape").run()
+    at.text_input(key="tensors_mem_args").input("12").run()
+    at.button(key="tensors_mem_add").click().run()
+    assert at.text_input(key="tensors_mem_chain").value == ".T.view(12).reshape(12)"
+    at.button(key="tensors_mem_undo").click().run()
+    at.button(key="tensors_mem_undo").click().run()
+    assert at.text_input(key="tensors_mem_chain").value == ".T"
+    at.text_input(key="tensors_mem_args").input("two").run()
+    at.button(key="tensors_mem_add").click().run()
+    assert _errors(at) == ["Step 2 (.reshape): 'two' is not a whole number."]
+    at.text_input(key="tensors_mem_chain").input(".numpy()").run()
+    assert any("not in the menu" in e for e in _errors(at))
+    at.text_input(key="tensors_mem_base").input("100, 100").run()
+    assert any("limit is 64" in e or "between 1 and 64" in e for e in _errors(at))
+
+
+def test_dtypes_matrix_and_empty_choice():
+    at = open_page(PAGE, query={"tensors_tab": "dtypes"})
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 1
+    at.multiselect(key="tensors_dt_dtypes").set_value([]).run()
+    assert _errors(at) == ["Pick at least one tensor dtype for the promotion matrix."]
+    at.multiselect(key="tensors_dt_dtypes").set_value(["int32", "complex64"]).run()
+    at.toggle(key="tensors_dt_zero").set_value(False).run()
+    assert_clean(at)
+
+
+def test_einsum_preset_bad_and_good_input():
+    at = open_page(PAGE, query={"tensors_tab": "einsum"})
+    assert_clean(at)
+    assert "matmul with a transpose" in at.success[0].value
+    at.button_group(key="tensors_es_preset").set_value("trace").run()
+    assert at.text_input(key="tensors_es_eq").value == "ii->"
+    assert "torch.trace(A)" in at.success[0].value
+    at.text_input(key="tensors_es_shapes").input("(3, 4)").run()
+    assert _errors(at) == ["Index 'i' repeats in operand A with sizes 3 and 4; a repeated index needs equal sizes."]
+    at.text_input(key="tensors_es_eq").input("ij,jk->ik").run()
+    at.text_input(key="tensors_es_shapes").input("(2, 3); (3, 4)").run()
+    assert_clean(at)
+    assert "torch.einsum('ij,jk->ik', ...)` → **output shape `(2, 4)`**" in _text(at)
+    at.text_input(key="tensors_es_eq").input("ij,jk->ik; rm -rf").run()
+    assert _errors(at) and "not allowed" in _errors(at)[0]
+
+
+def test_devices_tab_runs_clean():
+    at = open_page(PAGE, query={"tensors_tab": "Devices"})
+    assert_clean(at)
+    assert "RuntimeError" in _text(at)
+
+
+def test_edge_cases_render():
+    at = open_page(PAGE, query={"tensors_bc_a": "[]", "tensors_bc_b": "()", "tensors_bc_c": "3"})
+    assert_clean(at)
+    assert "→ `(3,)`" in _text(at)
+    at = open_page(PAGE, query={"tensors_tab": "Memory layout", "tensors_mem_base": "[]", "tensors_mem_chain": ""})
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_whiteboard_mode_on_every_tab():
+    at = open_page(PAGE)
+    at.session_state["whiteboard"] = True
+    for tab in ("Broadcasting", "Memory layout", "dtypes", "einsum", "Devices"):
+        at.session_state["tensors_tab"] = tab
+        at.run()
+        assert_clean(at)
+        assert at.expander, f"{tab}: prose folds into expanders on a whiteboard"
+    assert at.get("graphviz_chart"), "the Devices tab is the one shown last"
