@@ -70,6 +70,7 @@ TOPICS = (
         "Why do gradients vanish in deep networks, and how do you fix it?",
         ("Vanishing gradients", "Exploding gradients", "Initialization", "Normalization and residuals",
          "Gradient clipping", "Dead ReLUs"),
+        charts=7,
     ),
     Topic(
         "training-loop", "pages/training_loop.py", "Training loop", ":material/replay:", "Training",

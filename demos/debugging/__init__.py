@@ -1,0 +1,1 @@
+"""Debugging and reproducibility: NaN tracing, seeds and determinism, leaks, model unit tests, the profiler."""

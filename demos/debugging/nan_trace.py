@@ -1,0 +1,247 @@
+"""NaN tracing: a planted NaN source, found by detect_anomaly (backward) and by forward hooks (forward)."""
+
+import math
+import re
+import threading
+import warnings
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from demos.errors import InputError
+
+SOURCES = ("log_zero", "div_zero", "sqrt_negative", "fp16_overflow")
+SOURCE_LABELS = {
+    "log_zero": "log of zero (h · log h)",
+    "div_zero": "division by zero (row sum)",
+    "sqrt_negative": "sqrt of a negative",
+    "fp16_overflow": "fp16 overflow (exp)",
+}
+# The planted line and its fix, exactly as they appear in Planted.forward below (shown on the page).
+PLANTED_LINE = {
+    "log_zero": "out = h * torch.log(h)",
+    "div_zero": "out = h / h.sum(dim=1, keepdim=True)",
+    "sqrt_negative": "out = torch.sqrt(h - h.mean(dim=1, keepdim=True))",
+    "fp16_overflow": "e = torch.exp(h.half() * 100)  # float16 tops out at 65504\n"
+                     "            out = (e / e.sum(dim=1, keepdim=True)).float()",
+}
+FIX_LINE = {
+    "log_zero": "out = h * torch.log(h.clamp_min(1e-12))  # log never sees 0",
+    "div_zero": "out = h / h.sum(dim=1, keepdim=True).clamp_min(1e-12)",
+    "sqrt_negative": "out = torch.sqrt((h - h.mean(dim=1, keepdim=True)).clamp_min(0) + 1e-12)",
+    "fp16_overflow": "out = torch.softmax(h.float() * 100, dim=1)  # subtracts the max first, in float32",
+}
+EXPECTED_NODE = {"log_zero": "LogBackward0", "div_zero": "DivBackward0", "sqrt_negative": "SqrtBackward0",
+                 "fp16_overflow": "DivBackward0"}
+_ANOMALY_LOCK = threading.Lock()  # anomaly mode is process-wide: one traced run at a time
+
+
+class Planted(nn.Module):
+    """The op under suspicion; `fixed` swaps in the safe version of the same computation."""
+
+    def __init__(self, source: str, fixed: bool = False):
+        super().__init__()
+        self.source, self.fixed = source, fixed
+
+    def forward(self, h):
+        if self.fixed:
+            return self.safe(h)
+        if self.source == "log_zero":
+            out = h * torch.log(h)
+        elif self.source == "div_zero":
+            out = h / h.sum(dim=1, keepdim=True)
+        elif self.source == "sqrt_negative":
+            out = torch.sqrt(h - h.mean(dim=1, keepdim=True))
+        else:
+            e = torch.exp(h.half() * 100)  # overflows: float16 tops out at 65504
+            out = (e / e.sum(dim=1, keepdim=True)).float()
+        return out
+
+    def safe(self, h):
+        if self.source == "log_zero":
+            return h * torch.log(h.clamp_min(1e-12))
+        if self.source == "div_zero":
+            return h / h.sum(dim=1, keepdim=True).clamp_min(1e-12)
+        if self.source == "sqrt_negative":
+            return torch.sqrt((h - h.mean(dim=1, keepdim=True)).clamp_min(0) + 1e-12)
+        return torch.softmax(h.float() * 100, dim=1)
+
+
+class NaNNet(nn.Module):
+    """encoder -> relu -> planted; the loss is the mean of the planted output."""
+
+    def __init__(self, source: str, fixed: bool = False):
+        super().__init__()
+        self.encoder = nn.Linear(8, 16, bias=False)
+        self.act = nn.ReLU()
+        self.planted = Planted(source, fixed)
+
+    def forward(self, x):
+        return self.planted(self.act(self.encoder(x)))
+
+
+@dataclass(frozen=True)
+class HookRow:
+    module: str
+    kind: str
+    finite: bool
+    nonfinite: int  # entries that are nan or inf
+    numel: int
+
+
+@dataclass(frozen=True)
+class NaNTrace:
+    source: str
+    loss: float
+    node: str  # the backward node anomaly mode named, '' if none
+    error: str  # the RuntimeError text
+    traceback: str  # the forward traceback anomaly mode printed, paths shortened
+    hook_rows: tuple[HookRow, ...]  # every module in call order, up to and including the first non-finite
+    first_bad: str  # module name the forward-hook tracer names, '' if all finite
+    fixed_loss: float
+    fixed_grads_finite: bool
+    code: str
+
+
+def make_batch(seed: int = 0) -> torch.Tensor:
+    """A seeded batch whose first row is all zeros, like a padded row."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(6, 8, generator=g)
+    x[0] = 0
+    return x
+
+
+def build(source: str, fixed: bool = False, seed: int = 0) -> NaNNet:
+    if source not in SOURCES:
+        raise InputError(f"The NaN source must be one of {', '.join(SOURCES)}; got '{source}'.")
+    torch.manual_seed(seed)
+    return NaNNet(source, fixed)
+
+
+def hook_trace(model: nn.Module, x: torch.Tensor) -> tuple[list[HookRow], str]:
+    """Forward hooks on every submodule: record each output, and name the first that is not finite."""
+    rows: list[HookRow] = []
+
+    def record(name):
+        def hook(module, args, output):
+            bad = int((~torch.isfinite(output)).sum())
+            rows.append(HookRow(name, type(module).__name__, bad == 0, bad, output.numel()))
+        return hook
+
+    handles = [m.register_forward_hook(record(n)) for n, m in model.named_modules() if n]
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        for h in handles:
+            h.remove()  # hooks left behind pile up on every later call
+    first = next((r.module for r in rows if not r.finite), "")
+    shown = rows[: next((i + 1 for i, r in enumerate(rows) if not r.finite), len(rows))]
+    return shown, first
+
+
+def _short_traceback(text: str) -> str:
+    """The forward traceback from anomaly mode, frames only, paths relative to the project."""
+    body = text.split("Traceback of forward call that caused the error:", 1)[-1]
+    body = body.split("(Triggered internally", 1)[0]
+    root = str(__file__).rsplit("/demos/", 1)[0] + "/"
+    lines = [ln.replace(root, "") for ln in body.strip("\n").splitlines() if ln.strip()]
+    start = next((i for i, ln in enumerate(lines) if ln.rstrip().endswith("in forward")), 0)
+    lines = lines[start:]
+    keep = []
+    for i, ln in enumerate(lines):  # keep only frames from this project: the library's own are noise here
+        if ln.strip().startswith("File ") and "site-packages" not in ln and "/lib/python" not in ln:
+            keep.append(ln.strip())
+            if i + 1 < len(lines) and not lines[i + 1].strip().startswith("File "):
+                keep.append("    " + lines[i + 1].strip())
+    return "\n".join(keep)
+
+
+def anomaly_run(model: nn.Module, x: torch.Tensor) -> tuple[float, str, str, str]:
+    """Forward and backward under detect_anomaly; returns loss, node name, error text, forward traceback."""
+    with _ANOMALY_LOCK, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with torch.autograd.detect_anomaly():
+                loss = model(x).mean()
+                loss.backward()
+        except RuntimeError as err:
+            message = str(err)
+            node = re.search(r"Function '(\w+)' returned nan", message)
+            trace = next((str(w.message) for w in caught if "Traceback of forward call" in str(w.message)), "")
+            return loss.item(), node.group(1) if node else "", message, _short_traceback(trace)
+    return loss.item(), "", "", ""
+
+
+def trace_nan(source: str) -> NaNTrace:
+    """Plant a NaN source, find it twice (anomaly mode, forward hooks), then run the fix."""
+    model = build(source)
+    x = make_batch()
+    loss, node, error, tb = anomaly_run(model, x)
+    rows, first = hook_trace(model, x)
+    fixed = build(source, fixed=True)
+    fixed_loss = fixed(x).mean()
+    fixed_loss.backward()
+    h = fixed.act(fixed.encoder(x)).detach().requires_grad_()  # also check the op's own input gradient:
+    fixed.planted(h).mean().backward()  # the ReLU before it would otherwise mask a nan at the zeros
+    grads_ok = torch.isfinite(h.grad).all().item() and all(torch.isfinite(p.grad).all().item()
+                                                            for p in fixed.parameters())
+    return NaNTrace(source, loss, node, error, tb, tuple(rows), first, fixed_loss.item(),
+                    grads_ok and math.isfinite(fixed_loss.item()), nan_code(source))
+
+
+def nan_code(source: str) -> str:
+    """A standalone script: the planted op, the hook tracer, anomaly mode, then the fix."""
+    return f'''import torch
+from torch import nn
+
+
+class Planted(nn.Module):
+    def __init__(self, fixed=False):
+        super().__init__()
+        self.fixed = fixed
+
+    def forward(self, h):
+        if self.fixed:
+            {FIX_LINE[source]}
+        else:
+            {PLANTED_LINE[source]}
+        return out
+
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16, bias=False), nn.ReLU(), Planted())
+g = torch.Generator().manual_seed(0)
+x = torch.randn(6, 8, generator=g)
+x[0] = 0  # a padded, all-zero row
+
+
+def first_nonfinite(name):
+    def hook(module, args, output):
+        if not torch.isfinite(output).all():
+            print("first non-finite output:", name, type(module).__name__)
+            raise StopIteration  # stop at the first one
+    return hook
+
+
+handles = [m.register_forward_hook(first_nonfinite(n)) for n, m in model.named_modules() if n]
+try:
+    model(x)
+except StopIteration:
+    pass
+for h in handles:
+    h.remove()
+
+try:
+    with torch.autograd.detect_anomaly():  # prints the forward traceback of the failing node
+        model(x).mean().backward()
+except RuntimeError as err:
+    print(err)
+
+torch.manual_seed(0)
+fixed = nn.Sequential(nn.Linear(8, 16, bias=False), nn.ReLU(), Planted(fixed=True))
+loss = fixed(x).mean()
+loss.backward()
+print("fixed loss:", loss.item(), "grads finite:", all(torch.isfinite(p.grad).all().item() for p in fixed.parameters()))
+'''

@@ -1,0 +1,217 @@
+"""Reproducibility: unseeded vs seeded runs (checked bit for bit) and what deterministic mode changes."""
+
+import hashlib
+import threading
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from demos.errors import InputError
+from demos.parsing import parse_int
+
+MAX_STEPS = 50
+MAX_SEED = 2**31 - 1
+_DETERMINISM_LOCK = threading.Lock()  # the flag is process-wide: flip it for one check at a time
+
+
+@dataclass(frozen=True)
+class Run:
+    label: str
+    losses: tuple[float, ...]
+    digest: str  # sha256 of the final parameters' bytes, first 16 hex digits
+
+
+@dataclass(frozen=True)
+class SeedResult:
+    runs: tuple[Run, ...]  # unseeded A, unseeded B, seeded A, seeded B
+    unseeded_equal: bool
+    seeded_equal: bool  # every loss and every parameter bit identical
+    unseeded_max_diff: float
+    code: str
+
+
+def short_run(steps: int, seed: int | None) -> tuple[list[float], list[torch.Tensor]]:
+    """Random init, random data, SGD: everything drawn from the global generator."""
+    if seed is not None:
+        torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1))
+    x, y = torch.randn(64, 10), torch.randn(64, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    losses = []
+    for _ in range(steps):
+        idx = torch.randint(0, 64, (16,))
+        loss = nn.functional.mse_loss(model(x[idx]), y[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, [p.detach().clone() for p in model.parameters()]
+
+
+def parse_seed(text: str) -> int:
+    """A seed typed as text: a whole number between 0 and MAX_SEED."""
+    return parse_int(text, "The seed", 0, MAX_SEED)
+
+
+def digest(params: list[torch.Tensor]) -> str:
+    h = hashlib.sha256()
+    for p in params:
+        h.update(p.numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def seeded_runs(steps: int, seed: int) -> SeedResult:
+    """The same short run twice without a seed, then twice after torch.manual_seed(seed)."""
+    if not isinstance(steps, int) or not 2 <= steps <= MAX_STEPS:
+        raise InputError(f"Steps must be between 2 and {MAX_STEPS}; got {steps}.")
+    if not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise InputError(f"The seed must be a whole number between 0 and {MAX_SEED}; got {seed}.")
+    torch.seed()  # the unseeded runs start from fresh entropy, as a new process would
+    ua, pa = short_run(steps, None)
+    ub, pb = short_run(steps, None)
+    sa, qa = short_run(steps, seed)
+    sb, qb = short_run(steps, seed)
+    torch.seed()  # do not leave the global generator at a predictable state for other pages
+    same = sa == sb and all(torch.equal(p, q) for p, q in zip(qa, qb, strict=True))
+    runs = (Run("unseeded run A", tuple(ua), digest(pa)), Run("unseeded run B", tuple(ub), digest(pb)),
+            Run(f"seed {seed}, run A", tuple(sa), digest(qa)), Run(f"seed {seed}, run B", tuple(sb), digest(qb)))
+    diff = max(abs(a - b) for a, b in zip(ua, ub, strict=True))
+    return SeedResult(runs, ua == ub, same, diff, seed_code(steps, seed))
+
+
+def seed_code(steps: int, seed: int) -> str:
+    return f'''import torch
+from torch import nn
+
+
+def short_run(seed=None):
+    if seed is not None:
+        torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1))
+    x, y = torch.randn(64, 10), torch.randn(64, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    losses = []
+    for _ in range({steps}):
+        idx = torch.randint(0, 64, (16,))
+        loss = nn.functional.mse_loss(model(x[idx]), y[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, [p.detach().clone() for p in model.parameters()]
+
+
+a, _ = short_run()
+b, _ = short_run()
+print("unseeded identical:", a == b)
+a, pa = short_run({seed})
+b, pb = short_run({seed})
+print("seeded identical, bit for bit:", a == b and all(torch.equal(p, q) for p, q in zip(pa, pb)))
+'''
+
+
+@dataclass(frozen=True)
+class OpCheck:
+    op: str
+    device: str
+    outcome: str  # "ran" or "raised"
+    detail: str
+
+
+@dataclass(frozen=True)
+class DeterminismResult:
+    cuda: bool
+    empty_default: str  # torch.empty(4) printed with the flag off (whatever memory held)
+    empty_deterministic: str  # with the flag on: filled with NaN
+    cpu_checks: tuple[OpCheck, ...]
+    cuda_checks: tuple[OpCheck, ...]  # empty without CUDA
+    code: str
+
+
+def _max_unpool(device):
+    x = torch.rand(1, 1, 4, 4, device=device)
+    pooled, idx = nn.functional.max_pool2d(x, 2, return_indices=True)
+    return nn.functional.max_unpool2d(pooled, idx, 2)
+
+
+def _index_put_accumulate(device):
+    return torch.zeros(5, device=device).index_put_((torch.tensor([0, 0], device=device),),
+                                                    torch.ones(2, device=device), accumulate=True)
+
+
+def _adaptive_avg_pool_backward(device):
+    x = torch.rand(1, 1, 5, 5, device=device, requires_grad=True)
+    nn.functional.adaptive_avg_pool2d(x, 2).sum().backward()
+    return x.grad
+
+
+def _bilinear_backward(device):
+    x = torch.rand(1, 1, 4, 4, device=device, requires_grad=True)
+    nn.functional.interpolate(x, scale_factor=2, mode="bilinear").sum().backward()
+    return x.grad
+
+
+def _scatter_add(device):
+    return torch.zeros(5, device=device).scatter_add_(0, torch.tensor([0, 0, 1], device=device),
+                                                      torch.ones(3, device=device))
+
+
+def _histc(device):
+    return torch.histc(torch.rand(100, device=device), bins=10)
+
+
+# op, why it is here (what deterministic mode does with it)
+CHECKS = (
+    ("max_unpool2d", _max_unpool, "no deterministic kernel on any device: raises, CPU included"),
+    ("index_put_(accumulate=True)", _index_put_accumulate, "switches to a deterministic (sorted) kernel"),
+    ("adaptive_avg_pool2d backward", _adaptive_avg_pool_backward, "CUDA backward uses atomicAdd: raises on CUDA"),
+    ("interpolate(bilinear) backward", _bilinear_backward, "CUDA backward uses atomicAdd: raises on CUDA"),
+    ("scatter_add_", _scatter_add, "CUDA switches to a deterministic kernel"),
+    ("histc", _histc, "CUDA kernel uses atomics: raises on CUDA"),
+)
+
+
+def _run_checks(device: str) -> tuple[OpCheck, ...]:
+    out = []
+    for name, fn, _why in CHECKS:
+        try:
+            fn(device)
+            out.append(OpCheck(name, device, "ran", ""))
+        except RuntimeError as err:
+            out.append(OpCheck(name, device, "raised", str(err).split(". ")[0]))
+    return tuple(out)
+
+
+def determinism_checks() -> DeterminismResult:
+    """Run each op with torch.use_deterministic_algorithms(True) on CPU, and on CUDA when present."""
+    cuda = torch.cuda.is_available()
+    with _DETERMINISM_LOCK:
+        before = torch.are_deterministic_algorithms_enabled()
+        try:
+            torch.use_deterministic_algorithms(False)
+            empty_default = str(torch.empty(4).tolist())
+            torch.use_deterministic_algorithms(True)
+            empty_det = str(torch.empty(4).tolist())
+            cpu = _run_checks("cpu")
+            gpu = _run_checks("cuda") if cuda else ()
+        finally:
+            torch.use_deterministic_algorithms(before)
+    return DeterminismResult(cuda, empty_default, empty_det, cpu, gpu, DETERMINISM_CODE)
+
+
+DETERMINISM_CODE = '''import os
+import torch
+from torch import nn
+
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # needed for deterministic cuBLAS on CUDA >= 10.2
+torch.use_deterministic_algorithms(True)
+print(torch.empty(4))  # uninitialized memory is filled with NaN so reads of it are reproducible
+x = torch.rand(1, 1, 4, 4)
+pooled, idx = nn.functional.max_pool2d(x, 2, return_indices=True)
+try:
+    nn.functional.max_unpool2d(pooled, idx, 2)
+except RuntimeError as err:
+    print("raised:", str(err).split(". ")[0])
+# torch.backends.cudnn.benchmark = False  # also needed on CUDA: autotuning can pick different kernels per run
+'''

@@ -1,0 +1,1 @@
+"""Gradient flow: vanishing and exploding gradients across depth, clipping, dead ReLUs."""

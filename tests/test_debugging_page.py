@@ -1,0 +1,63 @@
+"""The debugging page: each tab at defaults, moved widgets, and bad input answered with a sentence."""
+
+import pytest
+import torch
+
+from demos.debugging import model_tests, nan_trace
+from tests.conftest import assert_clean, open_page
+
+PAGE = "pages/debugging.py"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_nan_tab_at_defaults_draws_the_graph_and_names_the_op():
+    at = open_page(PAGE)
+    assert_clean(at)
+    assert len(at.get("graphviz_chart")) == 1
+    assert any("LogBackward0" in c.value for c in at.code)
+    for source in nan_trace.SOURCES[1:]:
+        at.selectbox(key="dbg_nan_src").set_value(source).run()
+        assert_clean(at)
+        assert any(nan_trace.EXPECTED_NODE[source] in c.value for c in at.code)
+
+
+def test_reproducibility_tab_and_a_bad_seed():
+    at = open_page(PAGE, query={"dbg_tab": "Reproducibility"})
+    assert_clean(at)
+    assert [m.value for m in at.metric[:2]] == ["False", "True"]
+    at.text_input(key="dbg_seed").input("seven").run()
+    assert not at.exception
+    assert any("The seed must be a whole number" in e.value for e in at.error)
+    at.text_input(key="dbg_seed").input("99999999999").run()
+    assert any("between 0 and" in e.value for e in at.error)
+
+
+def test_leaks_tab_moves_its_slider():
+    at = open_page(PAGE, query={"dbg_tab": "Memory leaks"})
+    assert_clean(at)
+    at.slider(key="dbg_leak_steps").set_value(5).run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_unit_tests_tab_each_bug():
+    at = open_page(PAGE, query={"dbg_tab": "Unit tests for models"})
+    assert_clean(at)
+    for bug in model_tests.BUGS[2:4]:
+        at.selectbox(key="dbg_bug").set_value(bug).run()
+        assert_clean(at)
+
+
+def test_profiler_tab_has_the_phases_and_a_download():
+    at = open_page(PAGE, query={"dbg_tab": "Profiler"})
+    assert_clean(at)
+    assert [m.label for m in at.metric] == [f"{p} (record_function)" for p in ("forward", "backward", "optimizer")]
+    at.select_slider(key="dbg_prof_width").set_value(64).run()
+    assert_clean(at)
