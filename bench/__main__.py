@@ -22,7 +22,15 @@ from playwright.sync_api import sync_playwright
 
 import demos
 from pages.registry import HOME, registered
-from tests.browser.harness import CHART_SELECTOR, launch_chromium, streamlit_server
+from tests.browser.harness import (
+    CHART_SELECTOR,
+    launch_chromium,
+    new_context,
+    page_clock,
+    run_mark,
+    streamlit_server,
+    wait_run,
+)
 
 MiB = 2**20
 BUDGET = {"warm_median_ms": 150, "warm_max_ms": 500, "first_visit_s": 5.0, "rss_mib": 600, "growth_mib": 30,
@@ -36,23 +44,7 @@ st.title("torch only")
 st.write(torch.__version__)
 '''
 
-# Records every change of the app's script state with a page-side timestamp.
-STATE_RECORDER = """() => {
-  if (window.__wbStates) return;
-  window.__wbStates = [];
-  const app = document.querySelector('[data-testid=stApp]');
-  new MutationObserver(() => window.__wbStates.push(
-      [app.getAttribute('data-test-script-state'), performance.now()]))
-    .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
-}"""
-
-
-def wait_rendered(page, charts: int, timeout: float = 120) -> None:
-    """The script has run to the end and the expected charts are drawn."""
-    page.wait_for_function(
-        "() => document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state') === 'notRunning'",
-        timeout=timeout * 1000,
-    )
+def wait_charts_drawn(page, charts: int, timeout: float = 120) -> None:
     if charts:
         page.wait_for_function(
             f"() => document.querySelectorAll({CHART_SELECTOR!r}).length >= {charts}", timeout=timeout * 1000
@@ -63,11 +55,13 @@ def cold_start(browser, app: str, cwd: Path, charts: int) -> float:
     """Seconds from launching the server process to the first page rendered in the browser."""
     start = time.perf_counter()
     with streamlit_server(app, cwd=cwd) as (url, _):
-        page = browser.new_page()
+        context = new_context(browser)
+        page = context.new_page()
         page.goto(url)
-        wait_rendered(page, charts)
+        wait_run(page, timeout=120)
+        wait_charts_drawn(page, charts)
         elapsed = time.perf_counter() - start
-        page.close()
+        context.close()
     return elapsed
 
 
@@ -80,17 +74,12 @@ def torch_only_dir() -> Path:
 
 def rerun_ms(page, charts: int) -> float:
     """Trigger one rerun (the 'r' shortcut) and time it from the key press to the script stopping."""
-    page.evaluate(STATE_RECORDER)
     page.locator("h1").first.click()  # focus the page body, not a text field, so 'r' means rerun
-    t0 = page.evaluate("() => { window.__wbStates.length = 0; return performance.now(); }")
+    mark, start = run_mark(page), page_clock(page)
     page.keyboard.press("r")
-    page.wait_for_function(
-        "() => window.__wbStates.some(s => s[0] === 'running') && window.__wbStates.at(-1)[0] === 'notRunning'",
-        timeout=60_000,
-    )
-    wait_rendered(page, charts)
-    end = page.evaluate("() => window.__wbStates.at(-1)[1]")
-    return end - t0
+    end = wait_run(page, mark)
+    wait_charts_drawn(page, charts)
+    return end - start
 
 
 def server_rss(proc) -> float:
@@ -109,25 +98,22 @@ def server_rss(proc) -> float:
 def visit(page, url: str, topic) -> float:
     """Seconds to open a page the way a visitor does: a sidebar click (a page load for the first page)."""
     link = page.locator(f"[data-testid=stSidebarNav] a[href$='/{topic.slug}']")
-    start = time.perf_counter()
+    start, mark = time.perf_counter(), 0
     if topic is not HOME and link.count() == 1:
-        page.evaluate(STATE_RECORDER)
-        page.evaluate("() => { window.__wbStates.length = 0; }")
+        mark = run_mark(page)
         link.click()
-        page.wait_for_function(
-            "() => window.__wbStates.some(s => s[0] === 'running') && window.__wbStates.at(-1)[0] === 'notRunning'",
-            timeout=120_000,
-        )
     else:
         page.goto(f"{url}/{'' if topic is HOME else topic.slug}")
-    wait_rendered(page, topic.charts)
+    wait_run(page, mark, timeout=120)
+    wait_charts_drawn(page, topic.charts)
     return time.perf_counter() - start
 
 
 def bench_pages(browser, topics, reruns: int, extra_reruns: int) -> tuple[list[dict], dict]:
     rows = []
     with streamlit_server() as (url, proc):
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        context = new_context(browser, viewport={"width": 1400, "height": 900})
+        page = context.new_page()
         visit(page, url, HOME)  # warm the server's imports once, as any visitor after the first sees it
         for topic in topics:
             first = visit(page, url, topic)
@@ -139,7 +125,7 @@ def bench_pages(browser, topics, reruns: int, extra_reruns: int) -> tuple[list[d
         for i in range(extra_reruns):  # each visit is one rerun of that page's script
             visit(page, url, topics[i % len(topics)])
         memory = {"after_pages": rss_after_pages, "after_reruns": server_rss(proc)}
-        page.close()
+        context.close()
     return rows, memory
 
 

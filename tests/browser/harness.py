@@ -94,22 +94,41 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
-def script_state(page) -> str | None:
-    return page.evaluate(
-        "() => document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state')"
+# Installed in every page of a context before Streamlit loads: records each change of the app's script
+# state with a page-side timestamp, so no run can slip between two polls.
+STATE_RECORDER = """
+window.__wbStates = [];
+new MutationObserver(records => {
+  for (const r of records) window.__wbStates.push([r.target.getAttribute('data-test-script-state'), performance.now()]);
+}).observe(document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
+"""
+
+
+def new_context(browser, **options):
+    """A browser context whose pages record script-state changes (see wait_run)."""
+    context = browser.new_context(**options)
+    context.add_init_script(STATE_RECORDER)
+    return context
+
+
+def run_mark(page) -> int:
+    """How many state changes have been seen so far; pass it to wait_run after triggering a run."""
+    return page.evaluate("() => window.__wbStates.length")
+
+
+def page_clock(page) -> float:
+    """The page's performance.now(), in ms: the clock wait_run's timestamps use."""
+    return page.evaluate("() => performance.now()")
+
+
+def wait_run(page, mark: int = 0, timeout: float = 60) -> float:
+    """Wait for a script run that started after `mark` to finish; returns when it finished (page clock, ms)."""
+    page.wait_for_function(
+        """m => { const s = window.__wbStates.slice(m);
+                  return s.some(x => x[0] === 'running') && s[s.length - 1][0] === 'notRunning'; }""",
+        arg=mark, timeout=timeout * 1000,
     )
-
-
-def wait_script_done(page, timeout: float = 60, saw_running: bool = False) -> float:
-    """Wait until the app's script has run and stopped; returns the seconds waited."""
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        state = script_state(page)
-        saw_running = saw_running or state == "running"
-        if saw_running and state == "notRunning":
-            return time.monotonic() - start
-        time.sleep(0.02)
-    raise TimeoutError(f"the script did not finish within {timeout} s (state {script_state(page)!r})")
+    return page.evaluate("() => window.__wbStates[window.__wbStates.length - 1][1]")
 
 
 def wait_charts(page, count: int, timeout: float = 30) -> int:

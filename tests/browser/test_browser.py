@@ -10,9 +10,11 @@ from pages.registry import HOME, registered
 from tests.browser.harness import (
     artifacts_dir,
     launch_chromium,
+    new_context,
+    run_mark,
     streamlit_server,
     wait_charts,
-    wait_script_done,
+    wait_run,
 )
 
 pytestmark = pytest.mark.browser
@@ -36,10 +38,10 @@ def browser():
 
 
 def open_app(browser, url: str, scheme: str = "light"):
-    context = browser.new_context(viewport=VIEWPORT, color_scheme=scheme)
+    context = new_context(browser, viewport=VIEWPORT, color_scheme=scheme)
     page = context.new_page()
     page.goto(url)
-    wait_script_done(page, timeout=120)
+    wait_run(page, timeout=120)
     return context, page
 
 
@@ -77,9 +79,10 @@ def test_page_renders_from_the_sidebar(server, browser, topic):
         if topic is not HOME:
             link = page.locator(f"[data-testid=stSidebarNav] a[href$='/{topic.slug}']")
             assert link.count() == 1, f"sidebar link to {topic.slug}"
+            mark = run_mark(page)
             link.click()
             page.wait_for_url(re.compile(f"/{topic.slug}"))
-            wait_script_done(page, timeout=120)
+            wait_run(page, mark, timeout=120)
         assert_rendered(page, topic)
         full_screenshot(page, topic.slug)
     finally:
@@ -145,18 +148,18 @@ def test_tracker_import_rejects_bad_files_and_loads_good_ones(server, browser):
     context, page = open_app(browser, server)
     try:
         box = page.get_by_label(concept, exact=True).first
+        mark = run_mark(page)
         box.check(force=True)
-        wait_script_done(page)
+        wait_run(page, mark)
         upload(page, "notes.json", b'{"hello": 1}')
         error = page.locator("[data-testid=stAlertContentError]").first
         error.wait_for(timeout=20_000)
         assert "not a PyTorch Whiteboard tracker" in error.inner_text()
         assert box.is_checked(), "a rejected file changes nothing"
         good = export_tracker({topic.slug: [concept]})
-        page.locator("[data-testid=stFileUploaderDeleteBtn] button").first.click()
-        wait_script_done(page)
+        mark = run_mark(page)
         box.uncheck(force=True)
-        wait_script_done(page)
+        wait_run(page, mark)
         upload(page, "tracker.json", good.encode())
         page.wait_for_function(
             "() => document.querySelectorAll('[data-testid=stAlertContentError]').length === 0", timeout=20_000
@@ -165,3 +168,18 @@ def test_tracker_import_rejects_bad_files_and_loads_good_ones(server, browser):
         assert page.get_by_label(concept, exact=True).first.is_checked(), "a good file ticks its concepts"
     finally:
         context.close()
+
+
+def test_a_shared_deep_link_is_the_first_request_after_start(browser):
+    """A fresh server whose first visitor opens /<page>?whiteboard=true gets that page inside the app shell."""
+    topic = registered()[-1]
+    with streamlit_server() as (url, _):
+        context, page = open_app(browser, f"{url}/{topic.slug}?whiteboard=true")
+        try:
+            assert page.locator("h1").first.inner_text() == topic.title
+            assert page.get_by_role("switch", name="Whiteboard mode").is_checked()
+            nav = page.locator("[data-testid=stSidebarNav] a")
+            titles = {nav.nth(i).inner_text() for i in range(nav.count())}
+            assert titles == {t.title for t in registered()}, titles
+        finally:
+            context.close()
