@@ -1,6 +1,7 @@
 """PyTorch Whiteboard: the entry point. Run with `streamlit run app.py`."""
 
 import streamlit as st
+import torch
 
 from pages.registry import SECTIONS, registered
 from pages.ui import sidebar_controls
@@ -17,6 +18,9 @@ def navigation_pages() -> dict[str, list]:
 
 
 def main() -> None:
+    # The demos run many tiny ops, and visitors' sessions share the process: one intra-op thread avoids
+    # OpenMP spinning and oversubscription, which made small ops 10-40x slower on a busy 2-core host.
+    torch.set_num_threads(1)
     st.set_page_config(page_title="PyTorch Whiteboard", page_icon=":material/draw:", layout="wide")
     page = st.navigation(navigation_pages(), expanded=True)
     sidebar_controls()
