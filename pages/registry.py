@@ -78,6 +78,7 @@ TOPICS = (
         "Walk me through one training step in order. What breaks if you skip zero_grad?",
         ("Order of a step", "Common loop mistakes", "Optimizers", "LR schedulers", "Loss functions",
          "Mixed precision", "Checkpoint and exact resume"),
+        charts=2,
     ),
     Topic(
         "data-loading", "pages/data_loading.py", "Data loading", ":material/conveyor_belt:", "Training",

@@ -1,0 +1,301 @@
+"""Loop mistakes executed beside the correct loop, each with the symptom it leaves in the numbers."""
+
+import warnings
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+import torch
+from torch import nn
+
+from demos.style import COLORS, SERIES, base_layout
+from demos.training.common import HEADER, SPIRAL_SOURCE, SpiralNet, check_int, check_range, single_threaded, spiral
+
+VARIANTS = {
+    "correct": "Correct loop",
+    "no_zero_grad": "No zero_grad",
+    "zero_grad_before_step": "zero_grad between backward and step",
+    "step_before_backward": "step before backward",
+    "scheduler_first": "scheduler.step() before optimizer.step()",
+    "no_train_after_eval": "Never back to train() after eval()",
+    "softmax_into_ce": "Softmax outputs fed to CrossEntropyLoss",
+    "accumulate_tensor": "Logging loss tensors instead of .item()",
+}
+MISTAKES = tuple(k for k in VARIANTS if k != "correct")
+N_TRAIN, BATCH, EVAL_EVERY, STEP_SIZE, GAMMA = 256, 64, 10, 40, 0.5
+MIN_STEPS, MAX_STEPS = 20, 300
+MIN_LR, MAX_LR = 0.01, 1.0
+
+
+@dataclass(frozen=True)
+class LoopRun:
+    """Per-step records of one loop: what it logged, and what its optimizer actually saw."""
+
+    variant: str
+    losses: tuple[float, ...]
+    lrs: tuple[float, ...]  # learning rate in force at each optimizer.step()
+    grad_norms: tuple[float, ...]  # norm of .grad as optimizer.step() saw it (0 when .grad is None)
+    training: tuple[bool, ...]  # model.training at each forward
+    graph_nodes: tuple[int, ...]  # autograd nodes reachable from the logged total (0 when it is a float)
+    param_change: float  # max |θ_end - θ_start|
+    val_loss: float  # cross-entropy of the final model on held-out points
+    warnings: tuple[str, ...]
+    code: str
+
+
+@dataclass(frozen=True)
+class MistakesResult:
+    steps: int
+    lr: float
+    seed: int
+    runs: dict  # variant -> LoopRun
+
+
+class _NodeCounter:
+    """Autograd nodes reachable from a growing graph; each node is visited once, since old nodes stay reachable."""
+
+    def __init__(self):
+        self.seen = set()
+
+    def count(self, fn) -> int:
+        stack = [fn]
+        while stack:
+            node = stack.pop()
+            if node is None or node in self.seen:
+                continue
+            self.seen.add(node)
+            stack.extend(n for n, _ in node.next_functions)
+        return len(self.seen)
+
+
+def _grad_norm(model) -> float:
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    return torch.linalg.vector_norm(torch.cat([g.flatten() for g in grads])).item() if grads else 0.0
+
+
+@single_threaded
+def run_loop(variant: str, steps: int = 150, lr: float = 0.5, seed: int = 0) -> LoopRun:
+    """Train the spiral classifier `steps` steps with the given loop variant; record what each step saw."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}")
+    check_int(steps, "Steps", MIN_STEPS, MAX_STEPS)
+    check_range(lr, "Learning rate", MIN_LR, MAX_LR)
+    check_int(seed, "Seed", 0, 10_000)
+    torch.manual_seed(seed)
+    x, y = spiral(N_TRAIN, seed)
+    x_val, y_val = spiral(N_TRAIN, seed + 1)
+    model = SpiralNet(16, dropout=0.1, batchnorm=True)
+    start = [p.detach().clone() for p in model.parameters()]
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=STEP_SIZE, gamma=GAMMA)
+    loss_fn = nn.CrossEntropyLoss()
+    losses, lrs, norms, training, nodes, caught = [], [], [], [], [], []
+    running, counter = 0.0, _NodeCounter()
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        for step in range(steps):
+            idx = torch.randint(0, N_TRAIN, (BATCH,))
+            if variant != "no_zero_grad":
+                opt.zero_grad()
+            training.append(model.training)
+            out = model(x[idx])
+            loss = loss_fn(out.softmax(dim=1) if variant == "softmax_into_ce" else out, y[idx])
+            if variant == "step_before_backward":
+                lrs.append(opt.param_groups[0]["lr"])
+                norms.append(_grad_norm(model))
+                opt.step()
+                loss.backward()
+            else:
+                loss.backward()
+                if variant == "zero_grad_before_step":
+                    opt.zero_grad()
+                if variant == "scheduler_first":
+                    sched.step()
+                lrs.append(opt.param_groups[0]["lr"])
+                norms.append(_grad_norm(model))
+                opt.step()
+            if variant != "scheduler_first":
+                sched.step()
+            running = running + loss if variant == "accumulate_tensor" else running + loss.item()
+            losses.append(loss.item())
+            nodes.append(counter.count(running.grad_fn) if torch.is_tensor(running) else 0)
+            if (step + 1) % EVAL_EVERY == 0:
+                model.eval()
+                with torch.no_grad():
+                    model(x_val)
+                if variant != "no_train_after_eval":
+                    model.train()
+        caught = [str(r.message) for r in records if "lr_scheduler.step()" in str(r.message)]
+    model.eval()
+    with torch.no_grad():
+        val = loss_fn(model(x_val), y_val).item()
+    change = max((p.detach() - s).abs().max().item() for p, s in zip(model.parameters(), start, strict=True))
+    return LoopRun(variant, tuple(losses), tuple(lrs), tuple(norms), tuple(training), tuple(nodes), change, val,
+                   tuple(dict.fromkeys(caught)), loop_code(variant, steps, lr, seed))
+
+
+@single_threaded
+def mistakes(steps: int = 150, lr: float = 0.5, seed: int = 0) -> MistakesResult:
+    """The correct loop and every mistake, same seed, same data, same model."""
+    return MistakesResult(steps, lr, seed, {v: run_loop(v, steps, lr, seed) for v in VARIANTS})
+
+
+_BODY = {
+    "correct": """
+    optimizer.zero_grad()
+    out = model(x[idx])
+    loss = loss_fn(out, y[idx])
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    running += loss.item()""",
+    "no_zero_grad": """
+    # optimizer.zero_grad()  <- missing: .grad keeps summing every step
+    out = model(x[idx])
+    loss = loss_fn(out, y[idx])
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    running += loss.item()""",
+    "zero_grad_before_step": """
+    out = model(x[idx])
+    loss = loss_fn(out, y[idx])
+    loss.backward()
+    optimizer.zero_grad()  # <- wipes the gradient just computed
+    optimizer.step()       # sees .grad None: nothing moves
+    scheduler.step()
+    running += loss.item()""",
+    "step_before_backward": """
+    optimizer.zero_grad()
+    out = model(x[idx])
+    loss = loss_fn(out, y[idx])
+    optimizer.step()   # <- .grad is still None here: nothing moves
+    loss.backward()
+    scheduler.step()
+    running += loss.item()""",
+    "scheduler_first": """
+    optimizer.zero_grad()
+    out = model(x[idx])
+    loss = loss_fn(out, y[idx])
+    loss.backward()
+    scheduler.step()   # <- before optimizer.step(): warns, schedule shifts one step early
+    optimizer.step()
+    running += loss.item()""",
+    "no_train_after_eval": """
+    optimizer.zero_grad()
+    out = model(x[idx])
+    loss = loss_fn(out, y[idx])
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    running += loss.item()
+    if (step + 1) % 10 == 0:
+        model.eval()
+        with torch.no_grad():
+            model(x_val)
+        # model.train()  <- missing: dropout off, batch-norm statistics frozen from now on""",
+    "softmax_into_ce": """
+    optimizer.zero_grad()
+    out = model(x[idx])
+    loss = loss_fn(out.softmax(dim=1), y[idx])  # <- CrossEntropyLoss applies log_softmax itself
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    running += loss.item()""",
+    "accumulate_tensor": """
+    optimizer.zero_grad()
+    out = model(x[idx])
+    loss = loss_fn(out, y[idx])
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    running = running + loss  # <- a tensor: keeps every step's graph reachable""",
+}
+
+
+def loop_code(variant: str, steps: int, lr: float, seed: int) -> str:
+    """The runnable loop for one variant (the eval every 10 steps is included in every variant)."""
+    body = _BODY[variant]
+    if variant != "no_train_after_eval":
+        body += """
+    if (step + 1) % 10 == 0:
+        model.eval()
+        with torch.no_grad():
+            model(x_val)
+        model.train()"""
+    return HEADER + SPIRAL_SOURCE + f"""
+
+torch.manual_seed({seed})
+x, y = spiral({N_TRAIN}, {seed})
+x_val, y_val = spiral({N_TRAIN}, {seed + 1})
+model = SpiralNet(16, dropout=0.1, batchnorm=True)
+optimizer = torch.optim.SGD(model.parameters(), lr={lr}, momentum=0.9)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size={STEP_SIZE}, gamma={GAMMA})
+loss_fn = nn.CrossEntropyLoss()
+running = 0.0
+for step in range({steps}):
+    idx = torch.randint(0, {N_TRAIN}, ({BATCH},)){body}
+model.eval()
+with torch.no_grad():
+    print("validation loss", loss_fn(model(x_val), y_val).item())
+"""
+
+
+def symptom(run: LoopRun, correct: LoopRun) -> str:
+    """One measured sentence: what this variant did differently from the correct loop."""
+    v = run.variant
+    if v == "correct":
+        return f"Loss {run.losses[0]:.3f} → {run.losses[-1]:.3f}; validation loss {run.val_loss:.3f}."
+    if v == "no_zero_grad":
+        return (f"The gradient the optimizer saw grew to norm {max(run.grad_norms):.3g} "
+                f"(correct loop: at most {max(correct.grad_norms):.3g}); validation loss {run.val_loss:.3f}.")
+    if v in ("zero_grad_before_step", "step_before_backward"):
+        return (f"optimizer.step() always saw .grad = None: parameters moved by max |Δθ| = {run.param_change:g}; "
+                f"validation loss stays {run.val_loss:.3f}.")
+    if v == "scheduler_first":
+        first_drop = next((i for i, lr in enumerate(run.lrs) if lr < run.lrs[0]), None)
+        msg = run.warnings[0].split(" In PyTorch")[0] if run.warnings else "(no warning)"
+        return f"PyTorch warned: “{msg}” The learning rate dropped at step {first_drop}, one step early."
+    if v == "no_train_after_eval":
+        off = run.training.index(False) if False in run.training else None
+        return (f"model.training is False from step {off} on: dropout is off and batch-norm running statistics "
+                f"stop updating; validation loss {run.val_loss:.3f} vs {correct.val_loss:.3f}.")
+    if v == "softmax_into_ce":
+        return (f"The loss can never go below log(1 + e⁻¹) = 0.313 on probabilities: lowest seen "
+                f"{min(run.losses):.3f}; gradients shrink; validation loss {run.val_loss:.3f}.")
+    return (f"Same losses as the correct loop, but the logged total is a tensor holding {run.graph_nodes[-1]} autograd "
+            f"nodes after {len(run.losses)} steps (it grows every step).")
+
+
+def loss_figure(result: MistakesResult, variants) -> go.Figure:
+    """Training loss per step, the correct loop in bold, each chosen mistake overlaid."""
+    fig = go.Figure()
+    for i, v in enumerate(["correct", *[v for v in variants if v != "correct"]]):
+        run = result.runs[v]
+        fig.add_scatter(y=run.losses, mode="lines", name=VARIANTS[v],
+                        line=dict(width=3 if v == "correct" else 1.5,
+                                  color=COLORS["parameter"] if v == "correct" else SERIES[1 + i % (len(SERIES) - 1)]))
+    fig.update_xaxes(title="step")
+    fig.update_yaxes(title="training loss (as the loop logged it)")
+    return base_layout(fig, height=380)
+
+
+def symptom_figure(result: MistakesResult, variant: str) -> go.Figure:
+    """The quantity in which this mistake shows itself, correct loop beside it."""
+    correct, run = result.runs["correct"], result.runs[variant]
+    label, get = {
+        "no_zero_grad": ("norm of .grad at optimizer.step()", lambda r: r.grad_norms),
+        "zero_grad_before_step": ("norm of .grad at optimizer.step()", lambda r: r.grad_norms),
+        "step_before_backward": ("norm of .grad at optimizer.step()", lambda r: r.grad_norms),
+        "scheduler_first": ("learning rate used by optimizer.step()", lambda r: r.lrs),
+        "no_train_after_eval": ("model.training (1 = train mode)", lambda r: [int(t) for t in r.training]),
+        "softmax_into_ce": ("training loss", lambda r: r.losses),
+        "accumulate_tensor": ("autograd nodes held by the logged total", lambda r: r.graph_nodes),
+    }[variant]
+    fig = go.Figure()
+    fig.add_scatter(y=get(correct), mode="lines", name="correct", line=dict(color=COLORS["parameter"], width=3))
+    fig.add_scatter(y=get(run), mode="lines", name=VARIANTS[variant], line=dict(color=COLORS["error"], width=2))
+    if variant == "softmax_into_ce":
+        fig.add_hline(y=0.3133, line_dash="dot", annotation_text="floor log(1+e⁻¹)")
+    fig.update_xaxes(title="step")
+    fig.update_yaxes(title=label)
+    return base_layout(fig, height=300)

@@ -1,0 +1,228 @@
+"""One training step in order, replayed from a seed up to any sub-step, with the state each sub-step changes."""
+
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+import torch
+from plotly.subplots import make_subplots
+from torch import nn
+
+from demos.style import COLORS, base_layout
+from demos.training.common import (
+    HEADER,
+    SPIRAL_SOURCE,
+    SpiralNet,
+    check_choice,
+    check_int,
+    check_range,
+    single_threaded,
+    spiral,
+)
+
+SUBSTEPS = ("optimizer.zero_grad()", "forward", "loss", "loss.backward()", "clip_grad_norm_", "optimizer.step()",
+            "scheduler.step()")
+WALK_OPTIMIZERS = ("SGD + momentum", "Adam", "AdamW")
+MAX_ITERATIONS = 30
+HIDDEN = 6
+BATCH = 64
+GAMMA = 0.9
+SHOWN_PARAM = "fc2.weight"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a sub-step can change, as plain lists."""
+
+    params: dict
+    grads: dict  # name -> nested list, or None while .grad is None
+    state: dict  # name -> {state name: nested list}
+    lr: float
+    loss: float | None
+    logits: list | None
+    grad_norm: float | None  # total norm before clipping (set by the clip sub-step)
+
+
+@dataclass(frozen=True)
+class WalkResult:
+    index: int
+    iteration: int
+    substep: str
+    before: Snapshot
+    after: Snapshot
+    changed: tuple[str, ...]
+    code: str
+
+
+def _make_optimizer(name: str, params, lr: float):
+    if name == "SGD + momentum":
+        return torch.optim.SGD(params, lr=lr, momentum=0.9)
+    if name == "Adam":
+        return torch.optim.Adam(params, lr=lr)
+    return torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+
+
+def _snapshot(model, opt, loss, out, grad_norm) -> Snapshot:
+    named = dict(model.named_parameters())
+    params = {n: p.detach().tolist() for n, p in named.items()}
+    grads = {n: (None if p.grad is None else p.grad.tolist()) for n, p in named.items()}
+    state = {}
+    for n, p in named.items():
+        st = opt.state.get(p, {})
+        state[n] = {k: v.tolist() for k, v in st.items() if torch.is_tensor(v) and v.dim() > 0}
+    return Snapshot(params, grads, state, opt.param_groups[0]["lr"],
+                    None if loss is None else loss.item(),
+                    None if out is None else out[:4].detach().tolist(), grad_norm)
+
+
+def _changed(a: Snapshot, b: Snapshot) -> tuple[str, ...]:
+    fields = (("parameters", a.params != b.params), (".grad", a.grads != b.grads),
+              ("optimizer state", a.state != b.state), ("learning rate", a.lr != b.lr),
+              ("loss", a.loss != b.loss), ("logits", a.logits != b.logits), ("grad norm", a.grad_norm != b.grad_norm))
+    return tuple(name for name, differs in fields if differs)
+
+
+def validate_walk(optimizer: str, lr: float, max_norm: float, seed: int) -> None:
+    check_choice(optimizer, "Optimizer", WALK_OPTIMIZERS)
+    check_range(lr, "Learning rate", 1e-4, 1.0)
+    check_range(max_norm, "Clip max_norm", 0.01, 100.0)
+    check_int(seed, "Seed", 0, 10_000)
+
+
+@single_threaded
+def walk(index: int, optimizer: str = "Adam", lr: float = 0.05, max_norm: float = 0.05, seed: int = 0) -> WalkResult:
+    """Replay sub-steps 0..index of the loop from the seed; return the state before and after sub-step `index`."""
+    validate_walk(optimizer, lr, max_norm, seed)
+    check_int(index, "Sub-step", 0, MAX_ITERATIONS * len(SUBSTEPS) - 1)
+    torch.manual_seed(seed)
+    x, y = spiral(BATCH, seed)
+    model = SpiralNet(HIDDEN)
+    opt = _make_optimizer(optimizer, model.parameters(), lr)
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=GAMMA)
+    loss_fn = nn.CrossEntropyLoss()
+    out = loss = grad_norm = None
+    before = after = None
+    for i in range(index + 1):
+        sub = i % len(SUBSTEPS)
+        if i == index:
+            before = _snapshot(model, opt, loss, out, grad_norm)
+        if sub == 0:
+            opt.zero_grad()
+            out = loss = grad_norm = None
+        elif sub == 1:
+            out = model(x)
+        elif sub == 2:
+            loss = loss_fn(out, y)
+        elif sub == 3:
+            loss.backward()
+        elif sub == 4:
+            grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
+        elif sub == 5:
+            opt.step()
+        else:
+            sched.step()
+        if i == index:
+            after = _snapshot(model, opt, loss, out, grad_norm)
+    return WalkResult(index, index // len(SUBSTEPS), SUBSTEPS[index % len(SUBSTEPS)], before, after,
+                      _changed(before, after), walk_code(optimizer, lr, max_norm, seed, index // len(SUBSTEPS) + 1))
+
+
+def walk_code(optimizer: str, lr: float, max_norm: float, seed: int, iterations: int) -> str:
+    make = {"SGD + momentum": f"torch.optim.SGD(model.parameters(), lr={lr}, momentum=0.9)",
+            "Adam": f"torch.optim.Adam(model.parameters(), lr={lr})",
+            "AdamW": f"torch.optim.AdamW(model.parameters(), lr={lr}, weight_decay=0.01)"}[optimizer]
+    return (HEADER + SPIRAL_SOURCE + f"""
+
+torch.manual_seed({seed})
+x, y = spiral({BATCH}, {seed})
+model = SpiralNet({HIDDEN})
+optimizer = {make}
+scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma={GAMMA})
+loss_fn = nn.CrossEntropyLoss()
+for it in range({iterations}):
+    optimizer.zero_grad()                                      # 1. clear last step's .grad (set to None)
+    out = model(x)                                             # 2. forward: build the graph
+    loss = loss_fn(out, y)                                     # 3. loss: a scalar
+    loss.backward()                                            # 4. backward: fill .grad
+    norm = nn.utils.clip_grad_norm_(model.parameters(), {max_norm})  # 5. clip: rescale .grad if too long
+    optimizer.step()                                           # 6. update parameters (and optimizer state)
+    scheduler.step()                                           # 7. next learning rate
+    print(it, loss.item(), norm.item(), scheduler.get_last_lr())
+""")
+
+
+def loop_dot(result: WalkResult) -> str:
+    """The loop as a cycle; the sub-step just run is filled, the one run next is outlined."""
+    current = result.index % len(SUBSTEPS)
+    lines = ["digraph loop {", "  rankdir=TB; bgcolor=transparent; nodesep=0.25; ranksep=0.22;",
+             '  node [shape=box, style="rounded,filled", fontname="Helvetica", fillcolor="#f4f4f4", color="#9e9e9e"];']
+    for i, name in enumerate(SUBSTEPS):
+        attrs = f'label="{i + 1}. {name}"'
+        if i == current:
+            attrs += f', fillcolor="{COLORS["optimizer_state"]}", fontcolor="white", penwidth=2'
+        elif i == (current + 1) % len(SUBSTEPS):
+            attrs += f', color="{COLORS["optimizer_state"]}", penwidth=2, style="rounded,dashed,filled"'
+        lines.append(f"  s{i} [{attrs}];")
+    for i in range(len(SUBSTEPS) - 1):
+        lines.append(f"  s{i} -> s{i + 1};")
+    lines.append(f'  s{len(SUBSTEPS) - 1} -> s0 [constraint=false, style=dashed, label="next batch"];')
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _state_panels(snap: Snapshot) -> list[tuple[str, list | None, str]]:
+    panels = [("parameter", snap.params[SHOWN_PARAM], "parameter"), (".grad", snap.grads[SHOWN_PARAM], "gradient")]
+    state = snap.state[SHOWN_PARAM]
+    names = [k for k in ("momentum_buffer", "exp_avg", "exp_avg_sq") if k in state] or ["optimizer state"]
+    for name in names[:2]:
+        panels.append((name, state.get(name), "optimizer_state"))
+    return panels
+
+
+def state_figure(result: WalkResult) -> go.Figure:
+    """Heatmaps of fc2.weight, its .grad and its optimizer state after the sub-step; changed panels say so.
+
+    Colour: the concept's colour for positive entries, dark grey for negative, white at zero.
+    """
+    before, after = _state_panels(result.before), _state_panels(result.after)
+    old = {name: value for name, value, _ in before}
+    titles = [f"{name} — changed" if value != old.get(name) else name for name, value, _ in after]
+    fig = make_subplots(rows=1, cols=len(after), subplot_titles=titles, horizontal_spacing=0.05)
+    for col, (name, value, concept) in enumerate(after, 1):
+        fig.update_yaxes(autorange="reversed", showticklabels=False, showgrid=False, zeroline=False, row=1, col=col)
+        fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, row=1, col=col)
+        if value is None:
+            empty = "None (zero_grad)" if name == ".grad" else "empty until step()"
+            fig.add_scatter(x=[0], y=[0], mode="text", text=[empty], textfont=dict(size=15, color=COLORS["idle"]),
+                            showlegend=False, hoverinfo="skip", row=1, col=col)
+            continue
+        top = max(abs(v) for v in torch.tensor(value).flatten().tolist()) or 1.0
+        scale = [[0, "#4d4d4d"], [0.5, "#ffffff"], [1, COLORS[concept]]]
+        fig.add_heatmap(z=value, colorscale=scale, zmin=-top, zmax=top, showscale=False,
+                        hovertemplate=f"{name}[%{{y}}, %{{x}}] = %{{z:.6f}}<extra></extra>", row=1, col=col)
+    return base_layout(fig, height=260)
+
+
+def parameter_table(result: WalkResult) -> list[dict]:
+    """One row per parameter: value, .grad and optimizer state (first entries) after the sub-step."""
+    rows = []
+    for name, value in result.after.params.items():
+        p = torch.tensor(value)
+        g = result.after.grads[name]
+        state = result.after.state[name]
+        row = {
+            "parameter": name,
+            "shape": str(tuple(p.shape)),
+            "value (first 3)": _first(p),
+            ".grad (first 3)": "None" if g is None else _first(torch.tensor(g)),
+        }
+        for key, v in state.items():
+            row[f"{key} (first 3)"] = _first(torch.tensor(v))
+        if not state:
+            row["optimizer state"] = "empty until the first step()"
+        rows.append(row)
+    return rows
+
+
+def _first(t: torch.Tensor, n: int = 3) -> str:
+    flat = t.flatten()[:n].tolist()
+    return "[" + ", ".join(f"{v:+.4f}" for v in flat) + (", …]" if t.numel() > n else "]")

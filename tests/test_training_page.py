@@ -1,0 +1,128 @@
+"""The training-loop page in AppTest: every tab, the step walk, the main widgets, bad input as a sentence."""
+
+import pytest
+
+from demos.training import step
+from tests.conftest import assert_clean, open_page
+
+PAGE = "pages/training_loop.py"
+TABS = ("Mistakes", "Optimizers", "Schedulers", "Losses", "Mixed precision", "Resume")
+
+
+def _texts(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_defaults_show_the_loop_and_the_state():
+    at = open_page(PAGE)
+    assert_clean(at)
+    assert at.get("graphviz_chart") and at.get("plotly_chart")
+    assert "Just ran: `optimizer.zero_grad()`" in _texts(at)
+
+
+def test_walk_buttons_move_through_the_substeps():
+    at = open_page(PAGE)
+    for _ in range(4):
+        at.button(key="tl_walk_next").click().run()
+        assert_clean(at)
+    assert at.session_state["tl_walk_index"] == 4
+    assert "Just ran: `clip_grad_norm_`" in _texts(at)
+    at.button(key="tl_walk_iter").click().run()
+    assert at.session_state["tl_walk_index"] == 4 + len(step.SUBSTEPS)
+    at.button(key="tl_walk_back").click().run()
+    at.selectbox(key="tl_walk_opt").select("SGD + momentum").run()
+    assert_clean(at)
+    assert "momentum_buffer" in str(at.dataframe[0].value)
+    at.button(key="tl_walk_reset").click().run()
+    assert at.session_state["tl_walk_index"] == 0
+    assert_clean(at)
+
+
+@pytest.mark.parametrize("optimizer", step.WALK_OPTIMIZERS)
+def test_walk_through_a_whole_iteration(optimizer):
+    at = open_page(PAGE, query={"tl_walk_opt": optimizer})
+    for sub in range(1, len(step.SUBSTEPS) + 1):
+        at.button(key="tl_walk_next").click().run()
+        assert_clean(at)
+        assert f"Just ran: `{step.SUBSTEPS[sub % len(step.SUBSTEPS)]}`" in _texts(at)
+
+
+@pytest.mark.parametrize("tab", TABS)
+def test_each_tab_runs_clean(tab):
+    at = open_page(PAGE, query={"tl_tab": tab})
+    assert_clean(at)
+    assert at.get("plotly_chart"), tab
+
+
+def test_mistakes_focus_and_overlay():
+    at = open_page(PAGE, query={"tl_tab": "Mistakes", "tl_mis_steps": "60"})
+    at.selectbox(key="tl_mis_focus").select("scheduler_first").run()
+    assert_clean(at)
+    assert any("Detected call of `lr_scheduler.step()`" in i.value for i in at.info)
+    at.multiselect(key="tl_mis_shown").set_value(["no_zero_grad"]).run()
+    assert_clean(at)
+
+
+def test_optimizer_widgets_move():
+    at = open_page(PAGE, query={"tl_tab": "Optimizers"})
+    at.segmented_control(key="tl_opt_surface").set_value("rosenbrock").run()
+    at.selectbox(key="tl_opt_extra").select("NAdam").run()
+    at.slider(key="tl_opt_steps").set_value(60).run()
+    assert_clean(at)
+    assert "NAdam" in str(at.dataframe[0].value)
+
+
+def test_schedulers_bad_warmup_is_a_sentence():
+    at = open_page(PAGE, query={"tl_tab": "Schedulers"})
+    at.slider(key="tl_sch_total").set_value(10).run()
+    assert not at.exception
+    assert any("Warmup steps must be between 1 and 9" in e.value for e in at.error)
+    at.number_input(key="tl_sch_warmup").set_value(5).run()
+    assert_clean(at)
+
+
+def test_losses_bad_logits_is_a_sentence():
+    at = open_page(PAGE, query={"tl_tab": "Losses"})
+    at.text_input(key="tl_ce_logits").input("2, x").run()
+    assert not at.exception
+    assert any("not 'x'" in e.value and "logits" in e.value for e in at.error)
+    at.text_input(key="tl_ce_logits").input("1, 2, 3, 4").run()
+    at.number_input(key="tl_ce_target").set_value(9).run()
+    assert any("Target class must be between 0 and 3" in e.value for e in at.error)
+    at.number_input(key="tl_ce_target").set_value(2).run()
+    at.slider(key="tl_bce_logit").set_value(-250.0).run()
+    at.slider(key="tl_rob_n").set_value(10).run()
+    assert_clean(at)
+
+
+def test_mixed_precision_inputs_and_measure_button():
+    at = open_page(PAGE, query={"tl_tab": "Mixed precision", "tl_amp_m_hidden": "128", "tl_amp_m_batch": "32",
+                                "tl_amp_reps": "1"})
+    at.text_input(key="tl_gs_spikes").input("5, abc").run()
+    assert not at.exception
+    assert any("spike steps" in e.value.lower() for e in at.error)
+    at.text_input(key="tl_gs_spikes").input("500").run()
+    assert any("from 0 to 79" in e.value for e in at.error)
+    at.text_input(key="tl_gs_spikes").input("20").run()
+    at.text_input(key="tl_amp_values").input("1e50").run()
+    assert any("float32 range" in e.value for e in at.error)
+    at.text_input(key="tl_amp_values").input("1e-8").run()
+    assert_clean(at)
+    before = len(at.get("plotly_chart"))
+    at.button(key="tl_amp_measure").click().run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == before + 1
+
+
+def test_resume_shows_zero_difference():
+    at = open_page(PAGE, query={"tl_tab": "Resume", "tl_res_total": "40"})
+    at.slider(key="tl_res_split").set_value(15).run()
+    assert_clean(at)
+    assert at.metric[0].value == "0"
+
+
+def test_whiteboard_mode_reveals_steps():
+    at = open_page(PAGE, query={"whiteboard": "true"})
+    assert_clean(at)
+    at.button(key="tl_order_steps_next").click().run()
+    assert_clean(at)
