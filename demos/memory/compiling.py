@@ -1,0 +1,218 @@
+"""torch.compile on CPU: graph breaks via torch._dynamo.explain, recompilation on new shapes, eager vs inductor.
+
+Dynamo state is process-wide, so every demo here runs under one lock and resets dynamo first.
+"""
+
+import contextlib
+import inspect
+import io
+import statistics
+import textwrap
+import threading
+import time
+from dataclasses import dataclass
+
+import torch
+
+from demos.errors import InputError
+from demos.parsing import parse_shape
+
+_DYNAMO_LOCK = threading.Lock()
+MAX_SIZE = 1024
+MAX_SHAPES = 6
+
+
+def with_print(x):
+    y = x.sin()
+    print("logging inside a compiled function")
+    return y.cos()
+
+
+def data_dependent_branch(x):
+    y = x.sin()
+    if y.sum() > 0:
+        return y.cos()
+    return y.tan()
+
+
+def with_item(x):
+    y = x.sin()
+    scale = y.sum().item()
+    return y * scale
+
+
+def clean(x):
+    y = x.sin()
+    return y.cos() * 2
+
+
+PLANTED = {"print": with_print, "data-dependent branch": data_dependent_branch, ".item()": with_item,
+           "no break (control)": clean}
+
+
+@dataclass(frozen=True)
+class BreakReport:
+    name: str
+    source: str
+    graph_count: int
+    break_count: int
+    reasons: tuple[str, ...]
+    graph_code: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Recompiles:
+    shapes: tuple[tuple[int, ...], ...]
+    compiles: dict[str, int]  # "dynamic=None (default)" / "dynamic=False" / "dynamic=True" -> frames compiled
+    graphs: dict[str, tuple[str, ...]]  # the input signature of each compiled graph
+    code: str
+
+
+@dataclass(frozen=True)
+class CompileTiming:
+    size: int
+    eager_ms: float
+    compiled_ms: float
+    compile_s: float
+    max_abs_diff: float
+    code: str
+
+
+@contextlib.contextmanager
+def fresh_dynamo():
+    """One dynamo user at a time, starting from an empty cache."""
+    with _DYNAMO_LOCK:
+        torch._dynamo.reset()
+        try:
+            yield
+        finally:
+            torch._dynamo.reset()
+
+
+def explain_breaks() -> tuple[BreakReport, ...]:
+    """torch._dynamo.explain on each planted function: graphs, breaks and each break's reason."""
+    x = torch.randn(8, generator=torch.Generator().manual_seed(0))
+    reports = []
+    with fresh_dynamo():
+        for name, fn in PLANTED.items():
+            with contextlib.redirect_stdout(io.StringIO()):  # the planted print goes nowhere
+                out = torch._dynamo.explain(fn)(x)
+            reasons = tuple(_reason(r) for r in out.break_reasons)
+            reports.append(BreakReport(name, textwrap.dedent(inspect.getsource(fn)), out.graph_count,
+                                       out.graph_break_count, reasons, tuple(g.code.strip() for g in out.graphs)))
+    return tuple(reports)
+
+
+def _reason(r) -> str:
+    first = r.reason.strip().splitlines()[0]
+    where = r.user_stack[-1] if r.user_stack else None
+    return f"{first} (line: `{where.line.strip()}`)" if where is not None and where.line else first
+
+
+def parse_shapes(text: str) -> tuple[tuple[int, ...], ...]:
+    """'8; 16; 32' or '(4, 8); (4, 16)': one shape per ';', each parsed by parse_shape."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("Write at least one shape, such as '8; 16; 32'.")
+    if len(text) > 200:
+        raise InputError("The list of shapes is too long: at most 200 characters.")
+    parts = [p for p in text.split(";") if p.strip()]
+    if not 1 <= len(parts) <= MAX_SHAPES:
+        raise InputError(f"Give between 1 and {MAX_SHAPES} shapes separated by ';'; got {len(parts)}.")
+    shapes = tuple(parse_shape(p, max_dims=3, max_dim=MAX_SIZE) for p in parts)
+    if any(len(s) == 0 or 0 in s for s in shapes):
+        raise InputError("Each shape needs at least one dimension and no zero-size dimension.")
+    if len({len(s) for s in shapes}) != 1:
+        raise InputError("All shapes must have the same number of dimensions.")
+    return shapes
+
+
+def count_recompiles(shapes_text: str) -> Recompiles:
+    """Compile one function three ways and call it on each shape; count frames dynamo compiled."""
+    shapes = parse_shapes(shapes_text)
+    compiles, graphs = {}, {}
+    for label, dynamic in (("dynamic=None (default)", None), ("dynamic=False", False), ("dynamic=True", True)):
+        seen = []
+
+        def backend(gm, example_inputs, seen=seen):
+            seen.append(", ".join(_describe(t) for t in example_inputs))
+            return gm.forward
+
+        with fresh_dynamo():
+            fn = torch.compile(clean, backend=backend, dynamic=dynamic)
+            for s in shapes:
+                fn(torch.ones(s))
+        compiles[label] = len(seen)
+        graphs[label] = tuple(seen)
+    code = (
+        "import torch\n\n"
+        "def f(x):\n    y = x.sin()\n    return y.cos() * 2\n\n"
+        "for dynamic in (None, False, True):\n"
+        "    torch._dynamo.reset()\n"
+        "    compiled = []\n"
+        "    def backend(gm, example_inputs):\n"
+        "        compiled.append([getattr(t, 'shape', t) for t in example_inputs])\n"
+        "        return gm.forward\n"
+        "    g = torch.compile(f, backend=backend, dynamic=dynamic)\n"
+        f"    for shape in {list(shapes)}:\n"
+        "        g(torch.ones(shape))\n"
+        "    print(f'dynamic={dynamic}: {len(compiled)} compiles', compiled)\n"
+    )
+    return Recompiles(shapes, compiles, graphs, code)
+
+
+def _describe(t) -> str:
+    if isinstance(t, torch.Tensor):
+        return "Tensor(" + ", ".join(str(d) for d in t.shape) + ")"
+    return f"SymInt {t}" if isinstance(t, torch.SymInt) else repr(t)
+
+
+def mlp_block(x, w1, w2):
+    h = torch.nn.functional.gelu(x @ w1)
+    h = h * torch.sigmoid(h) + 0.1 * h
+    return torch.nn.functional.layer_norm(h @ w2, (w2.shape[1],))
+
+
+def time_compile(size: int, repeats: int = 20) -> CompileTiming:
+    """Inductor on CPU: compile time once, then median time per call for eager and compiled (after warm-up)."""
+    if not 16 <= size <= MAX_SIZE:
+        raise InputError(f"Size must be between 16 and {MAX_SIZE}; got {size}.")
+    g = torch.Generator().manual_seed(0)
+    x, w1, w2 = (torch.randn(size, size, generator=g) / size**0.5 for _ in range(3))
+    with fresh_dynamo():
+        compiled = torch.compile(mlp_block)
+        t0 = time.perf_counter()
+        expected, got = mlp_block(x, w1, w2), compiled(x, w1, w2)
+        compile_s = time.perf_counter() - t0
+        eager_ms = _median_ms(lambda: mlp_block(x, w1, w2), repeats)
+        compiled_ms = _median_ms(lambda: compiled(x, w1, w2), repeats)
+    code = (
+        "import time, torch\n\n" + textwrap.dedent(inspect.getsource(mlp_block)) + "\n"
+        f"g = torch.Generator().manual_seed(0)\n"
+        f"x, w1, w2 = (torch.randn({size}, {size}, generator=g) / {size}**0.5 for _ in range(3))\n"
+        "compiled = torch.compile(mlp_block)\n"
+        "t0 = time.perf_counter(); compiled(x, w1, w2); print('compile s', time.perf_counter() - t0)\n"
+        "for name, fn in (('eager', mlp_block), ('compiled', compiled)):\n"
+        "    for _ in range(3): fn(x, w1, w2)  # warm-up\n"
+        "    t0 = time.perf_counter()\n"
+        f"    for _ in range({repeats}): fn(x, w1, w2)\n"
+        f"    print(name, (time.perf_counter() - t0) / {repeats} * 1e3, 'ms')\n"
+    )
+    return CompileTiming(size, eager_ms, compiled_ms, compile_s, float((expected - got).abs().max()), code)
+
+
+def _median_ms(fn, repeats: int) -> float:
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+BENCH_CASES = {
+    "explain planted graph breaks": explain_breaks,
+    "count recompiles (3 settings x 3 shapes)": lambda: count_recompiles("8; 16; 32"),
+    "inductor compile + timing, 256x256": lambda: time_compile(256),
+}

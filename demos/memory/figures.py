@@ -1,0 +1,180 @@
+"""Figures for the memory page: plotly only, colours from demos.style. No streamlit here."""
+
+import math
+
+import plotly.graph_objects as go
+
+from demos.memory.allocator import GiB, KiB, MiB, fmt_bytes
+from demos.memory.tracker import CATEGORIES
+from demos.style import COLORS, SERIES, base_layout
+
+# Tracker categories to the shared palette: the input batch is "data".
+CATEGORY_COLOR = {c: COLORS["data" if c == "input" else c] for c in CATEGORIES}
+PHASE_FILL = {"forward": "rgba(44,160,44,0.07)", "backward": "rgba(255,127,14,0.07)",
+              "optimizer": "rgba(148,103,189,0.09)", "zero_grad": "rgba(158,158,158,0.12)"}
+MAX_POINTS = 1200
+
+
+def unit_for(nbytes: float) -> tuple[str, float]:
+    """The binary unit that keeps numbers readable on an axis."""
+    for name, scale in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if nbytes >= 2 * scale:
+            return name, scale
+    return "B", 1
+
+
+def _thin(total, keep: int) -> list[int]:
+    """At most MAX_POINTS event indices: the highest event of each bucket (so spikes survive), plus `keep` and the
+    last event."""
+    n = len(total)
+    size = max(1, math.ceil(n / MAX_POINTS))
+    picks = {max(range(i, min(i + size, n)), key=total.__getitem__) for i in range(0, n, size)}
+    return sorted(picks | {keep, n - 1})
+
+
+def timeline_figure(t, capacity: float | None = None, card: str = "") -> go.Figure:
+    """Stacked bytes by category over op index; allocator-model allocated/reserved lines; phases shaded;
+    the peak marked; the first optimizer-state allocation marked; a card's capacity as the OOM line."""
+    top = max(max(t.reserved, default=0), t.peak, 1)
+    unit, scale = unit_for(top)
+    idx = _thin(t.total, t.peak_event)
+    x = [t.op_index[i] for i in idx]
+    def ys(series):
+        return [round(series[i] / scale, 4) for i in idx]  # short numbers keep the page's JSON small
+
+    traces = [dict(type="scatter", x=x, y=ys(t.by_category[c]), name=c.replace("_", " "), stackgroup="bytes",
+                   line=dict(width=0, shape="hv", color=CATEGORY_COLOR[c])) for c in CATEGORIES]
+    traces.append(dict(type="scatter", x=x, y=ys(t.reserved), name="reserved (allocator model)",
+                       line=dict(color=COLORS["idle"], dash="dot", shape="hv")))
+    traces.append(dict(type="scatter", x=x, y=ys(t.allocated),
+                       name="allocated (allocator model)", line=dict(color="#444444", width=1, shape="hv")))
+    if t.measured:
+        mx = [m[1] for m in t.measured]
+        traces.append(dict(type="scatter", x=mx, y=[m[2] / scale for m in t.measured], mode="markers",
+                           name="measured memory_allocated", marker=dict(symbol="x", size=9, color=COLORS["error"])))
+        traces.append(dict(type="scatter", x=mx, y=[m[3] / scale for m in t.measured], mode="markers",
+                           name="measured memory_reserved",
+                           marker=dict(symbol="circle-open", size=9, color=COLORS["error"])))
+    fig = go.Figure(data=traces)
+    shapes, notes = [], []  # collected and set once: plotly's add_vrect per phase is slow
+    for name, start, end in t.phases:
+        kind = name.split()[0]
+        shapes.append(dict(type="rect", xref="x", yref="paper", x0=start, x1=max(end, start + 1), y0=0, y1=1,
+                           fillcolor=PHASE_FILL[kind], line_width=0, layer="below"))
+        if kind != "zero_grad":
+            notes.append(dict(x=start, y=1, xref="x", yref="paper", xanchor="left", yanchor="top", text=name,
+                              showarrow=False, font_size=10))
+    notes.append(dict(x=t.op_index[t.peak_event], y=t.peak / scale, text=f"peak {fmt_bytes(t.peak)}",
+                      showarrow=True, arrowhead=2))
+    if t.first_optimizer_state_op is not None:
+        notes.append(dict(x=t.first_optimizer_state_op, y=0, yref="paper", yanchor="bottom", ax=0, ay=-40,
+                          text="optimizer state appears (first step())", showarrow=True, font_size=11,
+                          bgcolor="rgba(255,255,255,0.7)"))
+    if capacity and capacity <= 2.5 * top:
+        shapes.append(dict(type="line", xref="paper", x0=0, x1=1, y0=capacity / scale, y1=capacity / scale,
+                           line=dict(color=COLORS["error"], dash="dash")))
+        notes.append(dict(x=1, xref="paper", y=capacity / scale, xanchor="right", yanchor="bottom", showarrow=False,
+                          text=f"{card}: {fmt_bytes(capacity)} (OOM above)", font=dict(color=COLORS["error"])))
+    elif capacity:
+        notes.append(dict(x=1, y=-0.16, xref="paper", yref="paper", xanchor="right", yanchor="top", showarrow=False,
+                          text=f"OOM line off the chart: {card} ({fmt_bytes(capacity)}) is {capacity / top:.1f}x "
+                          "this peak", font=dict(color=COLORS["error"], size=11)))
+    fig.update_layout(shapes=shapes, annotations=notes)
+    fig.update_xaxes(title="op index (aten ops dispatched)")
+    fig.update_yaxes(title=f"memory ({unit})", rangemode="tozero")
+    base_layout(fig, height=480)
+    fig.update_layout(margin=dict(b=70))  # room for the off-chart OOM note under the axis title
+    return fig
+
+
+def peak_figure(t) -> go.Figure:
+    """What holds the peak: one horizontal bar per category."""
+    unit, scale = unit_for(t.peak)
+    cats = [c for c in CATEGORIES if t.peak_by_category[c]]
+    fig = go.Figure(go.Bar(
+        y=[c.replace("_", " ") for c in cats], x=[t.peak_by_category[c] / scale for c in cats], orientation="h",
+        marker_color=[CATEGORY_COLOR[c] for c in cats],
+        text=[fmt_bytes(t.peak_by_category[c]) for c in cats], textposition="auto",
+    ))
+    fig.update_xaxes(title=f"bytes at the peak ({unit})")
+    fig.update_yaxes(autorange="reversed")
+    return base_layout(fig, height=300)
+
+
+def sweep_figure(batches, peaks: dict, capacity: float, card: str, fits: dict) -> go.Figure:
+    """Peak memory vs batch size for each variant, the card's capacity, and where each line crosses it."""
+    top = max(max(max(v) for v in peaks.values()), capacity)
+    unit, scale = unit_for(top)
+    fig = go.Figure()
+    for color, (name, values) in zip(SERIES, peaks.items(), strict=False):
+        fit = fits.get(name)
+        label = (f"{name}: no swept batch fits" if fit is None else f"{name}: every swept batch fits"
+                 if fit == float("inf") else f"{name}: fits up to batch ≈ {fit:.0f}")
+        fig.add_scatter(x=list(batches), y=[v / scale for v in values], name=label, mode="lines+markers",
+                        line=dict(color=color))
+    fig.add_hline(y=capacity / scale, line=dict(color=COLORS["error"], dash="dash"), annotation_text=f"{card}")
+    fig.update_xaxes(title="batch size", type="log", tickvals=list(batches), ticktext=[str(b) for b in batches])
+    fig.update_yaxes(title=f"peak allocated ({unit})", rangemode="tozero")
+    return base_layout(fig, height=420)
+
+
+def allocator_figure(run) -> go.Figure:
+    """Allocated vs reserved after each scripted action."""
+    top = max(max(run.reserved, default=0), 1)
+    unit, scale = unit_for(top)
+    x = list(range(len(run.labels)))
+    fig = go.Figure()
+    fig.add_scatter(x=x, y=[r / scale for r in run.reserved], name="reserved (memory_reserved)",
+                    line=dict(color=COLORS["idle"], shape="hv"), fill="tozeroy")
+    fig.add_scatter(x=x, y=[a / scale for a in run.allocated], name="allocated (memory_allocated)",
+                    line=dict(color=COLORS["parameter"], shape="hv"), fill="tozeroy")
+    if run.capacity:
+        fig.add_hline(y=run.capacity / scale, line=dict(color=COLORS["error"], dash="dash"),
+                      annotation_text=f"capacity {fmt_bytes(run.capacity)}")
+    fig.update_xaxes(title="action", tickvals=x, ticktext=run.labels, tickangle=-40)
+    fig.update_yaxes(title=f"bytes ({unit})", rangemode="tozero")
+    return base_layout(fig, height=380)
+
+
+def blocks_figure(blocks, title: str = "") -> go.Figure:
+    """Segments as rows, blocks along each row: allocated blocks named, cached (free) blocks grey."""
+    fig = go.Figure()
+    rows = sorted({(b.segment, b.small) for b in blocks})
+    labels = {r: f"segment {r[0]} ({'small' if r[1] else 'large'} pool)" for r in rows}
+    for b in blocks:
+        used = b.owner is not None
+        fig.add_bar(
+            y=[labels[(b.segment, b.small)]], x=[b.size / MiB], base=[b.offset / MiB], orientation="h",
+            marker=dict(color=COLORS["activation"] if used else COLORS["idle"], line=dict(color="white", width=1)),
+            text=f"{b.owner or 'free'} {fmt_bytes(b.size)}", textposition="inside", insidetextanchor="middle",
+            hovertemplate=f"{b.owner or 'cached, free'}<br>offset {fmt_bytes(b.offset)}<br>size {fmt_bytes(b.size)}"
+                          "<extra></extra>",
+            showlegend=False,
+        )
+    fig.update_xaxes(title="address within segment (MiB)")
+    fig.update_layout(barmode="overlay")
+    return base_layout(fig, title=title or None, height=max(180, 70 + 50 * len(rows)))
+
+
+def streams_figure(recording: dict, scenario: str) -> go.Figure:
+    """Gantt of one recorded scenario: host calls and GPU intervals on their lanes (ms from the start event)."""
+    rows = [r for r in recording["intervals"] if r["scenario"] == scenario]
+    color = {"copy": COLORS["data"], "kernel": COLORS["activation"], "host": COLORS["idle"], "sync": COLORS["error"]}
+    fig = go.Figure()
+    for r in rows:
+        fig.add_bar(y=[r["lane"]], x=[max(r["end_ms"] - r["start_ms"], 1e-3)], base=[r["start_ms"]],
+                    orientation="h", marker_color=color.get(r["kind"], COLORS["idle"]), showlegend=False,
+                    hovertemplate=f"{r['name']}<br>{r['start_ms']:.3f} → {r['end_ms']:.3f} ms<extra></extra>")
+    fig.update_xaxes(title="time (ms)")
+    fig.update_layout(barmode="overlay")
+    return base_layout(fig, height=260)
+
+
+def compile_figure(result) -> go.Figure:
+    """Eager vs compiled time per call after warm-up, and the one-off compile time."""
+    fig = go.Figure()
+    fig.add_bar(x=["eager", "compiled"], y=[result.eager_ms, result.compiled_ms],
+                marker_color=[COLORS["idle"], COLORS["parameter"]],
+                text=[f"{result.eager_ms:.3f} ms", f"{result.compiled_ms:.3f} ms"], textposition="auto")
+    fig.update_yaxes(title="ms per call (median after warm-up)")
+    return base_layout(fig, title=f"compile took {result.compile_s:.1f} s once", height=320)

@@ -1,0 +1,378 @@
+"""Memory over time of real training steps: the op sequence runs under the storage tracker, the allocator
+model turns its allocations into allocated and reserved bytes, and (with CUDA) the real allocator is read beside it.
+"""
+
+import gc
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+import torch
+
+from demos.errors import InputError
+from demos.memory.allocator import CachingAllocator, GiB
+from demos.memory.autocast import SimulatedAutocast
+from demos.memory.models import MODELS, build_model, loss_of, make_batch
+from demos.memory.tracker import CATEGORIES, StorageTracker
+
+DTYPES = ("fp32", "bf16 weights", "bf16 autocast", "fp16 autocast")
+OPTIMIZERS = ("SGD", "SGD momentum", "Adam")
+# Cards at about the total_memory torch.cuda.get_device_properties(0) reports (a little under the label).
+CARDS = {
+    "T4 16 GB": 14.75 * GiB,
+    "A10 24 GB": 22.06 * GiB,
+    "A100 40 GB": 39.39 * GiB,
+    "A100 80 GB": 79.15 * GiB,
+    "H100 80 GB": 79.11 * GiB,
+    "H200 141 GB": 139.72 * GiB,
+}
+MAX_BATCH = {"mlp": 4096, "cnn": 1024, "transformer": 64}
+MAX_SEQ = 2048
+MAX_STEPS = 3
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    model: str = "GPT-2 small (124M)"
+    batch: int = 4
+    seq_len: int = 256
+    dtype: str = "fp32"
+    optimizer: str = "Adam"
+    checkpointing: bool = False
+    set_to_none: bool = True
+    steps: int = 2
+
+
+def validate(spec: RunSpec) -> RunSpec:
+    """Check every field; an InputError names the field and its limit."""
+    if spec.model not in MODELS:
+        raise InputError(f"Unknown model '{spec.model}'; choose one of: {', '.join(MODELS)}.")
+    kind = MODELS[spec.model].kind
+    if not 1 <= spec.batch <= MAX_BATCH[kind]:
+        raise InputError(f"Batch size must be between 1 and {MAX_BATCH[kind]} for this model; got {spec.batch}.")
+    if kind == "transformer" and not 1 <= spec.seq_len <= MAX_SEQ:
+        raise InputError(f"Sequence length must be between 1 and {MAX_SEQ}; got {spec.seq_len}.")
+    if spec.dtype not in DTYPES:
+        raise InputError(f"Unknown dtype '{spec.dtype}'; choose one of: {', '.join(DTYPES)}.")
+    if spec.optimizer not in OPTIMIZERS:
+        raise InputError(f"Unknown optimizer '{spec.optimizer}'; choose one of: {', '.join(OPTIMIZERS)}.")
+    if not 1 <= spec.steps <= MAX_STEPS:
+        raise InputError(f"Steps must be between 1 and {MAX_STEPS}; got {spec.steps}.")
+    return spec
+
+
+@dataclass(frozen=True)
+class Holder:
+    category: str
+    op: str
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Timeline:
+    spec: RunSpec
+    device: str  # "meta", "cpu" or "cuda"
+    n_params: int
+    param_bytes: int  # allocator-rounded
+    op_index: tuple[int, ...]  # one entry per event
+    by_category: dict[str, tuple[int, ...]]  # category -> bytes after each event
+    total: tuple[int, ...]
+    allocated: tuple[int, ...]  # allocator model
+    reserved: tuple[int, ...]
+    phases: tuple[tuple[str, int, int], ...]  # (name, first op, last op)
+    peak_event: int
+    peak_by_category: dict[str, int]
+    peak_holders: tuple[Holder, ...]  # largest live storages at the peak
+    category_peaks: dict[str, int]
+    first_optimizer_state_op: int | None
+    measured: tuple[tuple[str, int, int, int, int], ...]  # (phase, op, allocated, reserved, max allocated), CUDA only
+    code: str
+
+    @property
+    def peak(self) -> int:
+        return self.total[self.peak_event]
+
+    @property
+    def predicted_peak_allocated(self) -> int:
+        return max(self.allocated) if self.allocated else 0
+
+
+def _optimizer(name: str, params):
+    if name == "SGD":
+        return torch.optim.SGD(params, lr=1e-3, foreach=True)
+    if name == "SGD momentum":
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=True)
+    return torch.optim.Adam(params, lr=1e-3, foreach=True)
+
+
+def _autocast(spec: RunSpec, device: str):
+    """Real torch.autocast on CUDA; on meta/cpu the same cast policy applied by a function mode."""
+    if "autocast" not in spec.dtype:
+        return nullcontext()
+    dtype = torch.bfloat16 if spec.dtype.startswith("bf16") else torch.float16
+    if device == "cuda":
+        return torch.autocast("cuda", dtype=dtype)
+    return SimulatedAutocast(dtype)
+
+
+def _forward(model, preset, spec, device, x, y):
+    """Forward and loss; intermediate references die with this frame, so what survives is what autograd saved."""
+    with _autocast(spec, device):
+        return loss_of(model, preset, x, y)
+
+
+class _Measure:
+    """Reads the real CUDA allocator at phase boundaries (a no-op elsewhere)."""
+
+    def __init__(self, device: str):
+        self.on = device == "cuda"
+        self.rows: list[tuple[str, int, int, int, int]] = []
+
+    def __call__(self, phase: str, op: int) -> None:
+        if self.on:
+            torch.cuda.synchronize()
+            self.rows.append((phase, op, torch.cuda.memory_allocated(), torch.cuda.memory_reserved(),
+                              torch.cuda.max_memory_allocated()))
+
+
+def run_steps(spec: RunSpec, device: str = "meta") -> tuple[StorageTracker, list, int, _Measure]:
+    """Build the model on `device` and run spec.steps real training steps under the tracker."""
+    preset = MODELS[spec.model]
+    torch.manual_seed(0)
+    if device == "cuda":
+        gc.collect()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    tracker = StorageTracker(device)
+    measure = _Measure(device)
+    with torch.device(device):
+        model = build_model(preset, spec.seq_len)
+    if spec.dtype == "bf16 weights":
+        model.to(torch.bfloat16)
+    model.use_checkpoint = spec.checkpointing
+    params = list(model.parameters())
+    for p in params:
+        tracker.tag(p, "parameter")
+    x, y = make_batch(preset, spec.batch, spec.seq_len, device)
+    if spec.dtype == "bf16 weights" and x.is_floating_point():
+        x = x.to(torch.bfloat16)
+    tracker.tag(x, "input")
+    tracker.tag(y, "input")
+    opt = _optimizer(spec.optimizer, params)
+    phases = []
+    measure("setup", 0)
+    with tracker:
+        for step in range(spec.steps):
+            start = tracker.op_index
+            tracker.phase = f"forward {step + 1}"
+            loss = _forward(model, preset, spec, device, x, y)
+            tracker.tag_live("activation")
+            phases.append((tracker.phase, start, tracker.op_index))
+            measure(tracker.phase, tracker.op_index)
+            start, tracker.phase = tracker.op_index, f"backward {step + 1}"
+            loss.backward()
+            del loss
+            for p in params:
+                if p.grad is not None:
+                    tracker.tag(p.grad, "gradient")
+            phases.append((tracker.phase, start, tracker.op_index))
+            measure(tracker.phase, tracker.op_index)
+            start, tracker.phase = tracker.op_index, f"optimizer {step + 1}"
+            opt.step()
+            for state in opt.state.values():
+                for value in state.values():
+                    if isinstance(value, torch.Tensor):
+                        tracker.tag(value, "optimizer_state")
+            phases.append((tracker.phase, start, tracker.op_index))
+            measure(tracker.phase, tracker.op_index)
+            start, tracker.phase = tracker.op_index, f"zero_grad {step + 1}"
+            opt.zero_grad(set_to_none=spec.set_to_none)
+            phases.append((tracker.phase, start, tracker.op_index))
+            measure(tracker.phase, tracker.op_index)
+    n_params = sum(p.numel() for p in params)
+    del model, opt, params, x, y  # frees after the last step are not part of the timeline
+    return tracker, phases, n_params, measure
+
+
+def _replay(tracker: StorageTracker):
+    """Walk the events: bytes per category, total, and the allocator model's allocated/reserved after each."""
+    alloc = CachingAllocator()
+    running = dict.fromkeys(CATEGORIES, 0)
+    series = {c: [] for c in CATEGORIES}
+    total, allocated, reserved, ops = [], [], [], []
+    live: set[int] = set()
+    best, best_i, best_live = -1, 0, set()
+    for i, e in enumerate(tracker.events):
+        running[tracker.category(e.sid)] += e.delta
+        if e.delta > 0:
+            alloc.malloc(str(e.sid), tracker.storages[e.sid].nbytes)
+            live.add(e.sid)
+        else:
+            alloc.free(str(e.sid))
+            live.discard(e.sid)
+        for c in CATEGORIES:
+            series[c].append(running[c])
+        now = sum(running.values())
+        total.append(now)
+        allocated.append(alloc.allocated)
+        reserved.append(alloc.reserved)
+        ops.append(e.op_index)
+        if now > best:
+            best, best_i, best_live = now, i, set(live)
+    return series, total, allocated, reserved, ops, best_i, best_live
+
+
+def _holders(tracker: StorageTracker, sids: set[int], top: int = 8) -> tuple[Holder, ...]:
+    rows = [tracker.storages[s] for s in sids]
+    rows.sort(key=lambda s: (-s.nbytes, s.sid))
+    return tuple(Holder(tracker.category(s.sid), s.op, s.shape, s.dtype, s.nbytes) for s in rows[:top])
+
+
+def simulate(spec: RunSpec, device: str = "meta") -> Timeline:
+    """Run the steps on `device` ("meta": no memory used; "cpu"/"cuda": real tensors) and build the timeline."""
+    validate(spec)
+    tracker, phases, n_params, measure = run_steps(spec, device)
+    series, total, allocated, reserved, ops, peak_i, peak_live = _replay(tracker)
+    param_bytes = sum(
+        e.delta for e in tracker.events if e.delta > 0 and tracker.category(e.sid) == "parameter"
+    )
+    first_state = next(
+        (e.op_index for e in tracker.events if e.delta > 0 and tracker.category(e.sid) == "optimizer_state"), None
+    )
+    return Timeline(
+        spec=spec, device=device, n_params=n_params, param_bytes=param_bytes, op_index=tuple(ops),
+        by_category={c: tuple(v) for c, v in series.items()}, total=tuple(total), allocated=tuple(allocated),
+        reserved=tuple(reserved), phases=tuple(phases), peak_event=peak_i,
+        peak_by_category={c: series[c][peak_i] for c in CATEGORIES},
+        peak_holders=_holders(tracker, peak_live), category_peaks={c: max(series[c], default=0) for c in CATEGORIES},
+        first_optimizer_state_op=first_state, measured=tuple(measure.rows), code=snippet(spec),
+    )
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "meta"
+
+
+def batch_sweep(spec: RunSpec, batches: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
+    """Peak bytes per batch size for four variants of spec: as chosen, +checkpointing, +autocast, +both."""
+    validate(spec)
+    autocast = spec.dtype if "autocast" in spec.dtype else "bf16 autocast"
+    plain = "fp32" if "autocast" in spec.dtype else spec.dtype
+    variants = {
+        plain: (False, plain),
+        f"{plain} + checkpointing": (True, plain),
+        autocast: (False, autocast),
+        f"{autocast} + checkpointing": (True, autocast),
+    }
+    out = {}
+    for name, (ckpt, dtype) in variants.items():
+        peaks = []
+        for b in batches:
+            s = RunSpec(spec.model, b, spec.seq_len, dtype, spec.optimizer, ckpt, spec.set_to_none, spec.steps)
+            peaks.append(simulate(s, "meta").predicted_peak_allocated)
+        out[name] = tuple(peaks)
+    return out
+
+
+def sweep_batches(spec: RunSpec) -> tuple[int, ...]:
+    """Powers of two up to the model's batch limit, the largest few (fewer for slow transformer steps)."""
+    kind = MODELS[spec.model].kind
+    limit, points = MAX_BATCH[kind], 5 if kind == "transformer" else 7
+    sizes = [2**i for i in range(limit.bit_length()) if 2**i <= limit]
+    return tuple(sizes[-points:]) if len(sizes) > points else tuple(sizes)
+
+
+def largest_fitting(batches: tuple[int, ...], peaks: tuple[int, ...], capacity: float) -> float | None:
+    """The largest batch under `capacity`, interpolating linearly between swept sizes (peak is affine in batch)."""
+    fits = [i for i, p in enumerate(peaks) if p <= capacity]
+    if not fits:
+        return None
+    i = fits[-1]
+    if i == len(peaks) - 1:
+        return float("inf")  # every swept size fits
+    b0, b1, p0, p1 = batches[i], batches[i + 1], peaks[i], peaks[i + 1]
+    return b0 + (capacity - p0) * (b1 - b0) / (p1 - p0)
+
+
+def snippet(spec: RunSpec) -> str:
+    """A runnable script that reproduces the timeline with the same tracker, on meta tensors or CUDA."""
+    return f'''import torch
+from demos.memory.training import RunSpec, simulate, default_device
+
+spec = RunSpec(model={spec.model!r}, batch={spec.batch}, seq_len={spec.seq_len}, dtype={spec.dtype!r},
+               optimizer={spec.optimizer!r}, checkpointing={spec.checkpointing}, set_to_none={spec.set_to_none},
+               steps={spec.steps})
+t = simulate(spec, device=default_device())  # meta tensors without CUDA: no memory is used
+print(f"{{t.n_params:,}} parameters, peak {{t.peak / 2**30:.3f}} GiB at op {{t.op_index[t.peak_event]}}")
+for category, nbytes in t.peak_by_category.items():
+    print(f"  {{category:16s}} {{nbytes / 2**20:10.1f}} MiB")
+print("allocator model: allocated", max(t.allocated), "reserved", max(t.reserved))
+for phase, op, allocated, reserved, peak in t.measured:  # filled only on CUDA
+    print(phase, "measured allocated", allocated, "reserved", reserved, "max", peak)
+
+# The core idea, in plain torch: see each op's output storages and hear when each storage dies.
+from torch.utils._python_dispatch import TorchDispatchMode
+import weakref
+
+class Allocations(TorchDispatchMode):
+    def __init__(self):
+        super().__init__(); self.live, self.now, self.peak, self.refs = set(), 0, 0, []
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {{}}))
+        for t in torch.utils._pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor) and t.untyped_storage()._cdata not in self.live:
+                st = t.untyped_storage(); key, size = st._cdata, -(-st.nbytes() // 512) * 512
+                self.live.add(key); self.now += size; self.peak = max(self.peak, self.now)
+                self.refs.append(weakref.ref(st, lambda _, k=key, s=size: self._free(k, s)))
+        return out
+    def _free(self, key, size):
+        self.live.discard(key); self.now -= size
+'''
+
+
+@dataclass(frozen=True)
+class LoggingTrap:
+    kept_graph: tuple[int, ...]  # live bytes after each batch: validation with grad on, summing loss tensors
+    no_grad: tuple[int, ...]  # the same loop under torch.no_grad()
+    code: str
+
+
+def _live_after_batches(model_name: str, batch: int, batches: int, grad: bool) -> tuple[int, ...]:
+    preset = MODELS[model_name]
+    torch.manual_seed(0)
+    tracker = StorageTracker("meta")
+    with torch.device("meta"):
+        model = build_model(preset, 64)
+    x, y = make_batch(preset, batch, 64, "meta")
+    live = []
+    with tracker, torch.set_grad_enabled(grad):
+        total = torch.zeros((), device="meta")
+        for _ in range(batches):
+            total = total + loss_of(model, preset, x, y)  # no backward: the graph stays attached to total
+            live.append(sum(-(-tracker.storages[s].nbytes // 512) * 512 for s in tracker.live_sids()))
+    return tuple(live)
+
+
+def logging_trap(model_name: str = "MLP (4 x 2048)", batch: int = 256, batches: int = 3) -> LoggingTrap:
+    """A validation loop that sums loss tensors with grad on keeps every batch's graph; under no_grad it does not."""
+    validate(RunSpec(model=model_name, batch=batch))
+    code = (
+        "total = 0.0\n"
+        "for x, y in val_loader:                # trap: grad is on and the loss tensor is kept\n"
+        "    total = total + loss_fn(model(x), y)   # each batch's graph (and its saved activations) stays alive\n"
+        "\n"
+        "with torch.no_grad():                  # correct: no graph is recorded\n"
+        "    total = sum(loss_fn(model(x), y).item() for x, y in val_loader)\n"
+    )
+    return LoggingTrap(_live_after_batches(model_name, batch, batches, True),
+                       _live_after_batches(model_name, batch, batches, False), code)
+
+
+BENCH_CASES = {
+    "default view timeline (GPT-2 small, B=4, T=256, Adam, 2 steps)": lambda: simulate(RunSpec()),
+    "GPT-2 small step (B=8, T=1024, Adam, 1 step)": lambda: simulate(RunSpec(batch=8, seq_len=1024, steps=1)),
+    "GPT-2 XL 1.5B step (B=1, T=1024, Adam, 1 step)": lambda: simulate(
+        RunSpec(model="GPT-2 XL (1.5B)", batch=1, seq_len=1024, steps=1)),
+    "one sweep point, 4 variants (GPT-2 small, B=8, T=256)": lambda: batch_sweep(RunSpec(), (8,)),
+}

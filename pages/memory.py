@@ -1,0 +1,389 @@
+"""Memory & speed: memory over a training step, the caching allocator, transfers and streams, torch.compile."""
+
+import inspect
+
+import pandas as pd
+import streamlit as st
+import torch
+
+from demos.memory import stream_recorder
+from demos.memory.allocator import fmt_bytes
+from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
+from demos.memory.compiling import count_recompiles, explain_breaks, time_compile
+from demos.memory.figures import (
+    allocator_figure,
+    blocks_figure,
+    compile_figure,
+    peak_figure,
+    streams_figure,
+    sweep_figure,
+    timeline_figure,
+)
+from demos.memory.models import MODELS
+from demos.memory.questions import QUESTIONS
+from demos.memory.training import (
+    CARDS,
+    DTYPES,
+    MAX_BATCH,
+    MAX_SEQ,
+    MAX_STEPS,
+    OPTIMIZERS,
+    RunSpec,
+    batch_sweep,
+    default_device,
+    largest_fitting,
+    logging_trap,
+    simulate,
+    sweep_batches,
+)
+from pages import ui
+
+DEVICE = default_device()
+
+
+@st.cache_data(max_entries=32, show_spinner="Running the training steps under the tracker…")
+def cached_timeline(spec: RunSpec, device: str):
+    return simulate(spec, device)
+
+
+# Figures are built once per view and shared read-only: building a plotly figure costs more than a rerun should.
+@st.cache_resource(max_entries=16, show_spinner=False)
+def timeline_figures(spec: RunSpec, device: str, card: str):
+    t = cached_timeline(spec, device)
+    return timeline_figure(t, CARDS[card], card), peak_figure(t)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def allocator_figures(text: str, capacity_mib: int, at: int):
+    classic, grown = cached_script(text, capacity_mib, False), cached_script(text, capacity_mib, True)
+    return (allocator_figure(classic), blocks_figure(classic.snapshots[min(at, len(classic.snapshots) - 1)]),
+            blocks_figure(grown.snapshots[min(at, len(grown.snapshots) - 1)]))
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def cached_sweep_point(spec: RunSpec, batch: int) -> dict:
+    return batch_sweep(spec, (batch,))
+
+
+@st.cache_data(max_entries=4)
+def cached_trap():
+    return logging_trap()
+
+
+@st.cache_data(max_entries=32)
+def cached_script(text: str, capacity_mib: int, expandable: bool):
+    return run_script(text, capacity_mib, expandable)
+
+
+@st.cache_data(max_entries=2, show_spinner=False)
+def cached_explain():
+    return explain_breaks()
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_recompiles(shapes_text: str):
+    return count_recompiles(shapes_text)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def cached_compile_timing(size: int):
+    return time_compile(size)
+
+
+@st.cache_data(max_entries=1)
+def cached_recording():
+    return stream_recorder.load_recording()
+
+
+# ---------------------------------------------------------------------------------------------- section 1
+def step_ui() -> tuple[RunSpec, str]:
+    c1, c2, c3, c4 = st.columns(4)
+    model = c1.selectbox("Model", list(MODELS), index=3, key="mem_model", bind="query-params")
+    kind = MODELS[model].kind
+    batch = c2.number_input("Batch size", 1, MAX_BATCH[kind], 4, key="mem_batch", bind="query-params")
+    seq = c3.number_input("Sequence length", 1, MAX_SEQ, 256, key="mem_seq", bind="query-params",
+                          disabled=kind != "transformer", help="Transformers only.")
+    dtype = c4.selectbox("Precision", DTYPES, key="mem_dtype", bind="query-params")
+    c5, c6, c7, c8 = st.columns(4)
+    optimizer = c5.selectbox("Optimizer", OPTIMIZERS, index=2, key="mem_opt", bind="query-params")
+    steps = c6.slider("Steps", 1, MAX_STEPS, 2, key="mem_steps", bind="query-params")
+    card = c7.selectbox("Card (OOM line)", list(CARDS), index=0, key="mem_card", bind="query-params")
+    with c8:
+        ckpt = st.toggle("Activation checkpointing", key="mem_ckpt", bind="query-params")
+        to_none = st.toggle("zero_grad(set_to_none=True)", value=True, key="mem_none", bind="query-params")
+    return RunSpec(model, int(batch), int(seq), dtype, optimizer, ckpt, to_none, int(steps)), card
+
+
+def device_note(device: str) -> None:
+    if device == "cuda":
+        st.success(f"CUDA is available ({torch.cuda.get_device_name(0)}): the steps ran on the GPU; red markers "
+                   "are torch.cuda.memory_allocated / memory_reserved read at each phase boundary.",
+                   icon=":material/memory:")
+    else:
+        st.info("No CUDA GPU here: the steps ran on **meta tensors** (shapes and dtypes, no data, no RAM). The "
+                "timeline comes from the real op sequence and shapes of these training steps, not from a GPU; "
+                "allocated and reserved come from the allocator model fed with those allocations.",
+                icon=":material/info:")
+
+
+def summary_metrics(t) -> None:
+    m = st.columns(5)
+    m[0].metric("Parameters", f"{t.n_params / 1e6:,.1f} M", help=f"{t.n_params:,} parameters")
+    m[1].metric("Peak (tracked tensors)", fmt_bytes(t.peak))
+    m[2].metric("Peak allocated (model)", fmt_bytes(t.predicted_peak_allocated))
+    m[3].metric("Peak reserved (model)", fmt_bytes(max(t.reserved)))
+    if t.measured:
+        measured = max(r[4] for r in t.measured)
+        m[4].metric("Measured max_memory_allocated", fmt_bytes(measured),
+                    f"{100 * (t.predicted_peak_allocated - measured) / measured:+.1f}% predicted vs measured",
+                    delta_color="off")
+    else:
+        m[4].metric("Optimizer state at the peak", fmt_bytes(t.peak_by_category["optimizer_state"]))
+
+
+def holders_table(t) -> None:
+    rows = [{"category": h.category.replace("_", " "), "made by op": h.op.removesuffix(".default"),
+             "shape, dtype": f"{h.shape} {h.dtype}", "bytes": fmt_bytes(h.nbytes)} for h in t.peak_holders]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def sweep_section(spec: RunSpec, card: str) -> None:
+    st.markdown("**Peak memory vs batch size**: the same steps at several batch sizes, with and without "
+                "checkpointing and autocast, against the card.")
+    if not st.button("Run the batch sweep", key="mem_sweep_run", icon=":material/play_arrow:"):
+        return
+    batches = sweep_batches(spec)
+    peaks: dict[str, list[int]] = {}
+    with st.status("Sweeping batch sizes…", expanded=False) as status:
+        bar = st.progress(0.0)
+        for i, b in enumerate(batches):
+            for name, values in cached_sweep_point(spec, b).items():
+                peaks.setdefault(name, []).append(values[0])
+            bar.progress((i + 1) / len(batches), text=f"batch {b}")
+        status.update(label="Sweep done", state="complete")
+    capacity = CARDS[card]
+    fits = {name: largest_fitting(batches, tuple(v), capacity) for name, v in peaks.items()}
+    ui.plot(sweep_figure(batches, {k: tuple(v) for k, v in peaks.items()}, capacity, card, fits), key="mem_sweep_fig")
+    st.caption("Peak is affine in batch size, so the largest batch that fits is interpolated between the swept "
+               "sizes (≈). Each point is a full tracked run of the chosen steps at that batch size.")
+
+
+def training_section() -> None:
+    st.header("1 · Memory over time of real training steps", divider="gray")
+    ui.prose(
+        "Pick a model and a recipe. The training steps below really run: forward, `loss.backward()`, "
+        "`optimizer.step()`, `zero_grad()`, under a `TorchDispatchMode` that sees every storage each aten op "
+        "creates and a weak reference that hears when each storage dies. Each storage is tagged parameter, input, "
+        "gradient, optimizer state, activation (still alive at the end of forward: held by autograd for "
+        "backward) or temporary, and sized as the CUDA allocator would (rounded up to 512 bytes)."
+    )
+    spec, card = step_ui()
+    device_note(DEVICE)
+    with ui.input_errors():
+        t = cached_timeline(spec, DEVICE)
+        summary_metrics(t)
+        ui.legend(["parameter", "data", "gradient", "optimizer_state", "activation", "temporary"])
+        st.caption("data = the input batch and targets.")
+        timeline_fig, peak_fig = timeline_figures(spec, DEVICE, card)
+        ui.plot(timeline_fig, key="mem_timeline")
+        left, right = st.columns([2, 3])
+        with left:
+            st.markdown(f"**What holds the peak** (op {t.op_index[t.peak_event]}, {fmt_bytes(t.peak)})")
+            ui.plot(peak_fig, key="mem_peak")
+        with right:
+            st.markdown("**Largest tensors alive at the peak**")
+            holders_table(t)
+        ui.steps([
+            "Parameters exist before the first op; the input batch is next to them.",
+            "Forward: each op's output is allocated; what autograd saves for backward stays (activation), the rest "
+            "is freed as soon as Python drops it (temporary).",
+            "Backward frees saved activations as it consumes them and allocates gradients, which stay.",
+            "The first `step()` allocates the optimizer state (Adam: two tensors per parameter); it never goes away.",
+            "`zero_grad(set_to_none=True)` frees the gradients; with `set_to_none=False` they stay through the next "
+            "forward, raising its peak.",
+            "Checkpointing keeps only each block's input and recomputes the inside during backward: it helps where a "
+            "block saves much more than its input (transformer, conv blocks), not for the MLP's Linear + ReLU pairs, "
+            "which save one tensor each anyway.",
+        ], key="mem_step_steps")
+        ui.show_code(t.code, key="mem_timeline_code", file_name="memory_timeline.py")
+        sweep_section(spec, card)
+    trap_section()
+
+
+def trap_section() -> None:
+    st.subheader("Correct vs trap: a validation loop that keeps its graphs")
+    trap = cached_trap()
+    left, right = st.columns(2)
+    left.markdown("**Trap**: grad on, `total = total + loss`")
+    left.metric("Live after 3 batches", fmt_bytes(trap.kept_graph[-1]),
+                f"+{fmt_bytes(trap.kept_graph[-1] - trap.kept_graph[0])} since batch 1", delta_color="inverse")
+    right.markdown("**Correct**: `with torch.no_grad():` (and `.item()` on a GPU)")
+    right.metric("Live after 3 batches", fmt_bytes(trap.no_grad[-1]),
+                 f"+{fmt_bytes(trap.no_grad[-1] - trap.no_grad[0])} since batch 1", delta_color="off")
+    st.caption("Both loops ran just now on meta tensors (MLP, batch 256) under the same tracker: each kept loss "
+               "tensor holds its whole graph, with every activation it saved.")
+    ui.show_code(trap.code, key="mem_trap_code", file_name="validation_trap.py")
+
+
+# ---------------------------------------------------------------------------------------------- section 2
+def allocator_ui() -> tuple[str, int, bool]:
+    left, right = st.columns([2, 1])
+    with right:
+        preset = st.selectbox("Start from", list(PRESETS), key="mem_preset")
+        if st.button("Load this script", key="mem_preset_load"):
+            st.session_state["mem_script"] = PRESETS[preset]
+        capacity = st.number_input("Device capacity (MiB)", MIN_CAPACITY_MIB, MAX_CAPACITY_MIB, 128,
+                                   key="mem_capacity", bind="query-params")
+    with left:
+        if "mem_script" not in st.session_state:
+            st.session_state["mem_script"] = PRESETS["Fragmentation"]
+        script = st.text_area("Script: `name = 40 MiB`, `del name`, `empty_cache()`", key="mem_script", height=180)
+    return script, int(capacity), False
+
+
+def allocator_section() -> None:
+    st.header("2 · The caching allocator and fragmentation", divider="gray")
+    ui.prose(
+        "PyTorch does not call `cudaMalloc` for each tensor. It rounds every request up to 512 bytes, serves "
+        "requests of at most 1 MiB from 2 MiB *small-pool* segments and larger ones from *large-pool* segments "
+        "(20 MiB below 10 MiB, otherwise the request rounded to 2 MiB), reuses the best-fitting free block, and "
+        "splits blocks. Freed blocks stay **reserved** for reuse. Below, a script runs through a model of that "
+        "allocator twice: with classic segments and with `expandable_segments:True`."
+    )
+    script, capacity, _ = allocator_ui()
+    with ui.input_errors():
+        classic = cached_script(script, capacity, False)
+        grown = cached_script(script, capacity, True)
+        at = st.session_state.get(f"mem_alloc_at_{len(classic.labels)}", len(classic.labels) - 1)
+        history_fig, classic_fig, grown_fig = allocator_figures(script, capacity, at)
+        ui.plot(history_fig, key="mem_alloc_fig")
+        released = sum(classic.released)
+        st.caption(f"empty_cache() and the allocator's own retry returned {fmt_bytes(released)} to the device in this "
+                   "script (classic segments); only segments with no live block can be returned.")
+        st.select_slider("Draw the cache after", range(len(classic.labels)), len(classic.labels) - 1,
+                              format_func=lambda i: f"{i}: {classic.labels[i]}",
+                              key=f"mem_alloc_at_{len(classic.labels)}")
+        left, right = st.columns(2)
+        with left:
+            st.markdown("**Classic segments** (default)")
+            ui.plot(classic_fig, key="mem_blocks_classic")
+            _oom_or_ok(classic)
+        with right:
+            st.markdown("**expandable_segments:True**")
+            ui.plot(grown_fig, key="mem_blocks_expand")
+            _oom_or_ok(grown)
+        ui.steps([
+            "A block freed in the middle of a segment can only be reused by a request that fits inside it.",
+            "When no free block fits and the device is full, the allocator frees entirely empty segments and "
+            "retries; if that is not enough, it raises OOM although 'reserved but unallocated' may be large.",
+            "Expandable segments map physical pages into one growing virtual range per pool: a large request is "
+            "appended at the end, and pages with nothing allocated can be unmapped to pay for it.",
+        ], key="mem_alloc_steps")
+        ui.show_code(classic.code, key="mem_alloc_code", file_name="allocator_script.py",
+                     label="Show the same script as CUDA code")
+
+
+def _oom_or_ok(run) -> None:
+    if run.oom:
+        st.markdown("**Out of memory.** The message, anatomy included:")
+        st.code(run.oom, language=None, wrap_lines=True)
+    else:
+        st.success(f"Ran to the end: allocated {fmt_bytes(run.allocated[-1])}, reserved {fmt_bytes(run.reserved[-1])}.",
+                   icon=":material/check_circle:")
+
+
+# ---------------------------------------------------------------------------------------------- section 3
+def streams_section() -> None:
+    st.header("3 · Transfers, pinned memory, streams, synchronization", divider="gray")
+    ui.prose(
+        "A host-to-device copy from ordinary (pageable) memory blocks the host; from pinned memory with "
+        "`non_blocking=True` it is queued and the host moves on. On a side stream the copy of batch *i+1* overlaps "
+        "the kernels of batch *i*. A `.item()` each step makes the host wait for the GPU, so nothing is queued "
+        "ahead and the overlap is lost. 'GPU utilization' is the fraction of time *some* kernel runs: thousands of "
+        "one-element kernels read 100% while the GPU does almost nothing."
+    )
+    recording = cached_recording()
+    if torch.cuda.is_available() and st.button("Record on this GPU now", key="mem_record"):
+        with st.status("Recording with CUDA events…"):
+            recording = stream_recorder.record(command="page button: stream_recorder.record()")
+    if recording is None:
+        st.warning(
+            "No GPU recording exists yet, and this machine has no CUDA GPU, so there is no timeline to show. "
+            "It is made by the recorder below on a machine with an NVIDIA GPU:\n\n"
+            "`python -m demos.memory.stream_recorder --out assets/traces/streams.json`\n\n"
+            "Once that file is committed, this section draws its copy and kernel lanes with the GPU, driver, torch "
+            "version, date and command printed beside it.", icon=":material/warning:",
+        )
+    else:
+        p = recording["provenance"]
+        st.caption(f"Recorded on **{p['gpu']}**, driver {p['driver']}, torch {p['torch']} (CUDA {p['cuda']}), "
+                   f"{p['date']}, with `{p['command']}`.")
+        scenario = st.selectbox("Scenario", recording["scenarios"], key="mem_scenario", bind="query-params")
+        ui.plot(streams_figure(recording, scenario), key="mem_streams_fig")
+        st.dataframe(pd.DataFrame(stream_recorder.summarize(recording)).round(3), hide_index=True, width="stretch")
+    ui.show_code(inspect.getsource(stream_recorder), key="mem_recorder_code", file_name="stream_recorder.py",
+                 label="Show the recorder")
+
+
+# ---------------------------------------------------------------------------------------------- section 4
+def compile_section() -> None:
+    st.header("4 · torch.compile", divider="gray")
+    ui.prose(
+        "`torch.compile` traces Python into FX graphs (dynamo) and generates kernels (inductor; C++/OpenMP on "
+        "CPU). What it cannot trace splits the function into several graphs with Python in between (graph "
+        "breaks); each graph is guarded by what it assumed (shapes, dtypes), and a failed guard recompiles."
+    )
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Graph breaks and recompiles** (dynamo only, a few seconds)")
+        shapes = st.text_input("Input shapes, one per ';'", "8; 16; 32", key="mem_shapes", bind="query-params")
+        run_dynamo = st.button("Explain and count", key="mem_explain", icon=":material/play_arrow:")
+    with right:
+        st.markdown("**Eager vs compiled** (inductor: compiling takes tens of seconds on 2 cores)")
+        size = st.select_slider("Matrix size", [64, 128, 256, 512, 1024], 256, key="mem_size", bind="query-params")
+        run_inductor = st.button("Compile and time", key="mem_time", icon=":material/timer:")
+    with ui.input_errors():
+        if run_dynamo or st.session_state.get("mem_dynamo_done"):
+            with st.status("Running torch._dynamo.explain…") as status:
+                reports = cached_explain()
+                recompiles = cached_recompiles(shapes)
+                status.update(label="Dynamo done", state="complete")
+            st.session_state["mem_dynamo_done"] = True
+            _show_breaks(reports)
+            _show_recompiles(recompiles)
+        if run_inductor:
+            with st.status("Compiling with inductor…") as status:
+                timing = cached_compile_timing(int(size))
+                status.update(label=f"Compiled in {timing.compile_s:.1f} s", state="complete")
+            ui.plot(compile_figure(timing), key="mem_compile_fig")
+            st.caption(f"Largest difference between eager and compiled outputs: {timing.max_abs_diff:.2e}.")
+            ui.show_code(timing.code, key="mem_compile_code", file_name="compile_timing.py")
+
+
+def _show_breaks(reports) -> None:
+    cols = st.columns(len(reports))
+    for col, r in zip(cols, reports, strict=True):
+        with col:
+            st.markdown(f"**{r.name}**: {r.graph_count} graph{'s' * (r.graph_count != 1)}, "
+                        f"{r.break_count} break{'s' * (r.break_count != 1)}")
+            st.code(r.source, language="python")
+            for reason in r.reasons:
+                st.caption(f"Break: {reason}")
+            with st.expander("Captured FX graph code"):
+                for code in r.graph_code:
+                    st.code(code, language="python")
+
+
+def _show_recompiles(rc) -> None:
+    st.markdown("**Recompilation when the input shape changes** (frames compiled for `x.sin().cos() * 2`)")
+    st.dataframe(pd.DataFrame([{"setting": k, "compiles": v, "graph inputs": " | ".join(rc.graphs[k])}
+                               for k, v in rc.compiles.items()]), hide_index=True, width="stretch")
+    ui.show_code(rc.code, key="mem_recompile_code", file_name="recompiles.py")
+
+
+ui.page_header("memory")
+training_section()
+allocator_section()
+streams_section()
+compile_section()
+ui.interview_corner("memory", QUESTIONS)

@@ -1,0 +1,139 @@
+"""The caching allocator model: rounding, pools, reuse, splitting, empty_cache, OOM; the script grammar fuzzed."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from demos.errors import InputError
+from demos.memory.allocator import CachingAllocator, MiB, OutOfMemory, round_size, segment_size
+from demos.memory.cache_demo import MAX_ACTIONS, PRESETS, parse_script, run_script
+
+
+def test_rounding_and_segment_sizes():
+    assert [round_size(n) for n in (1, 511, 512, 513, 1001)] == [512, 512, 512, 1024, 1024]
+    assert segment_size(512) == 2 * MiB and segment_size(1 * MiB) == 2 * MiB
+    assert segment_size(1 * MiB + 512) == 20 * MiB and segment_size(10 * MiB) == 10 * MiB
+    assert segment_size(11 * MiB - 512) == 12 * MiB
+
+
+def test_freed_block_is_reused_from_the_cache():
+    a = CachingAllocator()
+    a.malloc("x", 8 * MiB)
+    assert (a.allocated, a.reserved) == (8 * MiB, 20 * MiB)
+    a.free("x")
+    assert (a.allocated, a.reserved) == (0, 20 * MiB)
+    a.malloc("y", 6 * MiB)
+    assert a.reserved == 20 * MiB, "served from the cached segment, no new cudaMalloc"
+    assert a.empty_cache() == 0, "a segment with a live block cannot be released"
+    a.free("y")
+    assert a.empty_cache() == 20 * MiB and a.reserved == 0
+
+
+def test_small_and_large_pools_do_not_share_segments():
+    a = CachingAllocator()
+    a.malloc("small", 1 * MiB)
+    a.malloc("large", 1 * MiB + 1)
+    assert {b.small for b in a.blocks() if b.owner} == {True, False}
+    assert a.reserved == 2 * MiB + 20 * MiB
+
+
+def test_large_pool_keeps_a_remainder_of_at_most_1mib_unsplit():
+    a = CachingAllocator()
+    a.malloc("x", 19 * MiB + 512)  # 20 MiB segment, 1 MiB - 512 left: not split
+    assert a.allocated == 20 * MiB
+    b = CachingAllocator()
+    b.malloc("x", 2 * MiB)  # 18 MiB left: split
+    assert b.allocated == 2 * MiB
+
+
+def test_free_neighbours_merge():
+    a = CachingAllocator()
+    for name in "abc":
+        a.malloc(name, 4 * MiB)
+    a.free("a")
+    a.free("b")
+    free = [b.size for b in a.blocks() if b.owner is None]
+    assert 8 * MiB in free
+
+
+def test_fragmentation_ooms_classic_and_fits_with_expandable_segments():
+    classic = run_script(PRESETS["Fragmentation"], 128, False)
+    assert classic.oom and "reserved by PyTorch but unallocated" in classic.oom
+    assert "60.00 MiB is reserved by PyTorch but unallocated" in classic.oom
+    grown = run_script(PRESETS["Fragmentation"], 128, True)
+    assert grown.oom is None and grown.allocated[-1] == 90 * MiB
+
+
+def test_oom_is_raised_when_the_device_is_full():
+    a = CachingAllocator(capacity=32 * MiB)
+    a.malloc("x", 20 * MiB)
+    with pytest.raises(OutOfMemory, match="Tried to allocate 20.00 MiB"):
+        a.malloc("y", 20 * MiB)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(1, 40 * MiB)), max_size=30), st.booleans())
+def test_invariants_under_random_sequences(ops, expandable):
+    a = CachingAllocator(capacity=256 * MiB, expandable=expandable)
+    live = []
+    for i, (alloc, n) in enumerate(ops):
+        if alloc or not live:
+            try:
+                a.malloc(f"t{i}", n)
+                live.append(f"t{i}")
+            except OutOfMemory:
+                pass
+        else:
+            a.free(live.pop(0))
+        assert a.reserved <= 256 * MiB
+        assert a.allocated <= a.reserved
+        assert a.allocated == sum(b.size for b in a.blocks() if b.owner)
+    for name in live:
+        a.free(name)
+    a.empty_cache()
+    assert a.allocated == 0 and a.reserved == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_any_script_text_parses_or_raises_input_error(text):
+    try:
+        actions = parse_script(text)
+    except InputError as err:
+        assert str(err).endswith(".")
+    else:
+        assert 1 <= len(actions) <= MAX_ACTIONS
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["a = 3 MiB", "b = 100 KB", "del a", "del b", "empty_cache()", "c = 2.5 GiB",
+                                 "x == 1", "free z"]), max_size=12))
+def test_scripts_built_from_lines_run_or_raise_input_error(lines):
+    try:
+        run = run_script("\n".join(lines), 1024, False)
+    except InputError:
+        return
+    assert len(run.labels) == len(run.allocated) == len(run.reserved) == len(run.snapshots)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "empty"),
+    ("a = 3 parsecs", "Line 1"),
+    ("del a", "not allocated"),
+    ("a = 1 MiB\na = 2 MiB", "already allocated"),
+    ("a = 65 GiB", "64 GiB"),
+    ("\n".join(f"t{i} = 1 KiB" for i in range(41)), "limit is 40"),
+])
+def test_bad_scripts_say_what_is_wrong(text, message):
+    with pytest.raises(InputError, match=message):
+        parse_script(text)
+
+
+def test_capacity_is_bounded():
+    with pytest.raises(InputError, match="Capacity must be between"):
+        run_script("a = 1 MiB", 1, False)
+
+
+def test_units_are_decimal_or_binary_as_written():
+    a, b = parse_script("a = 1 MB; b = 1 MiB")
+    assert (a.nbytes, b.nbytes) == (10**6, 2**20)

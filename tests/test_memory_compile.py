@@ -1,0 +1,69 @@
+"""torch.compile demos: every planted graph break reported by explain(), recompiles counted, inductor timed."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from demos.errors import InputError
+from demos.memory.compiling import count_recompiles, explain_breaks, mlp_block, parse_shapes, time_compile
+
+
+@pytest.fixture(scope="module")
+def reports():
+    return {r.name: r for r in explain_breaks()}
+
+
+@pytest.mark.parametrize("name, reason, line", [
+    ("print", "builtin", "print("),
+    ("data-dependent branch", "jump", "if y.sum() > 0"),
+    (".item()", "item()", ".item()"),
+])
+def test_explain_reports_each_planted_break(reports, name, reason, line):
+    r = reports[name]
+    assert (r.graph_count, r.break_count) == (2, 1)
+    assert len(r.reasons) == 1 and reason in r.reasons[0] and line in r.reasons[0]
+    assert len(r.graph_code) == 2 and all("def forward" in code for code in r.graph_code)
+
+
+def test_clean_function_is_one_graph(reports):
+    r = reports["no break (control)"]
+    assert (r.graph_count, r.break_count, r.reasons) == (1, 0, ())
+    assert "sin" in r.graph_code[0] and "cos" in r.graph_code[0]
+
+
+def test_recompiles_on_new_shapes():
+    rc = count_recompiles("8; 16; 32")
+    assert rc.compiles == {"dynamic=None (default)": 2, "dynamic=False": 3, "dynamic=True": 1}
+    assert "SymInt" in rc.graphs["dynamic=True"][0]
+    assert count_recompiles("8; 8; 8").compiles["dynamic=False"] == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=80))
+def test_any_shapes_text_parses_or_raises_input_error(text):
+    try:
+        shapes = parse_shapes(text)
+    except InputError:
+        return
+    assert 1 <= len(shapes) <= 6 and all(all(d >= 1 for d in s) for s in shapes)
+
+
+@pytest.mark.parametrize("text", ["", "8; x", "8; 8, 8", "0", "4096", "1;2;3;4;5;6;7"])
+def test_bad_shapes_are_refused(text):
+    with pytest.raises(InputError):
+        parse_shapes(text)
+
+
+def test_inductor_matches_eager_and_is_timed():
+    t = time_compile(64, repeats=5)
+    assert t.compile_s > 0 and t.eager_ms > 0 and t.compiled_ms > 0
+    g = torch.Generator().manual_seed(0)
+    x, w1, w2 = (torch.randn(64, 64, generator=g) / 8 for _ in range(3))
+    assert t.max_abs_diff < 1e-4
+    assert mlp_block(x, w1, w2).shape == (64, 64)
+
+
+def test_compile_size_is_bounded():
+    with pytest.raises(InputError, match="Size must be between"):
+        time_compile(4096)

@@ -1,0 +1,62 @@
+"""The memory page in AppTest: defaults, moved widgets, heavy buttons, and bad input shown as a sentence."""
+
+from tests.conftest import assert_clean, open_page
+
+PAGE = "pages/memory.py"
+
+
+def test_defaults_are_clean_and_say_what_ran():
+    at = open_page(PAGE)
+    assert_clean(at)
+    assert any("meta tensors" in i.value for i in at.info)
+    assert any("No GPU recording exists yet" in w.value for w in at.warning)
+    assert len(at.get("plotly_chart")) >= 5
+
+
+def test_moving_the_main_widgets():
+    at = open_page(PAGE)
+    at.selectbox(key="mem_model").set_value("Transformer tiny (2 x 128)").run()
+    at.selectbox(key="mem_dtype").set_value("bf16 autocast").run()
+    at.toggle(key="mem_ckpt").set_value(True).run()
+    at.toggle(key="mem_none").set_value(False).run()
+    at.selectbox(key="mem_opt").set_value("SGD momentum").run()
+    at.slider(key="mem_steps").set_value(3).run()
+    at.selectbox(key="mem_card").set_value("H200 141 GB").run()
+    assert_clean(at)
+    at.selectbox(key="mem_model").set_value("Small CNN (CIFAR 32x32)").run()
+    at.number_input(key="mem_batch").set_value(64).run()
+    at.button(key="mem_sweep_run").click().run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) >= 6
+
+
+def test_allocator_script_and_bad_script():
+    at = open_page(PAGE)
+    at.selectbox(key="mem_preset").set_value("Reuse from the cache").run()
+    at.button(key="mem_preset_load").click().run()
+    assert_clean(at)
+    assert "empty_cache()" in at.text_area(key="mem_script").value
+    slider = next(w for w in at.select_slider if w.key.startswith("mem_alloc_at_"))
+    slider.set_value(2).run()
+    assert_clean(at)
+    at.text_area(key="mem_script").set_value("a = 3 parsecs").run()
+    assert any("Line 1" in e.value for e in at.error)
+    assert not at.exception
+
+
+def test_dynamo_section_and_bad_shapes():
+    at = open_page(PAGE)
+    at.button(key="mem_explain").click().run()
+    assert_clean(at)
+    assert any("2 graphs, 1 break" in m.value for m in at.markdown)
+    at.text_input(key="mem_shapes").set_value("8; banana").run()
+    assert any("is not a whole number" in e.value for e in at.error)
+    assert not at.exception
+
+
+def test_interview_answer_check():
+    at = open_page(PAGE)
+    at.text_input(key="memory_q_round_up_typed").set_value("1024").run()
+    at.button(key="memory_q_round_up_run").click().run()
+    assert_clean(at)
+    assert any("Correct" in s.value for s in at.success)

@@ -1,0 +1,144 @@
+"""Oracle tests for the storage tracker and the training-step timeline: bytes checked against torch itself."""
+
+import pytest
+import torch
+
+from demos.errors import InputError
+from demos.memory import training
+from demos.memory.allocator import round_size
+from demos.memory.models import MODELS, build_model
+from demos.memory.tracker import CATEGORIES
+from demos.memory.training import RunSpec, largest_fitting, logging_trap, simulate, validate
+
+MLP = "MLP (4 x 2048)"
+CNN = "Small CNN (CIFAR 32x32)"
+TINY = "Transformer tiny (2 x 128)"
+
+
+def param_bytes_by_torch(model_name: str, seq_len: int = 32) -> int:
+    """Allocator-rounded parameter bytes of the same model built with real CPU tensors."""
+    model = build_model(MODELS[model_name], seq_len)
+    return sum(round_size(p.numel() * p.element_size()) for p in model.parameters())
+
+
+@pytest.mark.parametrize("spec", [
+    RunSpec(MLP, 16, 32, "fp32", "Adam", False, True, 2),
+    RunSpec(CNN, 8, 32, "bf16 autocast", "SGD momentum", True, False, 2),
+    RunSpec(TINY, 2, 64, "fp16 autocast", "Adam", True, True, 3),
+    RunSpec(TINY, 2, 64, "bf16 weights", "SGD", False, False, 1),
+], ids=["mlp-adam", "cnn-ckpt-autocast", "tiny-ckpt-fp16", "tiny-bf16"])
+def test_categories_sum_to_total_at_every_event(spec):
+    t = simulate(spec)
+    for i, total in enumerate(t.total):
+        assert sum(t.by_category[c][i] for c in CATEGORIES) == total
+        assert t.allocated[i] >= total  # the allocator hands out whole blocks
+        assert t.reserved[i] >= t.allocated[i]
+    assert t.total[-1] >= 0 and all(v >= 0 for series in t.by_category.values() for v in series)
+
+
+@pytest.mark.parametrize("model", [MLP, CNN, TINY])
+def test_parameter_bytes_match_torch(model):
+    t = simulate(RunSpec(model, 2, 32, "fp32", "SGD", False, True, 1))
+    assert t.param_bytes == param_bytes_by_torch(model)
+    assert t.n_params == sum(p.numel() for p in build_model(MODELS[model], 32).parameters())
+
+
+@pytest.mark.parametrize("model", [MLP, CNN, TINY])
+def test_adam_state_is_twice_the_parameters_after_the_first_step(model):
+    t = simulate(RunSpec(model, 2, 32, "fp32", "Adam", False, True, 1))
+    end_of_step = max(i for i, op in enumerate(t.op_index) if op <= t.phases[2][2])
+    assert t.by_category["optimizer_state"][end_of_step] == 2 * param_bytes_by_torch(model)
+    first, last = t.phases[2][1], t.phases[2][2]
+    assert first <= t.first_optimizer_state_op <= last, "the state appears inside the first step()"
+
+
+@pytest.mark.parametrize("model", [MLP, CNN, TINY])
+def test_gradient_bytes_equal_parameter_bytes(model):
+    t = simulate(RunSpec(model, 2, 32, "fp32", "SGD", False, False, 2))
+    assert t.category_peaks["gradient"] == t.param_bytes == param_bytes_by_torch(model)
+
+
+def test_gradients_live_until_zeroed():
+    kept = simulate(RunSpec(MLP, 4, 32, "fp32", "SGD", False, False, 2))
+    freed = simulate(RunSpec(MLP, 4, 32, "fp32", "SGD", False, True, 2))
+    start_of_forward_2 = lambda t: min(i for i, op in enumerate(t.op_index) if op >= t.phases[4][1])  # noqa: E731
+    assert kept.by_category["gradient"][start_of_forward_2(kept)] == kept.param_bytes
+    assert freed.by_category["gradient"][start_of_forward_2(freed)] == 0
+
+
+def test_mlp_activation_peak_is_linear_in_batch_with_the_hand_computed_slope():
+    model = build_model(MODELS[MLP], 1)
+    widths = [m.out_features for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    # saved per sample: each ReLU's output (fp32) and log_softmax's output over the classes
+    per_sample = 4 * sum(widths)
+    peaks = {b: simulate(RunSpec(MLP, b, 1, "fp32", "SGD", False, True, 1)).category_peaks["activation"]
+             for b in (128, 256, 384)}
+    assert peaks[256] - peaks[128] == 128 * per_sample
+    assert peaks[384] - peaks[256] == 128 * per_sample
+
+
+@pytest.mark.parametrize("model", [CNN, TINY])
+def test_checkpointing_lowers_the_activation_peak(model):
+    plain = simulate(RunSpec(model, 8, 64, "fp32", "SGD", False, True, 1))
+    ckpt = simulate(RunSpec(model, 8, 64, "fp32", "SGD", True, True, 1))
+    assert ckpt.category_peaks["activation"] < plain.category_peaks["activation"]
+
+
+def test_autocast_lowers_the_activation_peak():
+    fp32 = simulate(RunSpec(TINY, 8, 64, "fp32", "SGD", False, True, 1))
+    bf16 = simulate(RunSpec(TINY, 8, 64, "bf16 autocast", "SGD", False, True, 1))
+    assert bf16.category_peaks["activation"] < fp32.category_peaks["activation"]
+
+
+@pytest.mark.parametrize("spec", [
+    RunSpec(MLP, 8, 1, "fp32", "SGD momentum", False, True, 2),
+    RunSpec(MLP, 8, 1, "fp32", "SGD", True, False, 2),
+    RunSpec(CNN, 4, 1, "fp32", "SGD momentum", True, True, 2),
+    RunSpec(CNN, 4, 1, "bf16 autocast", "SGD", False, True, 1),
+], ids=["mlp", "mlp-ckpt", "cnn-ckpt", "cnn-autocast"])
+def test_meta_and_real_cpu_tensors_give_identical_byte_counts(spec):
+    # SGD only: Adam's `step` counters live on the CPU, which is the tracked device in the CPU run.
+    meta, cpu = simulate(spec, "meta"), simulate(spec, "cpu")
+    assert meta.total == cpu.total
+    assert meta.by_category == cpu.by_category
+    assert meta.allocated == cpu.allocated and meta.reserved == cpu.reserved
+
+
+@pytest.mark.parametrize("model", [MLP, CNN])
+def test_simulated_autocast_matches_torch_autocast_on_cpu(model, monkeypatch):
+    spec = RunSpec(model, 8, 1, "bf16 autocast", "SGD", False, True, 1)
+    simulated = simulate(spec, "cpu")
+    monkeypatch.setattr(training, "_autocast", lambda s, d: torch.autocast("cpu", dtype=torch.bfloat16))
+    real = simulate(spec, "cpu")
+    assert simulated.category_peaks == real.category_peaks
+
+
+def test_peak_holders_are_live_at_the_peak_and_sorted():
+    t = simulate(RunSpec(TINY, 4, 64, "fp32", "Adam", False, True, 2))
+    sizes = [h.nbytes for h in t.peak_holders]
+    assert sizes == sorted(sizes, reverse=True)
+    assert sum(round_size(s) for s in sizes) <= t.peak
+    assert t.peak == max(t.total) and t.peak == sum(t.peak_by_category.values())
+
+
+def test_validation_names_the_field_and_limit():
+    with pytest.raises(InputError, match="Batch size must be between 1 and 64"):
+        validate(RunSpec(TINY, 65))
+    with pytest.raises(InputError, match="Sequence length"):
+        validate(RunSpec(TINY, 1, 0))
+    with pytest.raises(InputError, match="Steps"):
+        validate(RunSpec(MLP, 1, 1, steps=4))
+    with pytest.raises(InputError, match="Unknown model"):
+        validate(RunSpec("ResNet-9000"))
+
+
+def test_largest_fitting_interpolates_between_swept_sizes():
+    assert largest_fitting((1, 2, 4), (10, 20, 40), 30) == 3
+    assert largest_fitting((1, 2, 4), (10, 20, 40), 5) is None
+    assert largest_fitting((1, 2, 4), (10, 20, 40), 50) == float("inf")
+
+
+def test_logging_trap_grows_only_with_grad_on():
+    trap = logging_trap(MLP, 64, 3)
+    assert trap.kept_graph[2] - trap.kept_graph[1] == trap.kept_graph[1] - trap.kept_graph[0] > 0
+    assert trap.no_grad[0] == trap.no_grad[2]
