@@ -86,6 +86,7 @@ TOPICS = (
         "Your GPU sits idle half the time. How do you find and fix the input bottleneck?",
         ("Workers and prefetching", "persistent_workers", "IterableDataset sharding", "Samplers",
          "collate_fn and padding", "pin_memory"),
+        charts=5,
     ),
     Topic(
         "memory", "pages/memory.py", "Memory & speed", ":material/memory:", "Performance",

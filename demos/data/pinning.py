@@ -1,0 +1,102 @@
+"""pin_memory: page-locked host memory lets a non_blocking host-to-device copy overlap compute.
+
+Measured here: whether this host can pin at all (torch's own answer), what the DataLoader does with
+pin_memory=True, the CPU cost of the copy a pin makes, and with CUDA the copy speed pinned vs pageable.
+"""
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from demos.errors import InputError
+
+MAX_MB = 64
+
+
+@dataclass(frozen=True)
+class PinResult:
+    megabytes: int
+    accelerator: str  # "" when none is present
+    pin_error: str  # torch's message when pinning is impossible here
+    loader_warning: str  # what DataLoader(pin_memory=True) says here
+    loader_pinned: bool  # whether a batch came out pinned
+    copy_ms: float  # a pageable host copy of the tensor: the copy a pin makes, without the page locking
+    pin_ms: float | None  # tensor.pin_memory(), when possible
+    h2d_pageable_gbps: float | None
+    h2d_pinned_gbps: float | None
+    code: str
+
+
+def pin_demo(megabytes: int) -> PinResult:
+    """Try pinning; time what can be timed on this host (CUDA copy speeds only where CUDA exists)."""
+    if not 1 <= megabytes <= MAX_MB:
+        raise InputError(f"Tensor size must be between 1 and {MAX_MB} MiB; got {megabytes}.")
+    x = torch.ones(megabytes * 2**20 // 4)
+    accelerator = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else ""
+    pin_error, pinned, pin_ms = "", None, None
+    try:
+        t0 = time.perf_counter()
+        pinned = x.pin_memory()
+        pin_ms = 1000 * (time.perf_counter() - t0)
+    except RuntimeError as err:
+        pin_error = str(err)
+    copy_ms = _best_ms(lambda: x.clone())
+    loader_warning, loader_pinned = _loader_pinning()
+    pageable = pinned_speed = None
+    if torch.cuda.is_available() and pinned is not None:
+        pageable = _h2d_gbps(x)
+        pinned_speed = _h2d_gbps(pinned)
+    return PinResult(megabytes, accelerator, pin_error, loader_warning, loader_pinned, copy_ms, pin_ms,
+                     pageable, pinned_speed, pin_code(megabytes))
+
+
+def _best_ms(fn, repeats: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return 1000 * best
+
+
+def _loader_pinning() -> tuple[str, bool]:
+    """One batch from DataLoader(pin_memory=True): is it pinned, and what did torch warn?"""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        batch = next(iter(DataLoader(TensorDataset(torch.ones(8, 4)), batch_size=4, pin_memory=True)))
+    messages = [str(m.message) for m in caught if "pin" in str(m.message)]
+    return (messages[0] if messages else ""), bool(batch[0].is_pinned()) if torch.accelerator.is_available() else False
+
+
+def _h2d_gbps(x: torch.Tensor) -> float:
+    """Host-to-device GB/s, timed with CUDA events (best of three copies)."""
+    best = float("inf")
+    for _ in range(3):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        x.to("cuda", non_blocking=True)
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end) / 1000)
+    return x.numel() * x.element_size() / best / 1e9
+
+
+def pin_code(megabytes: int) -> str:
+    return f"""import torch
+
+x = torch.ones({megabytes} * 2**20 // 4)
+if not torch.cuda.is_available():
+    print("no CUDA: pinning needs an accelerator")
+else:
+    pinned = x.pin_memory()  # page-locked: the GPU's DMA engine can read it directly
+    for name, src in (("pageable", x), ("pinned", pinned)):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        y = src.to("cuda", non_blocking=True)  # only truly asynchronous from pinned memory
+        end.record()
+        end.synchronize()
+        print(name, x.nbytes / (start.elapsed_time(end) / 1000) / 1e9, "GB/s")
+"""

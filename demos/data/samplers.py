@@ -1,0 +1,151 @@
+"""Samplers decide which indices a DataLoader asks for, in what order, and in which batches."""
+
+from dataclasses import dataclass
+
+import torch
+from torch.utils.data import (
+    BatchSampler,
+    DataLoader,
+    DistributedSampler,
+    RandomSampler,
+    SequentialSampler,
+    WeightedRandomSampler,
+)
+
+from demos.errors import InputError
+from demos.parsing import parse_numbers
+
+MAX_ORDER_LENGTH = 24
+MAX_CLASS_SIZE = 10_000
+MAX_CLASSES = 8
+MAX_RANKS = 8
+MAX_DIST_LENGTH = 64
+
+
+@dataclass(frozen=True)
+class OrderResult:
+    length: int
+    seed: int
+    orders: dict  # sampler name -> list of indices
+    batches: dict  # "drop_last=False/True" -> list of index batches
+    code: str
+
+
+@dataclass(frozen=True)
+class WeightedResult:
+    class_sizes: tuple[int, ...]
+    batch_size: int
+    drawn_plain: tuple[int, ...]  # class counts drawn by shuffle=True
+    drawn_weighted: tuple[int, ...]  # class counts drawn by WeightedRandomSampler
+    batches_with_rarest: tuple[float, float]  # fraction of batches holding the rarest class: plain, weighted
+    unique_fraction: float  # distinct samples / draws, weighted
+    code: str
+
+
+@dataclass(frozen=True)
+class DistributedResult:
+    length: int
+    ranks: int
+    shuffle: bool
+    epochs: dict  # "epoch 0", "epoch 1 (no set_epoch)", "epoch 1 (set_epoch(1))" -> list per rank
+    padding: int
+    code: str
+
+
+def sampler_orders(length: int, seed: int) -> OrderResult:
+    """Index order from Sequential, Random (without and with replacement), and BatchSampler's grouping."""
+    _check("Dataset length", length, 2, MAX_ORDER_LENGTH)
+    _check("Seed", seed, 0, 10_000)
+    data = range(length)
+    orders = {
+        "SequentialSampler": list(SequentialSampler(data)),
+        "RandomSampler": list(RandomSampler(data, generator=torch.Generator().manual_seed(seed))),
+        "RandomSampler(replacement=True)": list(
+            RandomSampler(data, replacement=True, generator=torch.Generator().manual_seed(seed))
+        ),
+    }
+    batches = {f"drop_last={d}": list(BatchSampler(SequentialSampler(data), 4, drop_last=d)) for d in (False, True)}
+    code = f"""import torch
+from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
+
+data = range({length})
+print(list(SequentialSampler(data)))
+print(list(RandomSampler(data, generator=torch.Generator().manual_seed({seed}))))
+print(list(RandomSampler(data, replacement=True, generator=torch.Generator().manual_seed({seed}))))
+print(list(BatchSampler(SequentialSampler(data), 4, drop_last=False)))
+print(list(BatchSampler(SequentialSampler(data), 4, drop_last=True)))
+"""
+    return OrderResult(length, seed, orders, batches, code)
+
+
+def parse_class_sizes(text: str) -> tuple[int, ...]:
+    """'900, 90, 10' -> (900, 90, 10): 2 to 8 whole class sizes, each 1 to 10000."""
+    values = parse_numbers(text, "Class sizes", min_count=2, max_count=MAX_CLASSES)
+    for i, v in enumerate(values):
+        if v != int(v) or not 1 <= v <= MAX_CLASS_SIZE:
+            raise InputError(f"Class size {i} must be a whole number between 1 and {MAX_CLASS_SIZE}; got {v:g}.")
+    return tuple(int(v) for v in values)
+
+
+def weighted_sampling(class_sizes_text: str, batch_size: int, seed: int = 0) -> WeightedResult:
+    """Draw one epoch of batches plainly shuffled and with inverse-frequency weights; count classes drawn."""
+    sizes = parse_class_sizes(class_sizes_text)
+    _check("Batch size", batch_size, 1, 256)
+    labels = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
+    weights = 1.0 / torch.tensor(sizes, dtype=torch.double)[labels]
+    g = torch.Generator().manual_seed(seed)
+    plain = DataLoader(labels, batch_size=batch_size, shuffle=True, generator=g)
+    sampler = WeightedRandomSampler(weights, num_samples=len(labels), replacement=True,
+                                    generator=torch.Generator().manual_seed(seed))
+    weighted = DataLoader(labels, batch_size=batch_size, sampler=sampler)
+    rarest = min(range(len(sizes)), key=sizes.__getitem__)
+    drawn_plain, rare_plain = _draw(plain, len(sizes), rarest)
+    drawn_weighted, rare_weighted = _draw(weighted, len(sizes), rarest)
+    unique = len(set(list(sampler))) / len(labels)  # the same generator state replays: a fresh draw
+    code = f"""import torch
+from torch.utils.data import DataLoader, WeightedRandomSampler
+
+sizes = {list(sizes)}
+labels = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
+weights = 1.0 / torch.tensor(sizes, dtype=torch.double)[labels]  # each class gets equal total weight
+sampler = WeightedRandomSampler(weights, num_samples=len(labels), replacement=True,
+                                generator=torch.Generator().manual_seed({seed}))
+drawn = torch.cat(list(DataLoader(labels, batch_size={batch_size}, sampler=sampler)))
+print(torch.bincount(drawn, minlength=len(sizes)).tolist())
+"""
+    return WeightedResult(sizes, batch_size, drawn_plain, drawn_weighted, (rare_plain, rare_weighted), unique, code)
+
+
+def _draw(loader, n_classes: int, rarest: int) -> tuple[tuple[int, ...], float]:
+    batches = list(loader)
+    counts = torch.bincount(torch.cat(batches), minlength=n_classes)
+    with_rarest = sum(bool((b == rarest).any()) for b in batches) / len(batches)
+    return tuple(counts.tolist()), with_rarest
+
+
+def distributed_partition(length: int, ranks: int, shuffle: bool = True, seed: int = 0) -> DistributedResult:
+    """DistributedSampler for every simulated rank: epoch 0, epoch 1 without set_epoch, epoch 1 with it."""
+    _check("Dataset length", length, 1, MAX_DIST_LENGTH)
+    _check("Ranks", ranks, 1, MAX_RANKS)
+    data = range(length)
+    samplers = [DistributedSampler(data, num_replicas=ranks, rank=r, shuffle=shuffle, seed=seed) for r in range(ranks)]
+    epochs = {"epoch 0": [list(s) for s in samplers], "epoch 1 without set_epoch": [list(s) for s in samplers]}
+    for s in samplers:
+        s.set_epoch(1)
+    epochs["epoch 1 after set_epoch(1)"] = [list(s) for s in samplers]
+    padding = samplers[0].total_size - length
+    code = f"""from torch.utils.data import DistributedSampler
+
+data = range({length})
+for epoch in (0, 1):
+    for rank in range({ranks}):
+        sampler = DistributedSampler(data, num_replicas={ranks}, rank=rank, shuffle={shuffle}, seed={seed})
+        sampler.set_epoch(epoch)  # leave this out and every epoch repeats epoch 0's order
+        print(epoch, rank, list(sampler))
+"""
+    return DistributedResult(length, ranks, shuffle, epochs, padding, code)
+
+
+def _check(name: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        raise InputError(f"{name} must be between {low} and {high}; got {value}.")

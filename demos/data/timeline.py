@@ -1,0 +1,337 @@
+"""A real DataLoader run, timed from inside its workers and its main loop, drawn as a Gantt chart."""
+
+import os
+import time
+import warnings
+from dataclasses import dataclass, replace
+from functools import cache
+
+from demos.data.procs import RunTimeout, worker_run
+from demos.data.workers import TimedDataset, transform
+from demos.errors import InputError
+
+MAX_WORKERS = 4
+MAX_BATCH = 16
+MAX_PREFETCH = 4
+MAX_SAMPLES = 64
+MAX_IO_MS = 100
+MAX_TRANSFORM_MS = 20
+MAX_STEP_MS = 200
+SERIAL_BUDGET_MS = 1500  # the 0-worker run of a workload must fit in this
+COMPARE_LIMIT_S = 15.0
+MAIN = "main process"
+MAIN_LOADING = "main (loading itself)"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one sample costs to load and what one training step costs in the main process."""
+
+    samples: int = 32
+    io_ms: float = 20.0
+    transform_ms: float = 5.0
+    step_ms: float = 15.0
+
+
+@dataclass(frozen=True)
+class LoaderConfig:
+    """The DataLoader settings being compared."""
+
+    num_workers: int = 0
+    batch_size: int = 4
+    prefetch_factor: int = 2
+    persistent_workers: bool = False
+    pin_memory: bool = False
+
+    @property
+    def label(self) -> str:
+        extra = f", prefetch {self.prefetch_factor}" if self.num_workers else ""
+        extra += ", persistent" if self.persistent_workers and self.num_workers else ""
+        extra += ", pin_memory" if self.pin_memory else ""
+        return f"{self.num_workers} workers, batch {self.batch_size}{extra}"
+
+
+@dataclass(frozen=True)
+class Span:
+    """One bar of the Gantt chart; times in seconds from the start of the run."""
+
+    row: str
+    kind: str  # startup, wait, step, io, transform
+    start: float
+    end: float
+    text: str
+
+
+@dataclass(frozen=True)
+class LoaderRun:
+    workload: Workload
+    config: LoaderConfig
+    epochs: int
+    spans: tuple[Span, ...]
+    loaded: tuple[tuple[int, int, int, int], ...]  # (epoch, sample index, worker id, pid) in arrival order
+    wall_s: float
+    starved_s: float
+    epoch_startup_s: tuple[float, ...]  # iter(loader) to first batch, per epoch
+    warnings: tuple[str, ...]
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.epochs * self.workload.samples / self.wall_s
+
+    @property
+    def starved_fraction(self) -> float:
+        return self.starved_s / self.wall_s
+
+    @property
+    def median_transform_ms(self) -> float:
+        ms = sorted(1000 * (s.end - s.start) for s in self.spans if s.kind == "transform")
+        return ms[len(ms) // 2] if ms else 0.0
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: LoaderRun
+    b: LoaderRun
+    baseline_samples_per_s: dict  # batch size -> samples/s of the same workload with 0 workers
+    fork_server_s: float
+    cores: int
+    load_average: float  # 1-minute load average of the host right after the runs
+    code: str
+
+    def speedup(self, run: LoaderRun) -> float:
+        return run.samples_per_s / self.baseline_samples_per_s[run.config.batch_size]
+
+    def bound(self, run: LoaderRun) -> float:
+        return speedup_bound(run.workload, run.config, self.cores)
+
+
+def cores() -> int:
+    """CPU cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+@cache
+def ms_per_rep() -> float:
+    """Milliseconds one transform repetition takes on one core here (best of three, measured once)."""
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        transform(200, 0)
+        best = min(best, (time.perf_counter() - t0) * 1000 / 200)
+    return best
+
+
+def reps_for(transform_ms: float) -> int:
+    return round(transform_ms / ms_per_rep()) if transform_ms > 0 else 0
+
+
+def validate(workload: Workload, config: LoaderConfig, budget_ms: float = SERIAL_BUDGET_MS) -> None:
+    """Raise InputError naming the first setting outside its limit."""
+    _check_range("Samples", workload.samples, 4, MAX_SAMPLES)
+    _check_range("I/O latency (ms)", workload.io_ms, 0, MAX_IO_MS)
+    _check_range("CPU transform (ms)", workload.transform_ms, 0, MAX_TRANSFORM_MS)
+    _check_range("Training step (ms)", workload.step_ms, 0, MAX_STEP_MS)
+    _check_range("num_workers", config.num_workers, 0, MAX_WORKERS)
+    _check_range("batch_size", config.batch_size, 1, MAX_BATCH)
+    _check_range("prefetch_factor", config.prefetch_factor, 1, MAX_PREFETCH)
+    serial_ms = serial_estimate_ms(workload, config.batch_size)
+    if serial_ms > budget_ms:
+        raise InputError(
+            f"These settings take about {serial_ms / 1000:.1f} s without workers; keep samples x (latency + "
+            f"transform) + batches x step under {budget_ms / 1000:g} s."
+        )
+
+
+def _check_range(name: str, value, low, high) -> None:
+    if not low <= value <= high:
+        raise InputError(f"{name} must be between {low} and {high}; got {value}.")
+
+
+def serial_estimate_ms(w: Workload, batch_size: int) -> float:
+    batches = -(-w.samples // batch_size)
+    return w.samples * (w.io_ms + w.transform_ms) + batches * w.step_ms
+
+
+def speedup_bound(w: Workload, c: LoaderConfig, n_cores: int) -> float:
+    """Best steady-state speedup over 0 workers, capped by the step, the workers and the cores."""
+    if c.num_workers == 0:
+        return 1.0
+    load_ms = c.batch_size * (w.io_ms + w.transform_ms)
+    serial = load_ms + w.step_ms
+    parallel = max(w.step_ms, load_ms / c.num_workers, c.batch_size * w.transform_ms / n_cores, 1e-9)
+    return serial / parallel
+
+
+def _loader_kwargs(c: LoaderConfig) -> dict:
+    kwargs = dict(batch_size=c.batch_size, num_workers=c.num_workers, pin_memory=c.pin_memory)
+    if c.num_workers:
+        kwargs.update(prefetch_factor=c.prefetch_factor, persistent_workers=c.persistent_workers)
+    return kwargs
+
+
+def _record(run, w: Workload, c: LoaderConfig, epochs: int, fail_at: int = -1, hang_at: int = -1) -> LoaderRun:
+    """Iterate a real DataLoader for `epochs`; main-loop spans timed here, sample spans timed in the workers."""
+    dataset = TimedDataset(w.samples, w.io_ms, reps_for(w.transform_ms), fail_at=fail_at, hang_at=hang_at)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loader = run.loader(dataset, **_loader_kwargs(c))
+        spans, loaded, startups = [], [], []
+        origin = time.perf_counter()
+        for epoch in range(epochs):
+            t_iter = time.perf_counter()
+            it = run.iterate(loader)
+            t_ready = time.perf_counter()
+            spans.append(Span(MAIN, "startup", t_iter, t_ready, f"epoch {epoch}: iter(loader) starts workers"))
+            first = True
+            while True:
+                t0 = time.perf_counter()
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    break
+                except Exception as err:  # a worker's exception arrives here re-raised with its own type
+                    raise _loader_error(err, run.time_limit_s) from None
+                t1 = time.perf_counter()
+                if first:
+                    startups.append(t1 - t_iter)
+                    first = False
+                spans.append(Span(MAIN, "wait", t0, t1, f"waiting for batch ({1000 * (t1 - t0):.1f} ms)"))
+                time.sleep(w.step_ms / 1000)  # stands in for a GPU step: the CPU is free meanwhile
+                t2 = time.perf_counter()
+                spans.append(Span(MAIN, "step", t1, t2, f"training step ({1000 * (t2 - t1):.1f} ms)"))
+                _add_sample_spans(batch, epoch, spans, loaded)
+                run.check_deadline()
+        end = time.perf_counter()
+    shifted = tuple(replace(s, start=s.start - origin, end=s.end - origin) for s in spans)
+    starved = sum(s.end - s.start for s in shifted if s.kind in ("startup", "wait"))
+    notes = tuple(dict.fromkeys(str(m.message) for m in caught if "worker number rationality" not in str(m.message)))
+    return LoaderRun(w, c, epochs, shifted, tuple(loaded), end - origin, starved, tuple(startups), notes)
+
+
+def _add_sample_spans(batch: dict, epoch: int, spans: list, loaded: list) -> None:
+    for index, worker, pid, (t0, t1, t2) in zip(
+        batch["index"].tolist(), batch["worker"].tolist(), batch["pid"].tolist(), batch["t"].tolist(), strict=True
+    ):
+        row = MAIN_LOADING if worker < 0 else f"worker {worker}"
+        spans.append(Span(row, "io", t0, t1, f"sample {index}: read ({1000 * (t1 - t0):.1f} ms)"))
+        spans.append(Span(row, "transform", t1, t2, f"sample {index}: transform ({1000 * (t2 - t1):.1f} ms)"))
+        loaded.append((epoch, index, worker, pid))
+
+
+def _loader_error(err: Exception, limit_s: float) -> InputError:
+    """A worker's failure or a batch that never came, as one sentence."""
+    text = str(err).strip().splitlines()
+    if "timed out" in str(err):
+        return RunTimeout(f"A worker did not deliver a batch within the {limit_s:g} s limit; the run was stopped.")
+    last = text[-1] if text else type(err).__name__  # the worker's own exception line
+    return InputError(f"A DataLoader worker failed with {last.rstrip('.')}.")
+
+
+def record_run(w: Workload, c: LoaderConfig, epochs: int = 1, time_limit_s: float = 10.0,
+               fail_at: int = -1, hang_at: int = -1) -> LoaderRun:
+    """One validated DataLoader run under the process rules (slot, fork server, deadline, cleanup)."""
+    validate(w, c)
+    with worker_run(time_limit_s) as run:
+        return _record(run, w, c, epochs, fail_at=fail_at, hang_at=hang_at)
+
+
+def compare(w: Workload, a: LoaderConfig, b: LoaderConfig, time_limit_s: float = COMPARE_LIMIT_S,
+            budget_ms: float = SERIAL_BUDGET_MS) -> Comparison:
+    """Two configurations on one workload, plus the 0-worker baseline each speedup is measured against."""
+    validate(w, a, budget_ms)
+    validate(w, b, budget_ms)
+    with worker_run(time_limit_s) as run:
+        run_a = _record(run, w, a, 1)
+        run_b = _record(run, w, b, 1)
+        baselines = {r.config.batch_size: r.samples_per_s for r in (run_a, run_b) if r.config.num_workers == 0}
+        for size in sorted({a.batch_size, b.batch_size} - set(baselines)):
+            baselines[size] = _record(run, w, LoaderConfig(batch_size=size), 1).samples_per_s
+        fork_server_s = run.startup_s
+    return Comparison(run_a, run_b, baselines, fork_server_s, cores(), os.getloadavg()[0], timeline_code(w, a, b))
+
+
+@dataclass(frozen=True)
+class EpochRuns:
+    off: LoaderRun  # persistent_workers=False
+    on: LoaderRun  # persistent_workers=True
+    code: str
+
+
+def epoch_boundaries(w: Workload, c: LoaderConfig, time_limit_s: float = COMPARE_LIMIT_S) -> EpochRuns:
+    """Two epochs with persistent_workers off, then on: the start-up gap at the epoch boundary."""
+    if c.num_workers == 0:
+        raise InputError("persistent_workers needs num_workers of at least 1; choose 1 to 4 workers.")
+    off, on = replace(c, persistent_workers=False), replace(c, persistent_workers=True)
+    validate(w, c)
+    with worker_run(time_limit_s) as run:
+        runs = _record(run, w, off, 2), _record(run, w, on, 2)
+    return EpochRuns(*runs, timeline_code(w, off, on, epochs=2))
+
+
+def timeline_code(w: Workload, a: LoaderConfig, b: LoaderConfig, epochs: int = 1) -> str:
+    """A standalone script that runs both configurations and prints samples/s, starved share and first-batch wait."""
+    reps = reps_for(w.transform_ms)
+    return f'''import multiprocessing
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset, get_worker_info
+
+
+class TimedDataset(Dataset):
+    """__getitem__ = a read (sleep) + CPU work; each sample carries timestamps taken in its worker."""
+
+    def __len__(self):
+        return {w.samples}
+
+    def __getitem__(self, i):
+        t0 = time.perf_counter()  # CLOCK_MONOTONIC on Linux: comparable across processes
+        time.sleep({w.io_ms / 1000!r})
+        t1 = time.perf_counter()
+        x = torch.rand(3, 64, 64, generator=torch.Generator().manual_seed(i))
+        for _ in range({reps}):  # CPU work: about {w.transform_ms:g} ms on one idle core here
+            x = x * x * 0.9 + 0.05
+        info = get_worker_info()
+        return {{"x": x, "index": i, "worker": -1 if info is None else info.id,
+                "t": torch.tensor([t0, t1, time.perf_counter()], dtype=torch.float64)}}
+
+
+def run(epochs, **kwargs):
+    loader = DataLoader(TimedDataset(), multiprocessing_context="forkserver" if kwargs["num_workers"] else None,
+                        **kwargs)
+    for epoch in range(epochs):
+        start = t0 = time.perf_counter()
+        starved, first = 0.0, None
+        for batch in loader:  # iter(loader) starts the workers unless they are persistent
+            starved += time.perf_counter() - t0
+            first = first or time.perf_counter() - start
+            time.sleep({w.step_ms / 1000!r})  # the training step
+            t0 = time.perf_counter()
+        wall = time.perf_counter() - start
+        print(kwargs, f"epoch {{epoch}}: {{{w.samples} / wall:.1f}} samples/s, starved {{starved / wall:.0%}}, "
+              f"first batch after {{1000 * first:.0f}} ms")
+
+
+if __name__ == "__main__":
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch"])
+    warm = ctx.Process(target=len, args=((),))  # start the fork server (it imports torch) before any clock
+    warm.start()
+    warm.join()
+    run({epochs}, **{_loader_kwargs(a)!r})
+    run({epochs}, **{_loader_kwargs(b)!r})
+'''
+
+
+def io_bound_speedup(workers: int = 4) -> tuple[float, float]:
+    """Benchmark helper: samples/s of an I/O-bound workload with `workers` workers and with 0 (in that order).
+
+    Longer than the page allows (3.2 s without workers), so worker start-up does not dominate the ratio.
+    """
+    w = Workload(samples=64, io_ms=50.0, transform_ms=0.0, step_ms=0.0)
+    result = compare(w, LoaderConfig(num_workers=workers, batch_size=4, prefetch_factor=2), LoaderConfig(batch_size=4),
+                     time_limit_s=30.0, budget_ms=3500)
+    return result.a.samples_per_s, result.b.samples_per_s
+

@@ -1,0 +1,456 @@
+"""Public demos of the distributed page: validate plain parameters, run real ranks, return frozen results.
+
+`run_demo` starts gloo ranks through the launcher; `from_file` reads a result file written by the same workers
+under torchrun. Both return a `DistRun`; the `*_view` functions turn one into what a figure needs.
+"""
+
+import inspect
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn as nn
+
+from demos.distributed import workers
+from demos.distributed.launcher import MAX_WORLD, MIN_WORLD, run_ranks
+from demos.distributed.results import load_result
+from demos.errors import InputError
+from demos.parsing import parse_int, parse_number
+
+# name: (low, high) for whole-number parameters of each demo
+LIMITS = {
+    "length": (1, 6), "ring_numel": (1, 1_000_000), "seed": (0, 9999), "layers": (1, 6), "width": (2, 256),
+    "per_rank": (2, 32), "micro_batches": (1, 8), "dataset": (1, 64), "d_in": (2, 256), "d_out": (2, 256),
+    "batch": (1, 16),
+}
+BUCKET_MB = (0.001, 25.0)
+DEMO_PARAMS = {
+    "env": (),
+    "collectives": ("length", "ring_numel", "seed"),
+    "ddp": ("layers", "width", "per_rank", "bucket_cap_mb", "micro_batches", "head_first", "seed"),
+    "fsdp": ("layers", "width", "per_rank", "seed"),
+    "tensor_parallel": ("d_in", "d_out", "batch", "seed"),
+    "sampler": ("dataset", "shuffle", "drop_last", "seed"),
+}
+DDP_ITERATIONS = 3
+LABELS = {"length": "Elements per rank", "ring_numel": "Ring message size", "seed": "Seed", "layers": "Layers",
+          "width": "Width", "per_rank": "Samples per rank", "micro_batches": "Micro-batches",
+          "dataset": "Dataset size", "d_in": "Input features", "d_out": "Output features", "batch": "Batch"}
+
+
+@dataclass(frozen=True)
+class DistRun:
+    """One distributed run: every rank's raw result, where it came from, and the code that reproduces it."""
+
+    demo: str
+    world_size: int
+    backend: str
+    params: dict = field(hash=False)
+    ranks: tuple = field(hash=False)
+    source: str
+    wall_s: float | None
+    code: str
+
+
+def _whole(name: str, value) -> int:
+    low, high = LIMITS[name]
+    return parse_int(str(value), LABELS[name], low, high)
+
+
+def validate_world(world_size) -> int:
+    return parse_int(str(world_size), "World size", MIN_WORLD, MAX_WORLD)
+
+
+def validate_params(demo: str, world: int, raw: dict) -> dict:
+    """Check every parameter of a demo against its limit; return them as plain JSON values."""
+    if demo not in DEMO_PARAMS:
+        raise InputError(f"Unknown demo '{demo}'; choose one of {', '.join(DEMO_PARAMS)}.")
+    p = {}
+    for name in DEMO_PARAMS[demo]:
+        if name not in raw:
+            raise InputError(f"The {demo} demo needs the parameter '{name}'.")
+        value = raw[name]
+        if name == "bucket_cap_mb":
+            mb = parse_number(str(value), "Bucket cap (MB)")
+            if not BUCKET_MB[0] <= mb <= BUCKET_MB[1]:
+                raise InputError(f"Bucket cap (MB) must be between {BUCKET_MB[0]} and {BUCKET_MB[1]}; got {mb:g}.")
+            p[name] = mb
+        elif name in ("head_first", "shuffle", "drop_last"):
+            p[name] = bool(value)
+        else:
+            p[name] = _whole(name, value)
+    if demo == "ddp":
+        if p["micro_batches"] > p["per_rank"]:
+            raise InputError(f"Micro-batches ({p['micro_batches']}) cannot exceed samples per rank ({p['per_rank']}).")
+        p["iterations"] = DDP_ITERATIONS
+    if demo == "tensor_parallel":
+        for name in ("d_in", "d_out"):
+            if p[name] % world:
+                raise InputError(f"{LABELS[name]} ({p[name]}) must be divisible by the number of ranks ({world}).")
+    return p
+
+
+# Which worker functions make up the standalone script of each demo (shown as "the code").
+_SNIPPET_PARTS = {
+    "env": (workers.env_seen,),
+    "collectives": (workers.barrier_times, workers.ring_all_reduce, workers.collectives),
+    "ddp": (workers.Tower, workers.global_batch, workers._ddp_recorder, workers._time_layers, workers._accumulation,
+            workers._unused_branch, workers.ddp),
+    "fsdp": (workers.Tower, workers.global_batch, workers._CommLog, workers._tensors_in, workers._tensor_bytes,
+             workers._local, workers._memory, workers.fsdp),
+    "tensor_parallel": (workers.tensor_parallel,),
+    "sampler": (workers.sampler,),
+}
+_HEADER = (
+    "import os\nimport time\nimport warnings\n\nimport torch\nimport torch.distributed as dist\n"
+    "import torch.nn as nn\nimport torch.nn.functional as F\nfrom torch.distributed.fsdp import fully_shard\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "from torch.utils._python_dispatch import TorchDispatchMode\nfrom torch.utils.data import DistributedSampler\n\n"
+    "ENV_KEYS = ('RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT')\n"
+)
+
+
+def snippet(demo: str, world: int, params: dict) -> str:
+    """A standalone script with the exact worker code that ran; launch it with torchrun."""
+    parts = "\n\n".join(inspect.getsource(fn) for fn in _SNIPPET_PARTS[demo])
+    name = _SNIPPET_PARTS[demo][-1].__name__
+    cli = " ".join(f"--param {k}={v}" for k, v in params.items() if k != "iterations")
+    return (
+        f"# Run with: torchrun --nproc-per-node {world} this_file.py\n"
+        f"# or, in this repository: torchrun --nproc-per-node {world} -m demos.distributed.run --demo {demo} "
+        f"{cli} --out result.json\n"
+        f"{_HEADER}\n\n{parts}\n\n"
+        "if __name__ == '__main__':\n"
+        "    dist.init_process_group('gloo')\n"
+        "    rank, world = dist.get_rank(), dist.get_world_size()\n"
+        f"    result = {name}(rank, world, {params!r})\n"
+        "    print(rank, result)\n"
+        "    dist.destroy_process_group()\n"
+    )
+
+
+def run_demo(demo: str, world_size: int, **raw) -> DistRun:
+    """Run one demo on real gloo ranks (2-4 processes on 127.0.0.1) and return every rank's result."""
+    world = validate_world(world_size)
+    params = validate_params(demo, world, raw)
+    record, info = run_ranks(demo, world, params)
+    source = f"live run: {world} gloo ranks on 127.0.0.1 (pids {', '.join(map(str, info.pids))}), {info.wall_s:.2f} s"
+    return _to_run(record, source, info.wall_s)
+
+
+def from_file(data: bytes, name: str = "result.json") -> DistRun:
+    """A result file from `torchrun -m demos.distributed.run --out FILE`, checked before anything draws it."""
+    record = load_result(data)
+    run = _to_run(record, f"loaded file {name[:80]}: {record['world_size']} ranks, backend {record['backend']}", None)
+    try:
+        VIEWS[run.demo](run)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
+        problem = type(err).__name__
+        raise InputError(f"The result file's {run.demo} data is incomplete or malformed ({problem}).") from None
+    return run
+
+
+def _to_run(record: dict, source: str, wall_s: float | None) -> DistRun:
+    demo, world = record["demo"], record["world_size"]
+    code = snippet(demo, world, record["params"])
+    return DistRun(demo, world, str(record["backend"]), record["params"], tuple(record["ranks"]), source, wall_s, code)
+
+
+# ---- collectives ---------------------------------------------------------------------------------------------
+
+OPS = {
+    "broadcast": "Rank 0's tensor is copied to every rank.",
+    "all_reduce_sum": "Every rank ends with the element-wise sum over ranks.",
+    "all_reduce_avg": "Every rank ends with the element-wise mean over ranks.",
+    "all_reduce_max": "Every rank ends with the element-wise maximum over ranks.",
+    "reduce": "Only rank 0 is guaranteed the sum; other ranks' buffers are scratch space.",
+    "all_gather": "Every rank ends with all ranks' tensors concatenated in rank order.",
+    "reduce_scatter": "Sum over ranks, then rank r keeps only chunk r of the sum.",
+    "scatter": "Rank 0 splits its tensor into chunks; rank r receives chunk r.",
+    "gather": "Rank 0 receives all tensors concatenated; the others receive nothing.",
+    "all_to_all": "Rank r sends its chunk j to rank j; it ends with chunk r of every rank, in rank order.",
+    "barrier": "Rank r arrives 40·r ms late; no rank leaves before the last one arrives (times in ms).",
+}
+_MOVES = ("broadcast", "all_gather", "scatter", "gather", "all_to_all")
+
+
+def block_origins(op: str, world: int, n: int, rank: int, count: int) -> list[int | None]:
+    """Which rank each output element came from (None when it mixes ranks, as in a reduction)."""
+    if op == "broadcast":
+        return [0] * count
+    if op in ("all_gather", "gather", "all_to_all"):
+        return [i // n for i in range(count)]
+    if op == "scatter":
+        return [0] * count
+    if op == "reduce" and rank != 0:
+        return [rank] * count
+    return [None] * count
+
+
+def collective_view(run: DistRun, op: str) -> dict:
+    """Every rank's tensor before and after one collective, with where each element came from."""
+    if op not in OPS:
+        raise InputError(f"Unknown collective '{op}'; choose one of {', '.join(OPS)}.")
+    n = int(run.params["length"])
+    rows = []
+    for r, entry in enumerate(run.ranks):
+        rec = entry["ops"][op]
+        after = rec["after"] or []
+        rows.append({"rank": r, "before": [float(v) for v in rec["before"]], "after": [float(v) for v in after],
+                     "origins": block_origins(op, run.world_size, n, r, len(after)), "error": str(rec["error"])})
+    return {"op": op, "about": OPS[op], "rows": rows}
+
+
+def ring_rows(run: DistRun) -> list[dict]:
+    """Per rank: message bytes, bytes it sent in the hand-written ring, the 2(N-1)/N formula, and the check."""
+    n = run.world_size
+    out = []
+    for r, entry in enumerate(run.ranks):
+        ring = entry["ring"]
+        out.append({"rank": r, "message bytes": int(ring["bytes"]), "sent bytes (measured)": int(ring["sent_bytes"]),
+                    "2(N-1)/N × size": 2 * (n - 1) / n * ring["bytes"],
+                    "max |ring − all_reduce|": float(ring["max_diff_vs_all_reduce"]),
+                    "ring ms": round(float(ring["ring_ms"]), 2),
+                    "all_reduce ms": round(float(ring["all_reduce_ms"]), 2)})
+    return out
+
+
+# ---- DDP ------------------------------------------------------------------------------------------------------
+
+def ddp_view(run: DistRun, rank: int = 0) -> dict:
+    """Timelines of each recorded iteration on one rank, plus the gradient checks and counts."""
+    entry = run.ranks[rank]
+    iterations = []
+    for it in entry["iterations"]:
+        layers = [{"name": k, "start": float(v[0]), "end": float(v[1] if v[1] is not None else v[0])}
+                  for k, v in it["layers"].items()]
+        buckets = [{"index": int(b["index"]), "bytes": int(b["bytes"]), "params": list(b["params"]),
+                    "start": float(b["start"]), "end": float(b["end"] if b["end"] is not None else b["start"])}
+                   for b in it["buckets"]]
+        iterations.append({"layers": layers, "buckets": buckets, "backward_end": float(it["backward_end"])})
+    return {
+        "rank": rank, "iterations": iterations, "params": entry["params"],
+        "max_diff_vs_single": max(float(e["max_diff_vs_single"]) for e in run.ranks),
+        "max_diff_across_ranks": float(entry["max_diff_across_ranks"]),
+        "accumulation": entry["accumulation"], "unused": entry["unused"],
+    }
+
+
+def overlap_ms(iteration: dict) -> float:
+    """How long bucket all_reduces ran while some layer's backward was still running."""
+    total = 0.0
+    for b in iteration["buckets"]:
+        for layer in iteration["layers"]:
+            total += max(0.0, min(b["end"], layer["end"]) - max(b["start"], layer["start"]))
+    return total
+
+
+# ---- DistributedSampler ---------------------------------------------------------------------------------------
+
+def sampler_view(run: DistRun) -> dict:
+    """Indices per rank per epoch, which ones are padding repeats, and whether the ranks cover the dataset."""
+    size = int(run.params["dataset"])
+    views = {}
+    for label, pick in (("epoch 0", lambda e: e["epochs"][0]), ("epoch 1 after set_epoch(1)", lambda e: e["epochs"][1]),
+                        ("epoch 1, set_epoch forgotten", lambda e: e["epoch1_without_set_epoch"])):
+        per_rank = [[int(i) for i in pick(e)] for e in run.ranks]
+        flat = [i for idx in per_rank for i in idx]
+        views[label] = {"indices": per_rank, "padding": len(flat) - len(set(flat)),
+                        "covered": sorted(set(flat)) == list(range(size)), "dropped": size - len(set(flat))}
+    first = run.ranks[0]
+    return {"views": views, "num_samples": int(first["num_samples"]), "total_size": int(first["total_size"]),
+            "dataset": size}
+
+
+# ---- FSDP -----------------------------------------------------------------------------------------------------
+
+def fsdp_view(run: DistRun) -> dict:
+    """Shard rows per parameter per rank, the recorded collectives and measured memory per rank."""
+    names = [s["name"] for s in run.ranks[0]["shards"]]
+    shards = {n: [next(s for s in e["shards"] if s["name"] == n) for e in run.ranks] for n in names}
+    return {
+        "names": names, "shards": shards, "collectives": run.ranks[0]["collectives"],
+        "memory": [e["memory"] for e in run.ranks], "param_count": int(run.ranks[0]["param_count"]),
+        "exact": all(s["matches_full_rows"] for per in shards.values() for s in per),
+    }
+
+
+def tp_view(run: DistRun) -> dict:
+    return {"ranks": run.ranks, "max_diff": max(max(e["column"]["max_diff"], e["row"]["max_diff"], e["mlp"]["max_diff"])
+                                                 for e in run.ranks)}
+
+
+def env_view(run: DistRun) -> list[dict]:
+    """What each rank saw: torchrun's environment variables, its pid, and what torch.distributed reports."""
+    rows = []
+    for e in run.ranks:
+        seen = e["seen"]
+        rows.append({**{k: str(seen["env"].get(k, "")) for k in workers.ENV_KEYS}, "pid": int(seen["pid"]),
+                     "dist.get_rank()": int(seen["dist_rank"]), "dist.get_world_size()": int(seen["dist_world"]),
+                     "backend": str(seen["backend"])})
+    return rows
+
+
+VIEWS = {
+    "env": env_view, "collectives": lambda r: [collective_view(r, op) for op in OPS] + [ring_rows(r)],
+    "ddp": ddp_view, "sampler": sampler_view, "fsdp": fsdp_view, "tensor_parallel": tp_view,
+}
+
+
+# ---- calculators (no processes) -------------------------------------------------------------------------------
+
+PRESETS = {
+    "This page's MLP": None,
+    "GPT-2 small shape (12 × 768)": (12, 768, 12, 50257),
+    "GPT-2 medium shape (24 × 1024)": (24, 1024, 16, 50257),
+    "GPT-2 XL shape (48 × 1600)": (48, 1600, 25, 50257),
+    "7B-class shape (32 × 4096)": (32, 4096, 32, 32000),
+}
+PRECISIONS = {
+    "mixed precision + Adam (2 + 2 + 12 bytes)": (2, 2, 12),
+    "fp32 + Adam (4 + 4 + 8 bytes)": (4, 4, 8),
+}
+
+
+def model_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
+    """Real parameter count: the page's MLP, or transformer layers built on the meta device (no memory)."""
+    if preset not in PRESETS:
+        raise InputError(f"Unknown model '{preset}'.")
+    if PRESETS[preset] is None:
+        model = workers.Tower(_whole("layers", layers), _whole("width", width))
+        return sum(p.numel() for p in model.parameters()), f"Tower({layers}, {width}) in torch"
+    n_layers, d, heads, vocab = PRESETS[preset]
+    with torch.device("meta"):
+        block = nn.TransformerEncoderLayer(d, heads, dim_feedforward=4 * d, batch_first=True)
+        embed = nn.Embedding(vocab, d)
+    count = n_layers * sum(p.numel() for p in block.parameters()) + sum(p.numel() for p in embed.parameters())
+    return count, f"{n_layers} × nn.TransformerEncoderLayer({d}, {heads}) + nn.Embedding({vocab}, {d}) on meta"
+
+
+def _precision(name: str) -> tuple[int, int, int]:
+    if name not in PRECISIONS:
+        raise InputError(f"Unknown precision '{name}'.")
+    return PRECISIONS[name]
+
+
+def zero_bytes(params: int, world: int, stage: int, precision: str) -> dict:
+    """Bytes per rank for parameters, gradients and optimizer state under ZeRO stage 0-3 (the ZeRO paper's model)."""
+    p_b, g_b, o_b = _precision(precision)
+    shard = {0: (1, 1, 1), 1: (1, 1, world), 2: (1, world, world), 3: (world, world, world)}[stage]
+    return {"parameters": params * p_b / shard[0], "gradients": params * g_b / shard[1],
+            "optimizer_state": params * o_b / shard[2]}
+
+
+WORLD_SIZES = (1, 2, 4, 8, 16, 32, 64)
+STAGE_NAMES = {0: "DDP (no sharding)", 1: "ZeRO-1: optimizer state", 2: "ZeRO-2: + gradients",
+               3: "ZeRO-3 / FSDP: + parameters"}
+
+
+def zero_table(params: int, precision: str) -> list[dict]:
+    """Total bytes per rank for every stage at every world size in WORLD_SIZES."""
+    return [{"stage": s, "world": n, "bytes": sum(zero_bytes(params, n, s, precision).values())}
+            for s in STAGE_NAMES for n in WORLD_SIZES]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A pipeline schedule: (stage, start slot, 'F' or 'B', micro-batch) for every task, and its measurements."""
+
+    kind: str
+    stages: int
+    micro: int
+    tasks: tuple
+    makespan: int
+    bubble: float
+    formula: float
+    peak_in_flight: tuple[int, ...]
+    code: str
+
+
+def _stage_order(kind: str, p: int, m: int, s: int) -> list[tuple[str, int]]:
+    """The order in which stage s runs its forwards and backwards."""
+    if kind == "GPipe":
+        return [("F", i) for i in range(m)] + [("B", i) for i in range(m)]
+    warm = min(p - s - 1, m)
+    order = [("F", i) for i in range(warm)]
+    f, b = warm, 0
+    while b < m:
+        if f < m:
+            order.append(("F", f))
+            f += 1
+        order.append(("B", b))
+        b += 1
+    return order
+
+
+def pipeline_schedule(stages: int, micro: int, kind: str) -> Schedule:
+    """Simulate a schedule with unit-time forward and backward; measure the idle fraction of every stage."""
+    p = parse_int(str(stages), "Stages", 2, 8)
+    m = parse_int(str(micro), "Micro-batches", 1, 16)
+    if kind not in ("GPipe", "1F1B"):
+        raise InputError(f"Unknown schedule '{kind}'; choose GPipe or 1F1B.")
+    orders = [_stage_order(kind, p, m, s) for s in range(p)]
+    done, free, pos, tasks = {}, [0] * p, [0] * p, []
+    while any(pos[s] < len(orders[s]) for s in range(p)):
+        progressed = False
+        for s in range(p):
+            if pos[s] == len(orders[s]):
+                continue
+            what, i = orders[s][pos[s]]
+            deps = [("F", s - 1, i)] if what == "F" and s > 0 else []
+            if what == "B":
+                deps = [("F", s, i)] + ([("B", s + 1, i)] if s < p - 1 else [])
+            if all(d in done for d in deps):
+                start = max([free[s]] + [done[d] for d in deps])
+                done[(what, s, i)] = start + 1
+                free[s] = start + 1
+                tasks.append((s, start, what, i))
+                pos[s] += 1
+                progressed = True
+        if not progressed:
+            raise RuntimeError("schedule deadlocked")  # a bug in the orders, never user input
+    makespan = max(free)
+    bubble = 1 - (2 * m) / makespan
+    peak = []
+    for s in range(p):
+        live, best = 0, 0
+        for _, _, what, _ in sorted(t for t in tasks if t[0] == s):
+            live += 1 if what == "F" else -1
+            best = max(best, live)
+        peak.append(best)
+    code = (f"# stage s runs its tasks in this order; a task waits for its dependency on the neighbour stage\n"
+            f"orders = [_stage_order({kind!r}, {p}, {m}, s) for s in range({p})]\n"
+            f"bubble = 1 - 2 * {m} / makespan   # formula: ({p}-1)/({m}+{p}-1) = {(p - 1) / (m + p - 1):.4f}\n")
+    return Schedule(kind, p, m, tuple(sorted(tasks, key=lambda t: (t[1], t[0]))), makespan, bubble,
+                    (p - 1) / (m + p - 1), tuple(peak), inspect.getsource(_stage_order) + "\n" + code)
+
+
+def tradeoff_rows(params: int, world: int, layers: int, width: int, tokens: int, precision: str) -> list[dict]:
+    """Memory per rank, communication per step and complexity of DDP, FSDP, TP and PP for one model and world size."""
+    p_b, g_b, o_b = _precision(precision)
+    state = params * (p_b + g_b + o_b)
+    act = tokens * width * p_b  # one layer's activation tensor for the batch
+    ring = 2 * (world - 1) / world
+    return [
+        {"strategy": "DDP", "memory per rank": state, "communication per step": ring * params * g_b,
+         "what is sent": "all_reduce of all gradients", "complexity": "low: wrap the model"},
+        {"strategy": "FSDP (ZeRO-3)", "memory per rank": state / world,
+         "communication per step": 1.5 * ring * params * p_b,
+         "what is sent": "all_gather params (fwd + bwd) + reduce_scatter grads", "complexity": "medium: wrap policy"},
+        {"strategy": "Tensor parallel", "memory per rank": state / world,
+         "communication per step": 4 * layers * ring * act,
+         "what is sent": "2 all_reduce of activations per layer, forward and backward",
+         "complexity": "high: rewrite layers, needs fast links"},
+        {"strategy": "Pipeline parallel", "memory per rank": state / world,
+         "communication per step": 2 * (world - 1) * act,
+         "what is sent": "activations forward, their gradients backward, between neighbours",
+         "complexity": "high: split stages, schedule, bubble"},
+    ]
+
+
+def human_bytes(n: float) -> str:
+    """Bytes in binary units, labelled as such (KiB, MiB, GiB)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    return f"{n:.2f} TiB"

@@ -1,0 +1,377 @@
+"""Data loading: real DataLoader timelines, epoch boundaries, IterableDataset sharding, samplers, collate, pinning."""
+
+import streamlit as st
+
+from demos.data import figures
+from demos.data.collate import bucketing, pad_batch
+from demos.data.pinning import MAX_MB, pin_demo
+from demos.data.procs import START_METHOD
+from demos.data.questions import QUESTIONS
+from demos.data.samplers import distributed_partition, sampler_orders, weighted_sampling
+from demos.data.streams import MAX_LENGTH, stream_demo
+from demos.data.timeline import (
+    MAX_BATCH,
+    MAX_IO_MS,
+    MAX_PREFETCH,
+    MAX_SAMPLES,
+    MAX_STEP_MS,
+    MAX_TRANSFORM_MS,
+    MAX_WORKERS,
+    SERIAL_BUDGET_MS,
+    LoaderConfig,
+    Workload,
+    compare,
+    cores,
+    epoch_boundaries,
+    validate,
+)
+from pages import ui
+
+SLUG = "data-loading"
+
+
+# ---------- cached demo calls: plain parameters in, (frozen result, its figure) out ----------
+# Process runs: st.cache_data. In-process demos: st.cache_resource, because rebuilding (or unpickling) their
+# plotly figures would cost more than a warm rerun may; the cached figures are only read (ui.plot copies).
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_compare(workload: tuple, a: tuple, b: tuple):
+    r = compare(Workload(*workload), LoaderConfig(*a), LoaderConfig(*b))
+    return r, figures.gantt_figure([r.a, r.b], [f"A: {r.a.config.label}", f"B: {r.b.config.label}"])
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_epochs(workload: tuple, config: tuple):
+    r = epoch_boundaries(Workload(*workload), LoaderConfig(*config))
+    return r, figures.gantt_figure([r.off, r.on], ["persistent_workers=False", "persistent_workers=True"])
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_streams(length: int, num_workers: int):
+    r = stream_demo(length, num_workers)
+    return r, figures.stream_figure(r.naive, r.sharded, r.num_workers)
+
+
+@st.cache_resource(max_entries=32)
+def cached_orders(length: int, seed: int):
+    r = sampler_orders(length, seed)
+    return r, figures.order_figure(r.orders, length)
+
+
+@st.cache_resource(max_entries=32)
+def cached_weighted(sizes_text: str, batch_size: int):
+    r = weighted_sampling(sizes_text, batch_size)
+    return r, figures.weighted_figure(r.class_sizes, r.drawn_plain, r.drawn_weighted)
+
+
+@st.cache_resource(max_entries=32)
+def cached_distributed(length: int, ranks: int, shuffle: bool):
+    r = distributed_partition(length, ranks, shuffle)
+    return r, figures.distributed_figure(r.epochs, r.length)
+
+
+@st.cache_resource(max_entries=32)
+def cached_pad(lengths_text: str):
+    r = pad_batch(lengths_text)
+    return r, figures.pad_figure(r.padded, r.mask)
+
+
+@st.cache_resource(max_entries=32)
+def cached_buckets(sequences: int, batch_size: int):
+    r = bucketing(sequences, batch_size)
+    return r, figures.bucket_figure(r.random_max_lengths, r.bucketed_max_lengths, r.random_padding,
+                                    r.bucketed_padding)
+
+
+@st.cache_resource(max_entries=8)
+def cached_pin(megabytes: int):
+    return pin_demo(megabytes)
+
+
+# ---------- widgets ----------
+
+def workload_ui() -> tuple:
+    st.markdown("**The workload** (shared by both configurations)")
+    c1, c2, c3, c4 = st.columns(4)
+    samples = c1.slider("Samples", 4, MAX_SAMPLES, 32, 4, key="dl_samples", bind="query-params")
+    io_ms = c2.slider("I/O latency per sample (ms)", 0, MAX_IO_MS, 20, key="dl_io", bind="query-params",
+                      help="__getitem__ sleeps this long: a read from disk or network.")
+    transform_ms = c3.slider("CPU transform per sample (ms)", 0, MAX_TRANSFORM_MS, 5, key="dl_cpu",
+                             bind="query-params", help="Real torch work (elementwise arithmetic on a 3x64x64 image) "
+                             "sized to take about this long on one idle core.")
+    step_ms = c4.slider("Training step per batch (ms)", 0, MAX_STEP_MS, 15, 5, key="dl_step", bind="query-params",
+                        help="The main process sleeps this long, like a CPU waiting for a GPU step.")
+    return samples, float(io_ms), float(transform_ms), float(step_ms)
+
+
+def config_ui(prefix: str, title: str, workers: int) -> tuple:
+    st.markdown(f"**{title}**")
+    num_workers = st.slider("num_workers", 0, MAX_WORKERS, workers, key=f"dl_{prefix}_workers", bind="query-params")
+    batch_size = st.slider("batch_size", 1, MAX_BATCH, 4, key=f"dl_{prefix}_batch", bind="query-params")
+    prefetch = st.slider("prefetch_factor", 1, MAX_PREFETCH, 2, key=f"dl_{prefix}_prefetch", bind="query-params",
+                         disabled=num_workers == 0, help="Batches each worker may have requested ahead.")
+    left, right = st.columns(2)
+    persistent = left.toggle("persistent_workers", False, key=f"dl_{prefix}_persistent", bind="query-params",
+                             disabled=num_workers == 0)
+    pin = right.toggle("pin_memory", False, key=f"dl_{prefix}_pin", bind="query-params")
+    return num_workers, batch_size, prefetch, persistent, pin
+
+
+def ran(key: str, params) -> bool:
+    """Whether the button was pressed for exactly these parameters (the result then comes from the cache)."""
+    return st.session_state.get(key) == params
+
+
+def run_button(label: str, key: str, params) -> bool:
+    if st.button(label, key=f"{key}_button", type="primary", icon=":material/play_arrow:"):
+        st.session_state[key] = params
+        return True
+    if st.session_state.get(key) not in (None, params):
+        st.info("The settings changed since the last run: press the button to run them.", icon=":material/info:")
+    return False
+
+
+def with_status(label: str, fn, *args):
+    """Run a process-backed demo inside st.status so the visitor sees it working."""
+    with st.status(label, expanded=False) as status:
+        result = fn(*args)
+        status.update(label=f"{label} done", state="complete")
+    return result
+
+
+# ---------- sections ----------
+
+def intro() -> None:
+    ui.page_header(SLUG)
+    ui.prose(
+        "Every timeline here comes from a real `torch.utils.data.DataLoader` with real worker processes: each "
+        "sample is stamped inside the worker that produced it (`time.perf_counter`, which on Linux reads the "
+        "machine-wide `CLOCK_MONOTONIC`, so worker and main-process times share one axis), and the main loop "
+        f"stamps its own waits and steps. Workers start with `multiprocessing_context='{START_METHOD}'`: a "
+        "threaded server must not `fork` itself, and `spawn` re-imports torch in every worker (seconds each). "
+        f"This host has **{cores()} CPU cores**; torch warns when num_workers exceeds that, and the timeline shows "
+        "why."
+    )
+    ui.legend(["data", "activation", "parameter", "error", "idle"])
+    st.caption("read (I/O) · CPU transform · training step · main process starved · worker start-up")
+
+
+def timeline_section() -> tuple:
+    st.header("1. Timeline: who waits for whom", divider="gray")
+    ui.steps([
+        "Workers run `__getitem__` for the indices the sampler hands out and collate them into batches.",
+        "The main loop asks for the next batch (red while it waits), then runs the training step (blue).",
+        "With enough workers the next batch is ready before the step ends: no red between steps.",
+        "The speedup is capped by the slowest stage: the step, the workers' share of loading, or the cores' "
+        "share of CPU work. More workers than cores cannot speed up CPU-bound loading.",
+    ], key="dl_timeline_steps")
+    workload = workload_ui()
+    left, right = st.columns(2, gap="large")
+    with left:
+        a = config_ui("a", "Configuration A", 0)
+    with right:
+        b = config_ui("b", "Configuration B", 4)
+    params = (workload, a, b)
+    with ui.input_errors():
+        for cfg in (a, b):
+            validate(Workload(*workload), LoaderConfig(*cfg))
+        clicked = run_button("Run both loaders", "dl_timeline", params)
+        if not (clicked or ran("dl_timeline", params)):
+            st.info(f"Press the button to run both DataLoaders (a few seconds on an idle host: the workload "
+                    f"without workers is capped at {SERIAL_BUDGET_MS / 1000:g} s, and every run has a time limit).",
+                    icon=":material/play_circle:")
+            return workload
+        result, fig = with_status("Running real DataLoaders", cached_compare, *params)
+        show_comparison(result, fig)
+    return workload
+
+
+def show_comparison(result, fig) -> None:
+    cols = st.columns(2, gap="large")
+    for col, name, run in ((cols[0], "A", result.a), (cols[1], "B", result.b)):
+        with col:
+            st.markdown(f"**{name}: {run.config.label}**")
+            m1, m2, m3 = st.columns(3)
+            m1.metric("samples/s", f"{run.samples_per_s:.1f}")
+            m2.metric("starved", f"{run.starved_fraction:.0%}", help="Share of the run the main loop waited for data.")
+            m3.metric("speedup", f"{result.speedup(run):.2f}x", delta=f"bound {result.bound(run):.1f}x",
+                      delta_color="off", delta_arrow="off",
+                      help="Measured samples/s over the same workload with num_workers=0, next to the best the "
+                      "settings allow.")
+            st.caption(f"First batch after {1000 * run.epoch_startup_s[0]:.0f} ms; median transform "
+                       f"{run.median_transform_ms:.1f} ms per sample as measured in the workers.")
+            for note in run.warnings:
+                st.caption(f"torch says: {note}")
+    ui.plot(fig, key="dl_gantt")
+    busy = result.load_average > result.cores
+    server = (f"The fork server (torch imported once, {result.fork_server_s:.2f} s) was started before the clock "
+              "and stopped after the run." if result.fork_server_s else "No worker process was needed.")
+    st.caption(
+        f"Both runs on one time axis. {server} The bound assumes perfect overlap; the measured "
+        "number also pays worker start-up and the first batch. Host load average right after the run: "
+        f"{result.load_average:.1f} on {result.cores} cores"
+        + (" — the host is busy, so CPU-heavy settings measure slower than the bound suggests." if busy else ".")
+    )
+    ui.show_code(result.code, key="dl_timeline_code", file_name="dataloader_timeline.py")
+
+
+def epochs_section(workload: tuple) -> None:
+    st.header("2. Epoch boundaries: persistent_workers", divider="gray")
+    ui.prose("Without `persistent_workers`, every `iter(loader)` (every epoch) starts new workers and the first "
+             "batch waits for them and for a full pipeline. With it, the same workers carry on: the boundary "
+             "shrinks to one batch.")
+    c1, c2 = st.columns(2)
+    workers = c1.slider("num_workers", 1, MAX_WORKERS, 2, key="dl_epoch_workers", bind="query-params")
+    batch = c2.slider("batch_size", 1, MAX_BATCH, 4, key="dl_epoch_batch", bind="query-params")
+    config = (workers, batch, 2, False, False)
+    params = (workload, config)
+    with ui.input_errors():
+        validate(Workload(*workload), LoaderConfig(*config))
+        clicked = run_button("Run two epochs, off and on", "dl_epochs", params)
+        if not (clicked or ran("dl_epochs", params)):
+            st.info("Uses the workload from section 1; press the button to run two epochs twice.",
+                    icon=":material/play_circle:")
+            return
+        r, fig = with_status("Running two epochs twice", cached_epochs, *params)
+        off, on = r.off, r.on
+        c1, c2 = st.columns(2)
+        c1.metric("epoch 1 first batch, persistent off", f"{1000 * off.epoch_startup_s[1]:.0f} ms")
+        c2.metric("epoch 1 first batch, persistent on", f"{1000 * on.epoch_startup_s[1]:.0f} ms",
+                  delta=f"{1000 * (on.epoch_startup_s[1] - off.epoch_startup_s[1]):+.0f} ms", delta_color="inverse")
+        ui.plot(fig, key="dl_epochs_fig")
+        ui.show_code(r.code, key="dl_epochs_code", file_name="persistent_workers.py")
+
+
+def streams_section() -> None:
+    st.header("3. Dataset vs IterableDataset: sharding", divider="gray")
+    ui.prose("A map-style `Dataset` is indexed: the sampler hands each index to one worker. An `IterableDataset` "
+             "is a stream: each worker gets its own copy and iterates it from the start, so without sharding "
+             "every sample arrives once per worker. The fix is to shard in `__iter__` with `get_worker_info()`.")
+    c1, c2 = st.columns(2)
+    length = c1.slider("Stream length", 4, MAX_LENGTH, 12, key="dl_stream_len", bind="query-params")
+    workers = c2.slider("num_workers", 1, MAX_WORKERS, 3, key="dl_stream_workers", bind="query-params")
+    params = (length, workers)
+    with ui.input_errors():
+        clicked = run_button("Load both streams", "dl_streams", params)
+        if not (clicked or ran("dl_streams", params)):
+            st.info("Press the button to load the unsharded and the sharded stream with real workers.",
+                    icon=":material/play_circle:")
+            return
+        r, fig = with_status("Loading streams with real workers", cached_streams, *params)
+        trap, right = st.columns(2)
+        trap.metric("without sharding: samples (duplicates)", f"{len(r.naive)} ({r.naive_duplicates})")
+        right.metric("sharded: samples (duplicates)", f"{len(r.sharded)} ({r.sharded_duplicates})")
+        ui.plot(fig, key="dl_streams_fig")
+        ui.show_code(r.code, key="dl_streams_code", file_name="iterable_sharding.py")
+
+
+def samplers_section() -> None:
+    st.header("4. Samplers", divider="gray")
+    ui.prose("A sampler yields the indices a map-style dataset is read at; `shuffle=True` is just a "
+             "`RandomSampler`. A `BatchSampler` groups indices into batches, a `WeightedRandomSampler` draws by "
+             "weight, and a `DistributedSampler` gives each rank its own slice. All drawn by torch now.")
+    st.subheader("Order: sequential, random, random with replacement")
+    c1, c2 = st.columns(2)
+    length = c1.slider("Dataset length", 4, 24, 10, key="dl_order_len", bind="query-params")
+    seed = c2.number_input("Seed", 0, 10_000, 0, key="dl_order_seed", bind="query-params")
+    with ui.input_errors():
+        orders, fig = cached_orders(length, int(seed))
+        ui.plot(fig, key="dl_order_fig")
+        st.caption("Red cells: an index drawn more than once (only possible with replacement=True). "
+                   "BatchSampler then groups indices: " + "; ".join(f"`{k}` → {v}" for k, v in orders.batches.items()))
+        ui.show_code(orders.code, key="dl_order_code", file_name="samplers.py")
+
+    st.subheader("WeightedRandomSampler on an imbalanced dataset")
+    c1, c2 = st.columns([2, 1])
+    sizes = c1.text_input("Class sizes", "900, 90, 10", key="dl_class_sizes", bind="query-params",
+                          help="2 to 8 whole numbers, each 1 to 10000.")
+    batch = c2.slider("Batch size", 1, 256, 32, key="dl_weighted_batch", bind="query-params")
+    with ui.input_errors():
+        w, fig = cached_weighted(sizes, batch)
+        ui.plot(fig, key="dl_weighted_fig")
+        st.caption(f"Batches holding the rarest class: {w.batches_with_rarest[0]:.0%} with shuffle=True, "
+                   f"{w.batches_with_rarest[1]:.0%} weighted. The price: with replacement, a weighted epoch sees "
+                   f"only {w.unique_fraction:.0%} distinct samples (rare ones repeat, common ones are skipped).")
+        ui.show_code(w.code, key="dl_weighted_code", file_name="weighted_sampler.py")
+
+    st.subheader("DistributedSampler across simulated ranks")
+    c1, c2, c3 = st.columns(3)
+    d_len = c1.slider("Dataset length", 1, 64, 10, key="dl_dist_len", bind="query-params")
+    ranks = c2.slider("Ranks (world size)", 1, 8, 4, key="dl_dist_ranks", bind="query-params")
+    shuffle = c3.toggle("shuffle", True, key="dl_dist_shuffle", bind="query-params")
+    with ui.input_errors():
+        d, fig = cached_distributed(d_len, ranks, shuffle)
+        ui.plot(fig, key="dl_dist_fig")
+        same = d.epochs["epoch 0"] == d.epochs["epoch 1 without set_epoch"]
+        st.caption(f"Padding: {d.padding} repeated index(es) (red) so every rank gets {len(d.epochs['epoch 0'][0])}. "
+                   f"Epoch 1 without set_epoch is {'identical to' if same else 'different from'} epoch 0; "
+                   "after set_epoch(1) the order changes.")
+        ui.show_code(d.code, key="dl_dist_code", file_name="distributed_sampler.py")
+
+
+def collate_section() -> None:
+    st.header("5. collate_fn: variable-length sequences", divider="gray")
+    ui.prose("`collate_fn` turns a list of samples into one batch. The default stacks tensors, which needs equal "
+             "shapes; sequences need padding to the longest one and a mask that says which positions are real.")
+    lengths = st.text_input("Sequence lengths in one batch", "5, 3, 8, 2", key="dl_lengths", bind="query-params",
+                            help="2 to 12 whole numbers, each 1 to 48.")
+    with ui.input_errors():
+        p, pad_fig = cached_pad(lengths)
+        trap, correct = st.columns(2, gap="large")
+        with trap:
+            st.markdown("**The trap: default_collate**")
+            if p.default_error:
+                st.warning(f"torch: {p.default_error}", icon=":material/cancel:")
+            else:
+                st.success("All lengths are equal, so default_collate stacks them.", icon=":material/check_circle:")
+        with correct:
+            st.markdown(f"**A padding collate: batch {p.shape}, {p.padding_fraction:.0%} padding**")
+            ui.plot(pad_fig, key="dl_pad_fig")
+        ui.show_code(p.code, key="dl_pad_code", file_name="pad_collate.py")
+
+    st.subheader("Bucketing by length")
+    c1, c2 = st.columns(2)
+    sequences = c1.slider("Sequences", 64, 4096, 1024, 64, key="dl_bucket_n", bind="query-params")
+    batch = c2.slider("Batch size", 2, 128, 32, key="dl_bucket_batch", bind="query-params")
+    with ui.input_errors():
+        bk, fig = cached_buckets(sequences, batch)
+        m1, m2 = st.columns(2)
+        m1.metric("padding, shuffled batches", f"{bk.random_padding:.1%}")
+        m2.metric("padding, bucketed by length", f"{bk.bucketed_padding:.1%}",
+                  delta=f"{100 * (bk.bucketed_padding - bk.random_padding):+.1f} points", delta_color="inverse")
+        ui.plot(fig, key="dl_bucket_fig")
+        ui.show_code(bk.code, key="dl_bucket_code", file_name="bucketing.py")
+
+
+def pinning_section() -> None:
+    st.header("6. pin_memory", divider="gray")
+    ui.prose("Pinned (page-locked) host memory cannot be paged out, so the GPU's DMA engine can read it directly: "
+             "`x.to('cuda', non_blocking=True)` from pinned memory returns at once and the copy overlaps compute. "
+             "From pageable memory the driver first copies into a pinned staging buffer and the copy blocks. "
+             "`DataLoader(pin_memory=True)` pins each batch in a background thread of the main process.")
+    megabytes = st.slider("Tensor size (MiB)", 1, MAX_MB, 16, key="dl_pin_mb", bind="query-params")
+    with ui.input_errors():
+        r = cached_pin(megabytes)
+        c1, c2, c3 = st.columns(3)
+        c1.metric("accelerator", r.accelerator or "none")
+        c2.metric(f"host copy of {megabytes} MiB (ms)", f"{r.copy_ms:.2f}",
+                  help="A pageable clone: the copy that pinning a batch also has to make.")
+        c3.metric("tensor.pin_memory() (ms)", "unavailable" if r.pin_ms is None else f"{r.pin_ms:.2f}")
+        if r.pin_error:
+            st.warning(f"This host has no accelerator, so torch refuses to pin: {r.pin_error} "
+                       f"DataLoader(pin_memory=True) warns: {r.loader_warning}", icon=":material/memory:")
+        if r.h2d_pinned_gbps is not None:
+            st.metric("host-to-device GB/s: pageable → pinned", f"{r.h2d_pageable_gbps:.1f} → {r.h2d_pinned_gbps:.1f}")
+        else:
+            st.caption("Host-to-device copy speed pinned vs pageable is measured only where CUDA is present; the code "
+                       "below measures it on a CUDA machine.")
+        ui.show_code(r.code, key="dl_pin_code", file_name="pinned_copy.py")
+
+
+intro()
+epochs_section(timeline_section())
+streams_section()
+samplers_section()
+collate_section()
+pinning_section()
+ui.interview_corner(SLUG, QUESTIONS)

@@ -1,0 +1,416 @@
+"""Distributed: real gloo process groups on this server — collectives, DDP, sampler, FSDP, TP/PP, launch."""
+
+import pandas as pd
+import streamlit as st
+
+from demos.distributed import core
+from demos.distributed import figures as figs
+from demos.distributed.questions import QUESTIONS
+from pages import ui
+
+SLUG = "distributed"
+
+
+@st.cache_data(max_entries=48, show_spinner=False)
+def cached_run(demo: str, world: int, params: tuple) -> core.DistRun:
+    return core.run_demo(demo, world, **dict(params))
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def cached_file(data: bytes, name: str) -> core.DistRun:
+    return core.from_file(data, name)
+
+
+@st.cache_data(max_entries=32)
+def cached_schedule(stages: int, micro: int, kind: str) -> core.Schedule:
+    return core.pipeline_schedule(stages, micro, kind)
+
+
+@st.cache_resource(max_entries=32)
+def pipeline_figure(stages: int, micro: int):
+    """Shared read-only figure (ui.plot copies before enlarging it in whiteboard mode)."""
+    return figs.pipeline_figure([cached_schedule(stages, micro, kind) for kind in ("GPipe", "1F1B")])
+
+
+@st.cache_resource(max_entries=32)
+def zero_figure(params: int, precision: str, world: int):
+    return figs.zero_figure(core.zero_table(params, precision), world)
+
+
+@st.cache_data(max_entries=32)
+def cached_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
+    return core.model_param_count(preset, layers, width)
+
+
+def run_button(demo: str, world: int, raw: dict, label: str) -> core.DistRun | None:
+    """Validate now; start ranks only after the section's button was pressed once (then every change reruns)."""
+    params = core.validate_params(demo, world, raw)
+    armed = f"dist_{demo}_armed"
+    if st.button(f"Run {label} on {world} ranks", key=f"dist_{demo}_run", icon=":material/play_arrow:",
+                 type="primary"):
+        st.session_state[armed] = True
+    if not st.session_state.get(armed):
+        st.info(f"Press the button to start {world} real processes (gloo on 127.0.0.1). After the first run, "
+                "changing a setting reruns the ranks; repeated settings come from the cache.", icon=":material/info:")
+        return None
+    with st.status(f"{label}: starting {world} gloo ranks…") as status:
+        run = cached_run(demo, world, tuple(sorted(params.items())))
+        status.update(label=f"{label}: {run.source}", state="complete")
+    return run
+
+
+# ---- renderers (used for live runs and for loaded result files) ---------------------------------------------
+
+def show_collectives(run: core.DistRun, key: str) -> None:
+    op = st.segmented_control("Collective", list(core.OPS), default="all_reduce_sum", key=f"{key}_op",
+                              bind="query-params" if key == "dist_live" else None) or "all_reduce_sum"
+    view = core.collective_view(run, op)
+    st.markdown(f"**{op}** — {view['about']}")
+    ui.plot(figs.collective_figure(view), key=f"{key}_coll_fig")
+    ui.legend(["communication"])
+    st.caption("Block colour = the rank the value came from (rank 0 blue, rank 1 orange, rank 2 green, rank 3 red); "
+               "pink = mixed from every rank by a reduction.")
+    st.subheader("The trap: reduce is not all_reduce")
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**all_reduce(SUM)**: every rank holds the sum.")
+        ui.plot(figs.collective_figure(core.collective_view(run, "all_reduce_sum")), key=f"{key}_trap_ok")
+    with right:
+        st.markdown("**reduce(dst=0)**: only rank 0's buffer is the sum; reading it on rank 1 is wrong.")
+        ui.plot(figs.collective_figure(core.collective_view(run, "reduce")), key=f"{key}_trap_bad")
+    st.subheader("Ring all_reduce: bytes sent per rank")
+    rows = core.ring_rows(run)
+    n = run.world_size
+    ui.prose(f"A ring all_reduce is a reduce-scatter then an all-gather, each of N−1 steps sending one chunk of "
+             f"size/N to the right-hand neighbour. Each rank sends 2(N−1)/N × size = 2·{n - 1}/{n} × "
+             f"{rows[0]['message bytes']:,} B = {rows[0]['2(N-1)/N × size']:,.0f} B, whatever N is: the "
+             "bandwidth cost barely grows with more ranks. The ranks below ran the ring by hand with send/recv, "
+             "counted their bytes, and compared the result with `dist.all_reduce`.")
+    ui.plot(figs.ring_figure(rows), key=f"{key}_ring_fig")
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+
+def show_ddp(run: core.DistRun, key: str) -> None:
+    view = core.ddp_view(run)
+    last = len(view["iterations"]) - 1
+    first_it, last_it = view["iterations"][0], view["iterations"][last]
+    a, b, c, d = st.columns(4)
+    a.metric("buckets, iteration 1", len(first_it["buckets"]))
+    b.metric(f"buckets, iteration {last + 1}", len(last_it["buckets"]))
+    c.metric(f"overlap in iteration {last + 1}", f"{core.overlap_ms(last_it):.2f} ms",
+             help="Time bucket all_reduces ran while some layer's backward was still running.")
+    d.metric("max |DDP grad − 1-process grad|", f"{view['max_diff_vs_single']:.1e}",
+             help=f"Across ranks, gradients differ by at most {view['max_diff_across_ranks']:.1e}.")
+    ui.plot(figs.ddp_timeline_figure(view, (0, last)), key=f"{key}_timeline")
+    ui.legend(["activation", "communication"])
+    ui.steps([
+        "DDP registers a hook on each parameter's gradient accumulator and groups parameters into buckets "
+        "of at most `bucket_cap_mb`.",
+        "In iteration 1, DDP does not yet know the order gradients arrive in, so all parameters wait in one "
+        "bucket reduced when backward ends: no overlap.",
+        "At the end of iteration 1 it rebuilds the buckets in the order gradients actually became ready.",
+        "From then on a bucket's all_reduce starts (async) as soon as its last gradient is ready, while earlier "
+        "layers are still computing their backward: communication overlaps computation.",
+        "The comm hook divides by the world size: every rank ends with the same mean gradient.",
+    ], key=f"{key}_steps")
+    with st.expander("Buckets: size and parameters, first vs last iteration"):
+        for label, it in (("iteration 1", first_it), (f"iteration {last + 1}", last_it)):
+            st.markdown(f"**{label}**")
+            st.dataframe(pd.DataFrame([{"bucket": bk["index"], "bytes": bk["bytes"], "parameters": ", ".join(
+                bk["params"]), "all_reduce start ms": round(bk["start"], 3), "end ms": round(bk["end"], 3)}
+                for bk in it["buckets"]]), hide_index=True)
+    st.subheader("Gradient accumulation: no_sync() vs syncing every micro-batch")
+    acc = view["accumulation"]
+    left, right = st.columns(2)
+    left.metric(f"all_reduces with no_sync() over {acc['micro_batches']} micro-batches",
+                acc["all_reduces"]["no_sync"])
+    right.metric("all_reduces when every micro-batch syncs (the trap)", acc["all_reduces"]["every_step"],
+                 delta=acc["all_reduces"]["every_step"] - acc["all_reduces"]["no_sync"], delta_color="inverse")
+    st.caption(f"Same final gradients either way (max difference {acc['max_grad_diff']:.1e}); only the "
+               "communication differs: without no_sync every micro-batch all_reduces every bucket.")
+    st.subheader("find_unused_parameters")
+    ok, bad = view["unused"]["True"], view["unused"]["False"]
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Without it** (the model has a branch forward never uses), the second iteration raises:")
+        st.code(f"RuntimeError: {bad['error']}" if not bad["ok"] else "no error on this backend", language="text",
+                wrap_lines=True)
+    with right:
+        st.markdown("**With `find_unused_parameters=True`**:")
+        st.success("Two iterations ran: DDP marks unused parameters ready after each forward."
+                   if ok["ok"] else ok["error"], icon=":material/check_circle:")
+
+
+def show_sampler(run: core.DistRun, key: str) -> None:
+    view = core.sampler_view(run)
+    e0 = view["views"]["epoch 0"]
+    a, b, c, d = st.columns(4)
+    a.metric("dataset", view["dataset"])
+    b.metric("samples per rank", view["num_samples"])
+    c.metric("padding repeats", e0["padding"], help="Indices read twice so every rank gets the same count.")
+    d.metric("indices dropped", e0["dropped"], help="With drop_last=True the tail that does not divide evenly.")
+    ui.plot(figs.sampler_figure(view, "epoch 0"), key=f"{key}_s0")
+    st.caption(f"Disjoint apart from padding and covering the dataset: {e0['covered']}. A red outline marks an index "
+               "repeated to pad every rank to the same length (drop_last=False).")
+    left, right = st.columns(2)
+    with left:
+        ui.plot(figs.sampler_figure(view, "epoch 1 after set_epoch(1)"), key=f"{key}_s1")
+    with right:
+        ui.plot(figs.sampler_figure(view, "epoch 1, set_epoch forgotten"), key=f"{key}_s1bad")
+    st.caption("Right: without `sampler.set_epoch(epoch)` the shuffle is seeded the same every epoch, so every epoch "
+               "repeats epoch 0's order.")
+
+
+def show_fsdp(run: core.DistRun, key: str) -> None:
+    view = core.fsdp_view(run)
+    st.markdown(f"Every parameter is a DTensor sharded on dim 0; the local shards partition it exactly: "
+                f"**{view['exact']}** (each local tensor equals its rows of the full parameter).")
+    ui.plot(figs.fsdp_shard_figure(view), key=f"{key}_shards")
+    st.dataframe(pd.DataFrame([{"parameter": n, "full shape": str(tuple(view["shards"][n][0]["full"])),
+                                **{f"rank {r}": str(tuple(s["local"])) for r, s in enumerate(view["shards"][n])}}
+                               for n in view["names"]]), hide_index=True)
+    st.markdown("**Collectives recorded on rank 0 during one forward and backward** (from the dispatcher):")
+    st.dataframe(pd.DataFrame([{"collective": c["op"].strip("_"), "phase": c["phase"], "output bytes": c["bytes"],
+                                "input bytes": c.get("in_bytes", ""),
+                                "ms since forward began": round(c["t_ms"], 2)} for c in view["collectives"]]),
+                 hide_index=True)
+    ui.prose("All-gathers before each layer's forward rebuild the full weights (and free them after: "
+             "`reshard_after_forward=True`), again before its backward; reduce-scatters after backward leave each "
+             "rank only its shard of the gradient.")
+    ui.plot(figs.memory_figure(view), key=f"{key}_memory")
+    ui.legend(["parameter", "gradient", "optimizer_state"])
+
+
+def show_tp(run: core.DistRun, key: str) -> None:
+    view = core.tp_view(run)
+    first = view["ranks"][0]
+    ui.graph(figs.tp_dot(view, run.world_size))
+    a, b, c = st.columns(3)
+    a.metric("weight bytes per rank", first["weight_bytes_local"], help=f"full: {first['weight_bytes_full']} B")
+    b.metric("max |column-parallel − full|", f"{first['column']['max_diff']:.1e}")
+    c.metric("max |row-parallel − full|", f"{first['row']['max_diff']:.1e}")
+    st.caption(f"Megatron MLP (column-parallel then row-parallel): {first['mlp']['collectives']} all_reduce in "
+               f"total, max difference from the full MLP {first['mlp']['max_diff']:.1e} — the hidden activation "
+               "stays sharded between the two layers.")
+
+
+def show_env(run: core.DistRun, key: str) -> None:
+    st.dataframe(pd.DataFrame(core.env_view(run)), hide_index=True)
+
+
+RENDER = {"collectives": show_collectives, "ddp": show_ddp, "sampler": show_sampler, "fsdp": show_fsdp,
+          "tensor_parallel": show_tp, "env": show_env}
+
+
+def show_run(run: core.DistRun | None, key: str) -> None:
+    if run is None:
+        return
+    if run.wall_s is None:  # a live run's source is already on its status line
+        st.caption(f"Source: {run.source}")
+    RENDER[run.demo](run, key)
+    ui.show_code(run.code, key=f"{key}_{run.demo}_code", file_name=f"{run.demo}_ranks.py")
+
+
+# ---- sections -------------------------------------------------------------------------------------------------
+
+def model_ui(prefix: str) -> dict:
+    a, b, c = st.columns(3)
+    return {
+        "layers": a.slider("Layers", 1, 6, 3, key=f"{prefix}_layers", bind="query-params"),
+        "width": b.slider("Width", 8, 256, 64, 8, key=f"{prefix}_width", bind="query-params"),
+        "per_rank": c.slider("Samples per rank", 2, 32, 8, key=f"{prefix}_per_rank", bind="query-params"),
+    }
+
+
+def collectives_section(world: int) -> None:
+    ui.prose("Each rank starts with its own small tensor of seeded integers. Pick a collective to see every rank's "
+             "tensor before and after, exactly as the ranks returned it.")
+    a, b, c = st.columns(3)
+    raw = {"length": a.slider("Elements per rank", 1, 6, 3, key="dist_length", bind="query-params"),
+           "ring_numel": b.text_input("Ring message size (elements, ≤ 1,000,000)", "100000", key="dist_ring",
+                                      bind="query-params"),
+           "seed": c.number_input("Seed", 0, 9999, 0, key="dist_coll_seed", bind="query-params")}
+    with ui.input_errors():
+        show_run(run_button("collectives", world, raw, "collectives"), "dist_live")
+
+
+def ddp_section(world: int) -> None:
+    ui.prose("DistributedDataParallel on real ranks, each holding a different shard of one global batch. A comm "
+             "hook records every bucket (size, parameters, when its all_reduce started and finished); full backward "
+             "hooks record when each layer's backward ran.")
+    raw = model_ui("dist_ddp")
+    a, b, c = st.columns(3)
+    raw["bucket_cap_mb"] = a.text_input("bucket_cap_mb", "0.02", key="dist_bucket", bind="query-params",
+                                        help=f"{core.BUCKET_MB[0]} to {core.BUCKET_MB[1]} MB")
+    raw["micro_batches"] = b.slider("Micro-batches (no_sync)", 1, 8, 4, key="dist_micro", bind="query-params")
+    raw["head_first"] = c.toggle("Register the head first", True, key="dist_head_first", bind="query-params",
+                                 help="Registration order ≠ use order: iteration 1's buckets follow registration.")
+    raw["seed"] = 0
+    with ui.input_errors():
+        show_run(run_button("ddp", world, raw, "DDP"), "dist_ddp")
+
+
+def sampler_section(world: int) -> None:
+    ui.prose("`DistributedSampler` on each real rank: which dataset indices that rank reads, how it pads so every "
+             "rank gets the same count, and why `set_epoch` matters.")
+    a, b, c, d = st.columns(4)
+    raw = {"dataset": a.slider("Dataset size", 1, 64, 10, key="dist_dataset", bind="query-params"),
+           "shuffle": b.toggle("shuffle", True, key="dist_shuffle", bind="query-params"),
+           "drop_last": c.toggle("drop_last", False, key="dist_drop_last", bind="query-params"),
+           "seed": d.number_input("Seed", 0, 9999, 0, key="dist_sampler_seed", bind="query-params")}
+    with ui.input_errors():
+        show_run(run_button("sampler", world, raw, "DistributedSampler"), "dist_sampler")
+
+
+def fsdp_section(world: int) -> None:
+    ui.prose("`fully_shard` (FSDP2) on each Linear and on the root, on the same ranks. Shapes come from each rank's "
+             "DTensor local tensors; collectives are recorded as they pass the dispatcher; memory is summed from the "
+             "local parameter, gradient and Adam-state tensors, beside an unsharded (DDP-style) replica.")
+    raw = model_ui("dist_fsdp")
+    raw["seed"] = 0
+    with ui.input_errors():
+        show_run(run_button("fsdp", world, raw, "FSDP"), "dist_fsdp")
+    st.subheader("ZeRO stages: memory per rank")
+    zero_calculator(world)
+
+
+def zero_calculator(world: int) -> None:
+    a, b = st.columns(2)
+    preset = a.selectbox("Model", list(core.PRESETS), key="dist_model", bind="query-params")
+    precision = b.selectbox("Precision and optimizer", list(core.PRECISIONS), key="dist_precision",
+                            bind="query-params")
+    layers = st.session_state.get("dist_fsdp_layers", 3)
+    width = st.session_state.get("dist_fsdp_width", 64)
+    with ui.input_errors():
+        params, how = cached_param_count(preset, layers, width)
+        st.caption(f"Parameter count {params:,} from torch: {how}.")
+        ui.plot(zero_figure(params, precision, world), key="dist_zero_fig")
+        rows = [{"stage": core.STAGE_NAMES[s], **{k.replace("_", " "): core.human_bytes(v) for k, v in
+                 core.zero_bytes(params, world, s, precision).items()},
+                 "total per rank": core.human_bytes(sum(core.zero_bytes(params, world, s, precision).values()))}
+                for s in core.STAGE_NAMES]
+        st.markdown(f"**At {world} ranks** (weights + gradients + optimizer state; activations not included):")
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+
+def tp_pp_section(world: int) -> None:
+    st.subheader("Tensor parallel: column- and row-parallel Linear")
+    ui.prose("Each rank holds 1/N of the weight. Column-parallel splits the output features and all-gathers the "
+             "outputs; row-parallel splits the input features and all-reduces partial sums. Both are checked "
+             "against the full `F.linear` on the same inputs.")
+    a, b, c = st.columns(3)
+    raw = {"d_in": a.slider("Input features", 2, 256, 8, 2, key="dist_d_in", bind="query-params"),
+           "d_out": b.slider("Output features", 2, 256, 8, 2, key="dist_d_out", bind="query-params"),
+           "batch": c.slider("Batch", 1, 16, 2, key="dist_batch", bind="query-params"), "seed": 0}
+    with ui.input_errors():
+        show_run(run_button("tensor_parallel", world, raw, "tensor parallel"), "dist_tp")
+    st.subheader("Pipeline parallel: GPipe vs 1F1B")
+    a, b = st.columns(2)
+    stages = a.slider("Stages p", 2, 8, 4, key="dist_stages", bind="query-params")
+    micro = b.slider("Micro-batches m", 1, 16, 8, key="dist_pp_micro", bind="query-params")
+    with ui.input_errors():
+        scheds = [cached_schedule(stages, micro, kind) for kind in ("GPipe", "1F1B")]
+        ui.plot(pipeline_figure(stages, micro), key="dist_pp_fig")
+        ui.legend(["activation", "gradient"])
+        st.dataframe(pd.DataFrame([{"schedule": s.kind, "makespan (slots)": s.makespan,
+                                    "bubble (measured)": round(s.bubble, 4), "(p-1)/(m+p-1)": round(s.formula, 4),
+                                    "peak micro-batches in flight per stage": str(s.peak_in_flight)}
+                                   for s in scheds]), hide_index=True)
+        st.caption("Same bubble for both; 1F1B keeps at most p − stage micro-batches' activations alive instead of "
+                   "all m. Bigger m shrinks the bubble.")
+        ui.show_code(scheds[1].code, key="dist_pp_code", file_name="pipeline_schedule.py")
+
+
+def launch_section(world: int) -> None:
+    ui.prose("The launcher forks each rank from a warm server process, sets the environment torchrun would set, "
+             "and calls the same `run_rank` that `torchrun -m demos.distributed.run` calls. Below: what the real "
+             "ranks printed.")
+    with ui.input_errors():
+        show_run(run_button("env", world, {}, "launch"), "dist_env")
+    left, right = st.columns(2)
+    left.markdown("**mp.spawn**: you start the processes from Python; rank comes as an argument; you set "
+                  "MASTER_ADDR/PORT yourself. One machine only.")
+    left.code(SPAWN_CODE, language="python")
+    right.markdown("**torchrun**: the launcher sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, restarts "
+                   "failed workers (`--max-restarts`), and spans nodes (`--nnodes`, rendezvous).")
+    right.code(TORCHRUN_CODE, language="python")
+    st.subheader("Trade-offs for the chosen model")
+    a, b = st.columns(2)
+    tokens = a.slider("Tokens (samples) per step", 1, 8192, 2048, key="dist_tokens", bind="query-params")
+    preset = st.session_state.get("dist_model", list(core.PRESETS)[0])
+    precision = st.session_state.get("dist_precision", list(core.PRECISIONS)[0])
+    with ui.input_errors():
+        params, how = cached_param_count(preset, st.session_state.get("dist_fsdp_layers", 3),
+                                         st.session_state.get("dist_fsdp_width", 64))
+        layers, width = _shape_of(preset)
+        rows = core.tradeoff_rows(params, world, layers, width, tokens, precision)
+        for r in rows:
+            r["memory per rank"] = core.human_bytes(r["memory per rank"])
+            r["communication per step"] = core.human_bytes(r["communication per step"])
+        b.markdown(f"{preset}: {params:,} parameters, {world} ranks, {precision}.")
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        st.caption("Memory: weights, gradients and optimizer state per rank (activations excluded). Communication: "
+                   "bytes each rank sends per step with ring collectives. The model is chosen in the FSDP tab.")
+    st.subheader("Load a result file from your own run")
+    st.code("torchrun --nproc-per-node 8 -m demos.distributed.run --demo ddp --param width=256 --out result.json",
+            language="bash")
+    upload = st.file_uploader("Result file (JSON written by demos.distributed.run)", type=["json"],
+                              key="dist_upload", max_upload_size=4)
+    if upload is not None:
+        with ui.input_errors():
+            show_run(cached_file(upload.getvalue(), upload.name), "dist_file")
+
+
+def _shape_of(preset: str) -> tuple[int, int]:
+    shape = core.PRESETS[preset]
+    if shape is None:
+        return st.session_state.get("dist_fsdp_layers", 3), st.session_state.get("dist_fsdp_width", 64)
+    return shape[0], shape[1]
+
+
+SPAWN_CODE = '''import os
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+def main(rank, world):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29500")
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    ...
+    dist.destroy_process_group()
+
+if __name__ == "__main__":   # required: spawn re-imports this file
+    mp.spawn(main, args=(2,), nprocs=2)
+'''
+TORCHRUN_CODE = '''# torchrun --nproc-per-node 2 train.py
+import os
+import torch.distributed as dist
+
+dist.init_process_group("gloo")    # reads the env vars
+rank = dist.get_rank()
+local_rank = int(os.environ["LOCAL_RANK"])
+...
+dist.destroy_process_group()
+'''
+
+
+ui.page_header(SLUG)
+ui.prose("Everything below runs in real `torch.distributed` process groups: 2–4 CPU processes on this server talking "
+         "over gloo on 127.0.0.1. No GPU here, so gloo replaces nccl; the same worker code runs with nccl under "
+         "torchrun on GPUs, and the Launch tab loads the result file of such a run. One distributed run at a time per "
+         "server; results are cached by their settings.")
+world = st.segmented_control("Ranks (world size)", [2, 3, 4], default=2, key="dist_world", bind="query-params") or 2
+tabs = st.tabs(["Collectives", "DDP", "DistributedSampler", "FSDP & ZeRO", "Tensor & pipeline", "Launch"],
+               key="dist_tab", bind="query-params")
+with tabs[0]:
+    collectives_section(world)
+with tabs[1]:
+    ddp_section(world)
+with tabs[2]:
+    sampler_section(world)
+with tabs[3]:
+    fsdp_section(world)
+with tabs[4]:
+    tp_pp_section(world)
+with tabs[5]:
+    launch_section(world)
+ui.interview_corner(SLUG, QUESTIONS)

@@ -1,0 +1,64 @@
+"""The data loading page: defaults, moved widgets, bad input as a sentence, and the process-backed buttons."""
+
+import psutil
+
+from tests.conftest import assert_clean, open_page
+
+PAGE = "pages/data_loading.py"
+SMALL_WORKLOAD = {"dl_samples": 8, "dl_io": 5, "dl_cpu": 1, "dl_step": 5}
+
+
+def test_defaults_show_in_process_charts_and_wait_for_buttons():
+    at = open_page(PAGE)
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 5
+    assert any("Press the button" in i.value for i in at.info)
+
+
+def test_moving_sampler_and_collate_widgets_and_typing_bad_input():
+    at = open_page(PAGE)
+    at.slider(key="dl_order_len").set_value(20)
+    at.slider(key="dl_dist_ranks").set_value(3)
+    at.toggle(key="dl_dist_shuffle").set_value(False)
+    at.slider(key="dl_bucket_n").set_value(256)
+    at.slider(key="dl_pin_mb").set_value(4)
+    at.run()
+    assert_clean(at)
+    at.text_input(key="dl_lengths").input("3, x").run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["Entry 1 of sequence lengths must be a number such as 3, -0.5 or 1e-3, "
+                                           "not 'x'."]
+    at.text_input(key="dl_lengths").input("3, 4").run()
+    at.text_input(key="dl_class_sizes").input("900, 0").run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["Class size 1 must be a whole number between 1 and 10000; got 0."]
+
+
+def test_settings_over_the_budget_are_refused_with_the_limit():
+    at = open_page(PAGE)
+    at.slider(key="dl_samples").set_value(64)
+    at.slider(key="dl_io").set_value(100).run()
+    assert not at.exception
+    assert len(at.error) >= 1 and "under 1.5 s" in at.error[0].value
+
+
+def test_buttons_run_real_workers_and_leave_no_process():
+    before = [p.pid for p in psutil.Process().children(recursive=True)]
+    at = open_page(PAGE)
+    for key, value in SMALL_WORKLOAD.items():
+        at.slider(key=key).set_value(value)
+    at.slider(key="dl_b_workers").set_value(2)
+    at.slider(key="dl_stream_len").set_value(6)
+    at.run()
+    at.button(key="dl_timeline_button").click().run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 6
+    assert {m.label for m in at.metric} >= {"samples/s", "starved", "speedup"}
+    at.button(key="dl_epochs_button").click().run()
+    at.button(key="dl_streams_button").click().run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 8
+    assert any(m.value == "18 (12)" for m in at.metric), "3 workers x 6 samples, 12 of them duplicates"
+    at.slider(key="dl_stream_len").set_value(7).run()
+    assert any("settings changed" in i.value for i in at.info)
+    assert [p.pid for p in psutil.Process().children(recursive=True)] == before
