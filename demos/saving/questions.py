@@ -62,9 +62,10 @@ def _weights_only_custom():
     buf.seek(0)
     try:
         torch.load(buf)
-        return "loaded"
+        outcome = "loaded"
     except Exception as err:
-        return type(err).__name__
+        outcome = type(err).__name__
+    return outcome
 
 
 def _state_dict_shares_storage():
