@@ -3,8 +3,8 @@
 import streamlit as st
 import torch
 
-from pages.registry import SECTIONS, registered
-from pages.ui import sidebar_controls
+from views.registry import SECTIONS, registered
+from views.ui import sidebar_controls
 
 
 def navigation_pages() -> dict[str, list]:

@@ -21,7 +21,6 @@ import psutil
 from playwright.sync_api import sync_playwright
 
 import demos
-from pages.registry import HOME, registered
 from tests.browser.harness import (
     CHART_SELECTOR,
     launch_chromium,
@@ -31,6 +30,7 @@ from tests.browser.harness import (
     streamlit_server,
     wait_run,
 )
+from views.registry import HOME, registered
 
 MiB = 2**20
 BUDGET = {"warm_median_ms": 150, "warm_max_ms": 500, "first_visit_s": 5.0, "rss_mib": 600, "growth_mib": 30,

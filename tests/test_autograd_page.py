@@ -3,7 +3,7 @@
 from demos.autograd.graph import PRESETS
 from tests.conftest import assert_clean, open_page
 
-PAGE = "pages/autograd.py"
+PAGE = "views/autograd.py"
 
 
 def errors(at) -> list[str]:

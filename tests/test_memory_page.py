@@ -2,7 +2,7 @@
 
 from tests.conftest import assert_clean, open_page
 
-PAGE = "pages/memory.py"
+PAGE = "views/memory.py"
 
 
 def test_defaults_are_clean_and_say_what_ran():

@@ -2,8 +2,8 @@
 
 import pytest
 
-from pages.registry import registered
 from tests.conftest import assert_clean, open_page
+from views.registry import registered
 
 PAGES = [t.file for t in registered()]
 
@@ -18,8 +18,7 @@ def test_page_runs_clean_at_defaults(page_file):
 @pytest.mark.parametrize("page_file", PAGES)
 def test_page_runs_clean_in_whiteboard_mode(page_file):
     at = open_page(page_file, query={"whiteboard": "true"})
-    # AppTest drops sidebar elements after switch_page, so read the toggle's state, not its widget.
-    assert at.session_state["whiteboard"] is True
+    assert at.toggle(key="whiteboard").value is True, "the sidebar toggle is on every page"
     assert_clean(at)
 
 

@@ -2,7 +2,7 @@
 
 from tests.conftest import assert_clean, open_page
 
-PAGE = "pages/tensors.py"
+PAGE = "views/tensors.py"
 
 
 def _text(at) -> str:

@@ -6,7 +6,6 @@ import pytest
 from playwright import sync_api
 
 from demos.tracker import export_tracker
-from pages.registry import HOME, registered
 from tests.browser.harness import (
     artifacts_dir,
     launch_chromium,
@@ -16,6 +15,7 @@ from tests.browser.harness import (
     wait_charts,
     wait_run,
 )
+from views.registry import HOME, registered
 
 pytestmark = pytest.mark.browser
 

@@ -12,8 +12,8 @@ from demos.tensors import einsum as es
 from demos.tensors import layout as lay
 from demos.tensors.common import Trap, chips_html
 from demos.tensors.questions import QUESTIONS
-from pages import ui
-from pages.registry import by_slug
+from views import ui
+from views.registry import by_slug
 
 TABS = ("Broadcasting", "Memory layout", "dtypes", "einsum", "Devices")
 

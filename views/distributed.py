@@ -6,7 +6,7 @@ import streamlit as st
 from demos.distributed import core
 from demos.distributed import figures as figs
 from demos.distributed.questions import QUESTIONS
-from pages import ui
+from views import ui
 
 SLUG = "distributed"
 

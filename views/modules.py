@@ -8,7 +8,7 @@ from demos.modules import figures as figs
 from demos.modules.common import fmt, source_of
 from demos.modules.inputs import MAX_CHANNELS
 from demos.modules.questions import QUESTIONS
-from pages import ui
+from views import ui
 
 TABS = ("Parameters & buffers", "Hooks", "Freezing", "Weight sharing", "Containers")
 

@@ -11,7 +11,7 @@ from demos.saving.quant import quantize_and_measure, scale_schemes
 from demos.saving.questions import QUESTIONS
 from demos.saving.state import state_dict_report
 from demos.saving.targets import deployment_table
-from pages import ui
+from views import ui
 
 WIDTHS = (16, 32, 64, 128, 256, 512)
 

@@ -14,7 +14,7 @@ from demos.gradient_flow.network import (
     NORMS,
 )
 from demos.gradient_flow.questions import QUESTIONS
-from pages import ui
+from views import ui
 
 
 @st.cache_data(max_entries=32, show_spinner="Running forward and backward…")

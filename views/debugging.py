@@ -4,7 +4,7 @@ import streamlit as st
 
 from demos.debugging import figures, leaks, model_tests, nan_trace, profiling, repro, workers
 from demos.debugging.questions import QUESTIONS
-from pages import ui
+from views import ui
 
 TABS = ("NaN tracing", "Reproducibility", "Memory leaks", "Unit tests for models", "Profiler")
 

@@ -25,7 +25,7 @@ from demos.data.timeline import (
     epoch_boundaries,
     validate,
 )
-from pages import ui
+from views import ui
 
 SLUG = "data-loading"
 

@@ -6,8 +6,8 @@ from demos.errors import InputError
 from demos.home import HOME_QUESTIONS, MAX_T, MIN_T, softmax_figure, softmax_temperature
 from demos.style import COLORS
 from demos.tracker import export_tracker, import_tracker
-from pages import ui
-from pages.registry import TOPICS, registered
+from views import ui
+from views.registry import TOPICS, registered
 
 
 @st.cache_data(max_entries=64)

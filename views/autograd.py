@@ -25,7 +25,7 @@ from demos.autograd.modes import (
     version_counter_trap,
 )
 from demos.autograd.questions import QUESTIONS
-from pages import ui
+from views import ui
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

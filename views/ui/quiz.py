@@ -6,7 +6,7 @@ import streamlit as st
 
 from demos.errors import InputError
 from demos.quiz import Question, check, validate_prediction
-from pages.ui.layout import read_asset, whiteboard_on
+from views.ui.layout import read_asset, whiteboard_on
 
 
 def predict_then_run(question: Question, key: str) -> None:

@@ -5,7 +5,7 @@ import streamlit as st
 
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from demos.training.questions import QUESTIONS
-from pages import ui
+from views import ui
 
 SLUG = "training-loop"
 TABS = ("One step", "Mistakes", "Optimizers", "Schedulers", "Losses", "Mixed precision", "Resume")

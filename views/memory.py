@@ -36,7 +36,7 @@ from demos.memory.training import (
     simulate,
     sweep_batches,
 )
-from pages import ui
+from views import ui
 
 DEVICE = default_device()
 
