@@ -129,23 +129,35 @@ def bench_pages(browser, topics, reruns: int, extra_reruns: int) -> tuple[list[d
     return rows, memory
 
 
+def time_case(fn) -> dict:
+    """First call and best of two more; a number the case returns is reported, a failure is a row, not a crash."""
+    times, value = [], None
+    try:
+        for _ in range(3):
+            start = time.perf_counter()
+            value = fn()
+            times.append(time.perf_counter() - start)
+    except Exception as err:  # report and go on: one failing case must not hide the others
+        return {"first_s": times[0] if times else None, "best_s": None, "result": f"FAILED: {err}"}
+    result = f"{value:.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+    return {"first_s": times[0], "best_s": min(times[1:]), "result": result}
+
+
 def bench_cases(pattern: str) -> list[dict]:
-    """Time each heavy demo listed in a demos module's BENCH_CASES: first call and best of two more."""
+    """Time each heavy demo listed in a demos module's BENCH_CASES."""
     rows = []
     for info in pkgutil.walk_packages(demos.__path__, "demos."):
         if pattern not in info.name:
             continue
         module = importlib.import_module(info.name)
         for name, fn in getattr(module, "BENCH_CASES", {}).items():
-            times = []
-            for _ in range(3):
-                start = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - start)
-            rows.append({"case": f"{info.name.removeprefix('demos.')}: {name}", "first_s": times[0],
-                         "best_s": min(times[1:])})
-            print(f"  {rows[-1]['case']}: {times[0]:.2f} s", file=sys.stderr)
+            rows.append({"case": f"{info.name.removeprefix('demos.')}: {name}", **time_case(fn)})
+            print(f"  {rows[-1]['case']}: {rows[-1]['first_s']} s {rows[-1]['result']}", file=sys.stderr)
     return rows
+
+
+def seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f} s"
 
 
 def ok(value: float, budget: float) -> str:
@@ -176,8 +188,9 @@ def report(cold: dict, rows: list[dict], memory: dict, cases: list[dict]) -> str
         lines.append(f"| {r['page']} | {r['first_s']:.2f} s | {r['median_ms']:.0f} ms | {r['max_ms']:.0f} ms "
                      f"| {'✅' if good else '❌'} |")
     if cases:
-        lines += ["", "| heavy demo | first call | best of next two |", "| --- | ---: | ---: |"]
-        lines += [f"| {c['case']} | {c['first_s']:.2f} s | {c['best_s']:.2f} s |" for c in cases]
+        lines += ["", "| heavy demo | first call | best of next two | result |", "| --- | ---: | ---: | --- |"]
+        lines += [f"| {c['case']} | {seconds(c['first_s'])} | {seconds(c['best_s'])} | {c['result']} |"
+                  for c in cases]
     return "\n".join(lines)
 
 

@@ -30,12 +30,12 @@ def topic_map() -> None:
     if not topics:
         st.info("No topic pages are installed yet.")
         return
-    columns = st.columns(3)
-    for i, topic in enumerate(topics):
-        with columns[i % 3].container(border=True, height="stretch"):
-            st.page_link(topic.file, label=f"**{topic.title}**", icon=topic.icon)
-            st.markdown(f"*“{topic.question}”*")
-            st.caption(topic.summary)
+    for row in range(0, len(topics), 3):  # one st.columns per row keeps the cards of a row level
+        for column, topic in zip(st.columns(3), topics[row : row + 3], strict=False):
+            with column.container(border=True, height="stretch"):
+                st.page_link(topic.file, label=f"**{topic.title}**", icon=topic.icon)
+                st.markdown(f"*“{topic.question}”*")
+                st.caption(topic.summary)
 
 
 def how_to_use() -> None:
