@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import psutil
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
 import demos
@@ -25,7 +26,6 @@ from tests.browser.harness import (
     CHART_SELECTOR,
     launch_chromium,
     new_context,
-    page_clock,
     run_mark,
     streamlit_server,
     wait_run,
@@ -72,14 +72,26 @@ def torch_only_dir() -> Path:
     return folder
 
 
-def rerun_ms(page, charts: int) -> float:
-    """Trigger one rerun (the 'r' shortcut) and time it from the key press to the script stopping."""
-    page.locator("h1").first.click()  # focus the page body, not a text field, so 'r' means rerun
-    mark, start = run_mark(page), page_clock(page)
-    page.keyboard.press("r")
-    end = wait_run(page, mark)
+def rerun_ms(page, charts: int, attempts: int = 3) -> float:
+    """One rerun via the 'r' shortcut, timed from the run starting in the browser to the script stopping.
+
+    The shortcut's own dispatch delay (30-200 ms, varying run to run) is left out: it is not the page's cost.
+    A press the frontend ignores (it sometimes does, right after a run) is retried.
+    """
+    for _ in range(attempts):
+        mark = run_mark(page)
+        page.locator("[data-testid=stMain]").press("r")
+        try:
+            page.wait_for_function("m => window.__wbStates.slice(m).some(x => x[0] === 'running')",
+                                   arg=mark, timeout=5000)
+        except PlaywrightTimeout:
+            continue
+        started, finished = wait_run(page, mark)
+        break
+    else:
+        raise RuntimeError(f"no rerun started after {attempts} presses of 'r'")
     wait_charts_drawn(page, charts)
-    return end - start
+    return finished - started
 
 
 def server_rss(proc) -> float:

@@ -97,3 +97,33 @@ def test_home_bad_logits_show_error_then_recover():
     at.slider(key="home_temperature").set_value(9.5).run()
     at.text_input(key="home_logits").set_value("2, 1").run()
     assert_clean(at)
+
+
+def corner_app():
+    import torch
+
+    from demos.quiz import Question
+    from views import ui
+
+    def first():
+        return torch.zeros(2, 3).T.shape
+
+    def second():
+        return torch.tensor([1, 2]).dtype
+
+    ui.interview_corner("tensors", [
+        Question("first", "Shape?", first, "Transposed.", kind="shape"),
+        Question("second", "Dtype?", second, "Integers.", choices=("torch.int64", "torch.float32")),
+    ])
+
+
+def test_interview_corner_shows_one_question_and_marks_answers():
+    at = AppTest.from_function(corner_app, default_timeout=60).run()
+    assert len(at.code) == 1 and ".T.shape" in at.code[0].value
+    at.text_input(key="tensors_q_first_typed").set_value("3, 2").run()
+    at.button(key="tensors_q_first_run").click().run()
+    assert "Correct" in at.success[0].value
+    at.radio(key="tensors_q_pick").set_value(1).run()
+    assert len(at.code) == 1 and ".dtype" in at.code[0].value
+    assert at.radio(key="tensors_q_pick").options[0] == "1 ✓"
+    assert at.expander and not at.exception, "model answers follow the questions"

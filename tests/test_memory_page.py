@@ -1,5 +1,6 @@
 """The memory page in AppTest: defaults, moved widgets, heavy buttons, and bad input shown as a sentence."""
 
+from demos.memory.questions import QUESTIONS
 from tests.conftest import assert_clean, open_page
 
 PAGE = "views/memory.py"
@@ -56,6 +57,7 @@ def test_dynamo_section_and_bad_shapes():
 
 def test_interview_answer_check():
     at = open_page(PAGE)
+    at.radio(key="memory_q_pick").set_value(next(i for i, q in enumerate(QUESTIONS) if q.key == "round_up")).run()
     at.text_input(key="memory_q_round_up_typed").set_value("1024").run()
     at.button(key="memory_q_round_up_run").click().run()
     assert_clean(at)

@@ -116,19 +116,18 @@ def run_mark(page) -> int:
     return page.evaluate("() => window.__wbStates.length")
 
 
-def page_clock(page) -> float:
-    """The page's performance.now(), in ms: the clock wait_run's timestamps use."""
-    return page.evaluate("() => performance.now()")
-
-
-def wait_run(page, mark: int = 0, timeout: float = 60) -> float:
-    """Wait for a script run that started after `mark` to finish; returns when it finished (page clock, ms)."""
+def wait_run(page, mark: int = 0, timeout: float = 60) -> tuple[float, float]:
+    """Wait for a script run that started after `mark` to finish; returns (started, finished), page clock in ms."""
     page.wait_for_function(
         """m => { const s = window.__wbStates.slice(m);
                   return s.some(x => x[0] === 'running') && s[s.length - 1][0] === 'notRunning'; }""",
         arg=mark, timeout=timeout * 1000,
     )
-    return page.evaluate("() => window.__wbStates[window.__wbStates.length - 1][1]")
+    return tuple(page.evaluate(
+        """m => { const s = window.__wbStates.slice(m);
+                  return [s.find(x => x[0] === 'running')[1], s[s.length - 1][1]]; }""",
+        mark,
+    ))
 
 
 def wait_charts(page, count: int, timeout: float = 30) -> int:

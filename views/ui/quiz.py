@@ -6,7 +6,7 @@ import streamlit as st
 
 from demos.errors import InputError
 from demos.quiz import Question, check, validate_prediction
-from views.ui.layout import read_asset, whiteboard_on
+from views.ui.layout import read_asset
 
 
 def predict_then_run(question: Question, key: str) -> None:
@@ -50,14 +50,25 @@ def model_answers(slug: str) -> list[tuple[str, str]]:
     return [(parts[i].strip(), parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
 
 
+def _mark(key: str) -> str:
+    verdict = st.session_state.get(f"{key}_verdict")
+    return "" if verdict is None else (" ✓" if verdict.correct else " ✗")
+
+
 def interview_corner(slug: str, questions: list[Question]) -> None:
-    """The page's predict-then-run questions, then short model answers to common interview questions."""
+    """The page's predict-then-run questions, one at a time, then short model answers to common questions.
+
+    One question is on screen at a time (picked by number, kept in the URL): a flashcard to study with, a single
+    card to explain on a shared screen, and a page that reruns quickly however many questions it has.
+    """
     st.header("Interview corner", divider="gray")
     st.caption("Predict first, then run: every answer below is what torch returns right now.")
-    columns = st.columns(1 if whiteboard_on() else 2)
-    for i, question in enumerate(questions):
-        with columns[i % len(columns)]:
-            predict_then_run(question, key=f"{slug}_q_{question.key}")
+    keys = [f"{slug}_q_{q.key}" for q in questions]
+    picked = st.radio(
+        f"Question (of {len(questions)})", range(len(questions)), horizontal=True, key=f"{slug}_q_pick",
+        bind="query-params", format_func=lambda i: f"{i + 1}{_mark(keys[i])}",
+    )
+    predict_then_run(questions[picked], key=keys[picked])
     st.subheader("Model answers")
     for asked, answer in model_answers(slug):
         with st.expander(asked):
