@@ -10,6 +10,8 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 from demos.guests import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,8 +101,14 @@ def _stop(proc: subprocess.Popen) -> None:
 STATE_RECORDER = """
 window.__wbStates = [];
 new MutationObserver(records => {
-  for (const r of records) window.__wbStates.push([r.target.getAttribute('data-test-script-state'), performance.now()]);
-}).observe(document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
+  // getAttribute reads the value now, after every change in this batch: a fast run's 'running' survives only
+  // as the old value of the next change, so the old values are recorded too.
+  const now = performance.now();
+  for (const r of records) window.__wbStates.push([r.oldValue, now]);
+  const app = records[records.length - 1].target;
+  window.__wbStates.push([app.getAttribute('data-test-script-state'), now]);
+}).observe(document, {attributes: true, subtree: true, attributeOldValue: true,
+                      attributeFilter: ['data-test-script-state']});
 """
 
 
@@ -114,6 +122,16 @@ def new_context(browser, **options):
 def run_mark(page) -> int:
     """How many state changes have been seen so far; pass it to wait_run after triggering a run."""
     return page.evaluate("() => window.__wbStates.length")
+
+
+def run_started(page, mark: int, timeout: float = 10) -> bool:
+    """Whether a script run started after `mark` within `timeout` s (the frontend sometimes drops a request)."""
+    try:
+        page.wait_for_function("m => window.__wbStates.slice(m).some(x => x[0] === 'running')",
+                               arg=mark, timeout=timeout * 1000)
+        return True
+    except PlaywrightTimeout:
+        return False
 
 
 def wait_run(page, mark: int = 0, timeout: float = 60) -> tuple[float, float]:
