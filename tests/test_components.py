@@ -82,6 +82,8 @@ def test_steps_show_everything_outside_whiteboard_mode():
 def test_url_parameters_set_the_view():
     query = {"home_temperature": "2.0", "home_logits": "1, 2, 3, 4", "whiteboard": "true"}
     at = open_page("views/home.py", query=query)
+    at.session_state["home_softmax_code_panel"] = True  # open the code panel (its content is sent only when open)
+    at.run()
     assert_clean(at)
     assert at.slider(key="home_temperature").value == 2.0
     assert at.text_input(key="home_logits").value == "1, 2, 3, 4"

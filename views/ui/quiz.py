@@ -70,6 +70,7 @@ def interview_corner(slug: str, questions: list[Question]) -> None:
     )
     predict_then_run(questions[picked], key=keys[picked])
     st.subheader("Model answers")
-    for asked, answer in model_answers(slug):
-        with st.expander(asked):
-            st.markdown(answer)
+    for i, (asked, answer) in enumerate(model_answers(slug)):
+        panel = st.expander(asked, key=f"{slug}_answer_{i}", on_change="rerun")
+        if panel.open:  # sent only when opened, like the code panels
+            panel.markdown(answer)
