@@ -6,7 +6,6 @@ Dynamo state is process-wide, so every demo here runs under one lock and resets 
 import contextlib
 import inspect
 import io
-import statistics
 import textwrap
 import threading
 import time
@@ -16,6 +15,7 @@ import torch
 
 from demos.errors import InputError
 from demos.parsing import parse_shape
+from demos.timing import median_ms
 
 _DYNAMO_LOCK = threading.Lock()
 MAX_SIZE = 1024
@@ -183,8 +183,8 @@ def time_compile(size: int, repeats: int = 20) -> CompileTiming:
         t0 = time.perf_counter()
         expected, got = mlp_block(x, w1, w2), compiled(x, w1, w2)
         compile_s = time.perf_counter() - t0
-        eager_ms = _median_ms(lambda: mlp_block(x, w1, w2), repeats)
-        compiled_ms = _median_ms(lambda: compiled(x, w1, w2), repeats)
+        eager_ms = median_ms(lambda: mlp_block(x, w1, w2), repeats, warmup=3)
+        compiled_ms = median_ms(lambda: compiled(x, w1, w2), repeats, warmup=3)
     code = (
         "import time, torch\n\n" + textwrap.dedent(inspect.getsource(mlp_block)) + "\n"
         f"g = torch.Generator().manual_seed(0)\n"
@@ -198,17 +198,6 @@ def time_compile(size: int, repeats: int = 20) -> CompileTiming:
         f"    print(name, (time.perf_counter() - t0) / {repeats} * 1e3, 'ms')\n"
     )
     return CompileTiming(size, eager_ms, compiled_ms, compile_s, float((expected - got).abs().max()), code)
-
-
-def _median_ms(fn, repeats: int) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 BENCH_CASES = {

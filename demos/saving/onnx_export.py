@@ -1,6 +1,5 @@
 """ONNX: the dynamo exporter with a dynamic batch axis, run in onnxruntime and compared with eager."""
 
-import statistics
 import tempfile
 import time
 from dataclasses import dataclass
@@ -9,6 +8,7 @@ from pathlib import Path
 import torch
 
 from demos.saving.models import MLP, check_size
+from demos.timing import median_ms
 
 LATENCY_RUNS = 50
 
@@ -24,16 +24,6 @@ class OnnxResult:
     export_s: float
     input_shape: str  # as onnxruntime reports it: the batch axis is symbolic
     code: str
-
-
-def _median_ms(fn, runs: int = LATENCY_RUNS) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
 
 
 def _node_dot(nodes) -> str:
@@ -83,9 +73,9 @@ def onnx_roundtrip(width: int = 64, depth: int = 2) -> OnnxResult:
             diff = (torch.from_numpy(out) - model(x)).abs().max().item()
             checks.append({"batch": n, "output shape": str(tuple(out.shape)), "max |onnxruntime - eager|": diff})
         x = torch.randn(32, 16)
-        eager_ms = _median_ms(lambda: model(x))
+        eager_ms = median_ms(lambda: model(x), LATENCY_RUNS)
     x_np = x.numpy()
-    ort_ms = _median_ms(lambda: session.run(None, {name: x_np}))
+    ort_ms = median_ms(lambda: session.run(None, {name: x_np}), LATENCY_RUNS)
     return OnnxResult(nodes, _node_dot(nodes), file_bytes, tuple(checks), eager_ms, ort_ms, export_s,
                       str(session.get_inputs()[0].shape), ONNX_CODE.format(width=width, depth=depth))
 

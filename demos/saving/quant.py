@@ -2,8 +2,6 @@
 
 import copy
 import logging
-import statistics
-import time
 import warnings
 from dataclasses import dataclass
 
@@ -11,6 +9,7 @@ import torch
 
 from demos.saving.models import accuracy, synthetic_task, train_mlp
 from demos.saving.state import saved_bytes
+from demos.timing import median_ms
 
 QMIN, QMAX = -128, 127
 
@@ -24,15 +23,9 @@ def _torchao():
     return torchao.__version__, quantize_, Int8DynamicActivationInt8WeightConfig
 
 
-def _latency_ms(model, x, runs: int = 30) -> float:
+def _latency_ms(model, x) -> float:
     with torch.no_grad():
-        model(x)
-        times = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            model(x)
-            times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
+        return median_ms(lambda: model(x))
 
 
 @dataclass(frozen=True)
