@@ -3,6 +3,7 @@
 import streamlit as st
 import torch
 
+from views.heap import freeze_loaded_code
 from views.registry import SECTIONS, registered
 from views.ui import sidebar_controls
 
@@ -25,6 +26,7 @@ def main() -> None:
     page = st.navigation(navigation_pages(), expanded=True)
     sidebar_controls()
     page.run()
+    freeze_loaded_code()
 
 
 main()

@@ -75,10 +75,12 @@ def torch_only_dir() -> Path:
 
 
 def rerun_ms(page, charts: int, attempts: int = 3) -> float:
-    """One rerun via the 'r' shortcut, timed from the run starting in the browser to the script stopping.
+    """One rerun via the 'r' shortcut, timed in the browser from the rerun request to the script state idle.
 
-    The shortcut's own dispatch delay (30-200 ms, varying run to run) is left out: it is not the page's cost.
-    A press the frontend ignores (it sometimes does, right after a run) is retried.
+    That spans the round trip to the server, the script, Streamlit's post-run garbage collection (which holds
+    the messages back until it ends) and the frontend drawing every element. The shortcut's own key dispatch
+    before the request is left out: it is not the page's cost. A press the frontend ignores (it sometimes
+    does, right after a run) is retried.
     """
     for _ in range(attempts):
         mark = run_mark(page)

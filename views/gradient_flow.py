@@ -37,6 +37,30 @@ def cached_dead(lr: float, init: str):
     return dead_relu.dead_relus(lr, init)
 
 
+# Figures are read-only once built: cache_resource hands back the same object without rebuilding it on
+# every rerun (building the seven plotly figures cost more than the rest of the page).
+@st.cache_resource(max_entries=32)
+def flow_figures(*params) -> tuple:
+    r = cached_flow(*params)
+    return (figures.grad_norm_figure(r), figures.act_std_figure(r), figures.heatmap_figure(r),
+            figures.histogram_figure(r))
+
+
+@st.cache_resource(max_entries=32)
+def clip_scatter_fig(max_norm: float, clip_value: float):
+    return figures.clip_scatter_figure(cached_compare(max_norm, clip_value))
+
+
+@st.cache_resource(max_entries=32)
+def clip_run_fig(lr_text: str, max_norm: float):
+    return figures.clip_run_figure(cached_run(lr_text, max_norm))
+
+
+@st.cache_resource(max_entries=32)
+def dead_fig(lr: float, init: str):
+    return figures.dead_figure(cached_dead(lr, init))
+
+
 def network_ui() -> tuple:
     """The network's shape and recipe; defaults show vanishing plainly."""
     a, b, c = st.columns(3)
@@ -63,9 +87,9 @@ def depth_section() -> None:
         "Below: one real forward/backward on a batch of 64 for your network and three fixes, then a few real SGD "
         "steps. Try width 256 with N(0, 1) to see the same recipe explode instead."
     )
-    depth, width, activation, init, norm, residual, steps = network_ui()
+    params = network_ui()
     with ui.input_errors():
-        r = cached_flow(depth, width, activation, init, norm, residual, steps)
+        r = cached_flow(*params)
         first, last = r.yours.grad_norms[0], r.yours.grad_norms[-1]
         fixed_first, fixed_last = r.fixed.grad_norms[0], r.fixed.grad_norms[-1]
         a, b, c = st.columns(3)
@@ -73,16 +97,17 @@ def depth_section() -> None:
                  help="Ratio of the first and last hidden layers' weight-gradient norms; 1 is healthy.")
         b.metric("Full fix: layer 1 / last layer", f"{fixed_first / max(fixed_last, flow.TINY):.2e}")
         c.metric("Loss at init", f"{r.yours.loss:.3f}", help="Cross-entropy on 10 random classes: ln 10 ≈ 2.30.")
+        norms, stds, heatmap, hist = flow_figures(*params)
         left, right = st.columns(2)
         with left:
-            ui.plot(figures.grad_norm_figure(r), key="gf_norms")
+            ui.plot(norms, key="gf_norms")
         with right:
-            ui.plot(figures.act_std_figure(r), key="gf_stds")
+            ui.plot(stds, key="gf_stds")
         left, right = st.columns(2)
         with left:
-            ui.plot(figures.heatmap_figure(r), key="gf_heatmap")
+            ui.plot(heatmap, key="gf_heatmap")
         with right:
-            ui.plot(figures.histogram_figure(r), key="gf_hist")
+            ui.plot(hist, key="gf_hist")
         ui.show_code(r.code, key="gf_flow_code", file_name="gradient_flow.py")
     ui.steps(
         [
@@ -126,7 +151,7 @@ def clipping_section() -> None:
             hide_index=True,
         )
         st.caption(f"`clip_grad_norm_` returned {cmp.returned_norm:.4g}: the norm *before* clipping — log it.")
-        ui.plot(figures.clip_scatter_figure(cmp), key="gf_clip_scatter")
+        ui.plot(clip_scatter_fig(max_norm, clip_value), key="gf_clip_scatter")
         ui.show_code(cmp.code, key="gf_clip_code", file_name="clip_compare.py")
     with right, ui.input_errors():
         run = cached_run(lr_text, max_norm)
@@ -136,7 +161,7 @@ def clipping_section() -> None:
         else:
             st.info(f"At lr {run.lr:g} neither run diverged (final losses {run.loss_plain[-1]:.3g} and "
                     f"{run.loss_clipped[-1]:.3g}); try 0.1 or more.", icon=":material/info:")
-        ui.plot(figures.clip_run_figure(run), key="gf_clip_run")
+        ui.plot(clip_run_fig(lr_text, max_norm), key="gf_clip_run")
         ui.show_code(run.code, key="gf_run_code", file_name="clip_run.py")
 
 
@@ -157,7 +182,7 @@ def dead_section() -> None:
         if not d.yours.finite:
             st.warning("These weights diverged to inf/NaN during training, so every unit reads as silent: lower "
                      "the learning rate.", icon=":material/warning:")
-        ui.plot(figures.dead_figure(d), key="gf_dead")
+        ui.plot(dead_fig(lr, init), key="gf_dead")
         st.caption(f"Final loss: yours {d.yours.final_loss:.3g}, good setting {d.good.final_loss:.3g}.")
         ui.show_code(d.code, key="gf_dead_code", file_name="dead_relus.py")
 

@@ -124,10 +124,15 @@ def run_mark(page) -> int:
     return page.evaluate("() => window.__wbStates.length")
 
 
+# A run shows as 'rerunRequested' (a rerun the frontend asked for) and/or 'running'; a run that finishes within
+# one frame may never show 'running' at all.
+IS_START = "x => x[0] === 'running' || x[0] === 'rerunRequested'"
+
+
 def run_started(page, mark: int, timeout: float = 10) -> bool:
     """Whether a script run started after `mark` within `timeout` s (the frontend sometimes drops a request)."""
     try:
-        page.wait_for_function("m => window.__wbStates.slice(m).some(x => x[0] === 'running')",
+        page.wait_for_function(f"m => window.__wbStates.slice(m).some({IS_START})",
                                arg=mark, timeout=timeout * 1000)
         return True
     except PlaywrightTimeout:
@@ -137,13 +142,13 @@ def run_started(page, mark: int, timeout: float = 10) -> bool:
 def wait_run(page, mark: int = 0, timeout: float = 60) -> tuple[float, float]:
     """Wait for a script run that started after `mark` to finish; returns (started, finished), page clock in ms."""
     page.wait_for_function(
-        """m => { const s = window.__wbStates.slice(m);
-                  return s.some(x => x[0] === 'running') && s[s.length - 1][0] === 'notRunning'; }""",
+        f"""m => {{ const s = window.__wbStates.slice(m);
+                   return s.some({IS_START}) && s[s.length - 1][0] === 'notRunning'; }}""",
         arg=mark, timeout=timeout * 1000,
     )
     return tuple(page.evaluate(
-        """m => { const s = window.__wbStates.slice(m);
-                  return [s.find(x => x[0] === 'running')[1], s[s.length - 1][1]]; }""",
+        f"""m => {{ const s = window.__wbStates.slice(m);
+                   return [s.find({IS_START})[1], s[s.length - 1][1]]; }}""",
         mark,
     ))
 
