@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from demos.errors import InputError
-from demos.home import softmax_figure, softmax_temperature
+from demos.home import softmax_chart, softmax_temperature
 from demos.quiz import format_answer
 
 
@@ -21,8 +21,11 @@ def test_softmax_matches_torch_and_snippet(logits, t):
     assert torch.allclose(torch.tensor(r.probs), expected)
     assert torch.allclose(torch.tensor(r.probs_t1), torch.softmax(torch.tensor(r.logits), dim=0))
     assert run_code(r.code) == list(r.probs)
-    fig = softmax_figure(r)
-    assert list(fig.data[1].y) == list(r.probs)
+    bars = softmax_chart(r)["data"]["values"]
+    at_t = [b["probability"] for b in bars if b["series"] == f"T = {t:g}"]
+    assert at_t == list(r.probs)
+    assert [b["probability"] for b in bars if b["series"] == "T = 1"] == list(r.probs_t1)
+    assert len(bars) == len(r.logits) * (1 if t == 1.0 else 2), "at T = 1 both series are the same bars"
 
 
 @pytest.mark.parametrize("t", [0.0, 11.0, -1.0])

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from demos.errors import InputError
-from demos.home import HOME_QUESTIONS, MAX_T, MIN_T, softmax_figure, softmax_temperature
+from demos.home import HOME_QUESTIONS, MAX_T, MIN_T, softmax_chart, softmax_temperature
 from demos.style import COLORS
 from demos.tracker import export_tracker, import_tracker
 from views import ui
@@ -64,7 +64,7 @@ def components_demo() -> None:
         temperature = st.slider("Temperature T", MIN_T, MAX_T, 0.5, 0.05, key="home_temperature", bind="query-params")
         with ui.input_errors():
             result = cached_softmax(logits_text, temperature)
-            ui.plot(softmax_figure(result), key="home_softmax")
+            ui.vega(softmax_chart(result), key="home_softmax")
             ui.show_code(result.code, key="home_softmax_code", file_name="softmax_temperature.py")
         ui.prose("Dividing logits by T < 1 sharpens the distribution; T > 1 flattens it. Try typing `2, x` "
                  "into the logits to see how bad input is answered.")

@@ -22,7 +22,7 @@ class Topic:
     summary: str  # one line, shown on the topic card
     question: str  # the question interviewers ask most often about it
     concepts: tuple[str, ...] = ()  # the study tracker's checklist
-    charts: int = 1  # charts the browser test expects at defaults (plotly or graphviz)
+    charts: int = 1  # charts the browser test expects at defaults (plotly, graphviz or Vega-Lite)
 
     @property
     def exists(self) -> bool:

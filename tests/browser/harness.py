@@ -19,7 +19,10 @@ CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
-CHART_SELECTOR = "[data-testid=stPlotlyChart] .js-plotly-plot, [data-testid=stGraphVizChart] svg"
+CHART_SELECTOR = (
+    "[data-testid=stPlotlyChart] .js-plotly-plot, [data-testid=stGraphVizChart] svg, "
+    "[data-testid=stVegaLiteChart] > svg.marks"
+)
 
 
 def system_chromium() -> str | None:

@@ -118,7 +118,8 @@ def test_url_reproduces_the_view(server, browser):
     try:
         sync_api.expect(page.get_by_label("Logits")).to_have_value("3, 0, -1, 2")
         wait_charts(page, 1)
-        assert page.locator("[data-testid=stPlotlyChart] .xtick").count() == 4, "four bars, one per logit"
+        bars = page.locator("[data-testid=stVegaLiteChart] .mark-rect path")
+        assert bars.count() == 8, "four logits, two bars each (T = 1 and the chosen T)"
     finally:
         context.close()
 

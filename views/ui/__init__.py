@@ -2,7 +2,7 @@
 
 from views.ui.code import show_code
 from views.ui.errors import input_errors
-from views.ui.figures import graph, legend, plot
+from views.ui.figures import graph, legend, plot, vega
 from views.ui.layout import page_header, prose, sidebar_controls, steps, whiteboard_on
 from views.ui.quiz import interview_corner, predict_then_run
 
@@ -18,5 +18,6 @@ __all__ = [
     "show_code",
     "sidebar_controls",
     "steps",
+    "vega",
     "whiteboard_on",
 ]

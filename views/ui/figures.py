@@ -22,6 +22,15 @@ def plot(fig: go.Figure, key: str) -> None:
     st.plotly_chart(fig, key=key, theme="streamlit", config={"displaylogo": False})
 
 
+def vega(spec: dict, key: str) -> None:
+    """Show a Vega-Lite spec in the page theme, larger in whiteboard mode (as plot does for plotly)."""
+    if whiteboard_on():
+        big = {"labelFontSize": WHITEBOARD_FONT, "titleFontSize": WHITEBOARD_FONT}
+        spec = {**spec, "height": int(spec.get("height", 320) * 1.4),
+                "config": {"axis": big, "legend": big}}
+    st.vega_lite_chart(spec, key=key, theme="streamlit")
+
+
 def graph(dot: str) -> None:
     """Show graphviz DOT source (rendered in the browser; no dot binary needed)."""
     st.graphviz_chart(dot, width="stretch" if whiteboard_on() else "content")
