@@ -94,7 +94,7 @@ TOPICS = (
         "Where does the memory of a training step go, and why is reserved larger than allocated?",
         ("Memory by category", "Caching allocator", "OOM and fragmentation", "Pinned memory and streams",
          "Synchronization", "torch.compile and graph breaks"),
-        charts=5,
+        charts=2,
     ),
     Topic(
         "saving", "views/saving.py", "Saving & deployment", ":material/save:", "Production",
