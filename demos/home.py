@@ -44,12 +44,12 @@ def softmax_temperature(logits_text: str, temperature: float) -> SoftmaxResult:
 
 def softmax_chart(r: SoftmaxResult) -> dict:
     """A Vega-Lite spec: grouped bars of the probabilities at T = 1 (grey) and at temperature T (green)."""
-    at_t = f"T = {r.temperature:g}"
-    series = ["T = 1", at_t] if at_t != "T = 1" else ["T = 1"]
+    probs = {"T = 1": r.probs_t1, f"T = {r.temperature:g}": r.probs}  # one series when T = 1
+    series = list(probs)
     values = [
         {"class": f"{i}: {logit:g}", "order": i, "series": name, "probability": p}
-        for name, probs in zip(series, (r.probs_t1, r.probs), strict=False)
-        for i, (logit, p) in enumerate(zip(r.logits, probs, strict=True))
+        for name, ps in probs.items()
+        for i, (logit, p) in enumerate(zip(r.logits, ps, strict=True))
     ]
     return {
         "data": {"values": values},

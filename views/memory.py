@@ -382,10 +382,6 @@ def _show_recompiles(rc) -> None:
 
 
 ui.page_header("memory")
-SECTIONS = {"Training step": training_section, "Caching allocator": allocator_section,
-            "Streams & transfers": streams_section, "torch.compile": compile_section}
-for tab, section in zip(st.tabs(list(SECTIONS), key="mem_tab", bind="query-params"), SECTIONS.values(), strict=True):
-    if tab.open:  # only the open tab runs and is sent: the page reruns at the cost of one section
-        with tab:
-            section()
+ui.section_tabs({"Training step": training_section, "Caching allocator": allocator_section,
+                 "Streams & transfers": streams_section, "torch.compile": compile_section}, key="mem_tab")
 ui.interview_corner("memory", QUESTIONS)

@@ -468,8 +468,5 @@ SECTIONS = (params_section, hooks_section, freezing_section, sharing_section, co
 ui.page_header("modules")
 ui.prose("Every table and figure below comes from a real module running in PyTorch when you open the tab. "
          "Only the open tab is computed.")
-for tab, section in zip(st.tabs(TABS, key="modules_tab", bind="query-params"), SECTIONS, strict=True):
-    with tab:
-        if tab.open is not False:  # lazy: a hidden tab costs nothing
-            section()
+ui.section_tabs(dict(zip(TABS, SECTIONS, strict=True)), key="modules_tab")
 ui.interview_corner("modules", QUESTIONS)

@@ -370,8 +370,5 @@ ui.page_header("tensors")
 ui.prose("Shapes, strides, dtypes and devices are where PyTorch code goes wrong without an error. Each tab below "
          "runs torch on what you type and shows, beside the correct way, the way that silently misbehaves.")
 sections = (broadcast_section, layout_section, dtypes_section, einsum_section, devices_section)
-for tab, section in zip(st.tabs(TABS, key="tensors_tab", bind="query-params"), sections, strict=True):
-    if tab.open:
-        with tab:
-            section()
+ui.section_tabs(dict(zip(TABS, sections, strict=True)), key="tensors_tab")
 ui.interview_corner("tensors", QUESTIONS)

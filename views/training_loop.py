@@ -579,9 +579,5 @@ ui.prose(
     "executed beside the correct loop; optimizers, schedulers and losses stepped by real torch; mixed precision; and "
     "a checkpoint that resumes bit for bit. Every curve is a real training run on this server."
 )
-tabs = st.tabs(TABS, key="tl_tab", bind="query-params")
-for tab, section in zip(tabs, SECTIONS, strict=True):
-    with tab:
-        if tab.open is not False:  # only the open tab computes
-            section()
+ui.section_tabs(dict(zip(TABS, SECTIONS, strict=True)), key="tl_tab")
 ui.interview_corner(SLUG, QUESTIONS)

@@ -3,7 +3,7 @@
 from views.ui.code import show_code
 from views.ui.errors import input_errors
 from views.ui.figures import graph, legend, plot, vega
-from views.ui.layout import page_header, prose, sidebar_controls, steps, whiteboard_on
+from views.ui.layout import page_header, prose, section_tabs, sidebar_controls, steps, whiteboard_on
 from views.ui.quiz import interview_corner, predict_then_run
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "plot",
     "predict_then_run",
     "prose",
+    "section_tabs",
     "show_code",
     "sidebar_controls",
     "steps",

@@ -34,6 +34,17 @@ def page_header(slug: str) -> None:
     st.caption(topic.summary)
 
 
+def section_tabs(sections: dict, key: str) -> None:
+    """One tab per section (title -> function), the open tab kept in the URL under `key`.
+
+    Only the open tab's function runs: a rerun computes and sends one section, not the whole page.
+    """
+    for tab, section in zip(st.tabs(list(sections), key=key, bind="query-params"), sections.values(), strict=True):
+        if tab.open:
+            with tab:
+                section()
+
+
 def prose(markdown: str, label: str = "Explanation") -> None:
     """Explanatory text; in whiteboard mode it folds into an expander so the figure owns the screen."""
     if whiteboard_on():
