@@ -24,6 +24,7 @@ from playwright.sync_api import sync_playwright
 from streamlit.testing.v1 import AppTest
 
 import demos
+from pages.shell.registry import HOME, by_slug, registered
 from tests.browser.harness import (
     CHART_SELECTOR,
     launch_chromium,
@@ -33,7 +34,6 @@ from tests.browser.harness import (
     streamlit_server,
     wait_run,
 )
-from views.registry import HOME, by_slug, registered
 
 MiB = 2**20
 BUDGET = {"warm_median_ms": 150, "warm_max_ms": 500, "first_visit_s": 5.0, "rss_mib": 600, "growth_mib": 30,

@@ -17,7 +17,7 @@ def open_page(page_file: str, timeout: float = 120, query: dict | None = None) -
     for key, value in (query or {}).items():
         at.query_params[key] = value
     at.run()
-    if page_file != "views/home.py":
+    if page_file != "pages/home.py":
         at.switch_page(page_file).run()
     return at
 

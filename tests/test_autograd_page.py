@@ -3,7 +3,7 @@
 from demos.autograd.graph import PRESETS
 from tests.conftest import assert_clean, open_page
 
-PAGE = "views/autograd.py"
+PAGE = "pages/autograd.py"
 
 
 def errors(at) -> list[str]:

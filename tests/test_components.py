@@ -9,7 +9,7 @@ def quiz_app():
     import torch
 
     from demos.quiz import Question
-    from views import ui
+    from pages import ui
 
     def ones_shape():
         return torch.ones(3, 1).expand(3, 5).shape
@@ -38,7 +38,7 @@ def errors_app():
     import streamlit as st
 
     from demos.errors import InputError
-    from views import ui
+    from pages import ui
 
     with ui.input_errors():
         raise InputError("Dimension 2 is too large.")
@@ -55,7 +55,7 @@ def test_input_errors_show_a_sentence_and_the_page_goes_on():
 def steps_app():
     import streamlit as st
 
-    from views import ui
+    from pages import ui
 
     st.session_state.setdefault("whiteboard", True)
     ui.steps(["one", "two", "three"], key="s")
@@ -81,7 +81,7 @@ def test_steps_show_everything_outside_whiteboard_mode():
 
 def test_url_parameters_set_the_view():
     query = {"home_temperature": "2.0", "home_logits": "1, 2, 3, 4", "whiteboard": "true"}
-    at = open_page("views/home.py", query=query)
+    at = open_page("pages/home.py", query=query)
     at.session_state["home_softmax_code_panel"] = True  # open the code panel (its content is sent only when open)
     at.run()
     assert_clean(at)
@@ -93,7 +93,7 @@ def test_url_parameters_set_the_view():
 
 
 def test_home_bad_logits_show_error_then_recover():
-    at = open_page("views/home.py")
+    at = open_page("pages/home.py")
     at.text_input(key="home_logits").set_value("2, x").run()
     assert "not 'x'" in at.error[0].value and not at.exception
     at.slider(key="home_temperature").set_value(9.5).run()
@@ -105,7 +105,7 @@ def corner_app():
     import torch
 
     from demos.quiz import Question
-    from views import ui
+    from pages import ui
 
     def first():
         return torch.zeros(2, 3).T.shape

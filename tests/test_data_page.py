@@ -4,7 +4,7 @@ import psutil
 
 from tests.conftest import assert_clean, open_page
 
-PAGE = "views/data_loading.py"
+PAGE = "pages/data-loading.py"
 SMALL_WORKLOAD = {"dl_samples": 8, "dl_io": 5, "dl_cpu": 1, "dl_step": 5}
 
 

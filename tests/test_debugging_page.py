@@ -6,7 +6,7 @@ import torch
 from demos.debugging import model_tests, nan_trace
 from tests.conftest import assert_clean, open_page
 
-PAGE = "views/debugging.py"
+PAGE = "pages/debugging.py"
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -4,7 +4,7 @@ import pytest
 
 from tests.conftest import assert_clean, open_page
 
-PAGE = "views/distributed.py"
+PAGE = "pages/distributed.py"
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import torch
 
 from tests.conftest import assert_clean, open_page
 
-PAGE = "views/gradient_flow.py"
+PAGE = "pages/gradient-flow.py"
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from views import heap
+from pages.shell import heap
 
 
 @pytest.fixture

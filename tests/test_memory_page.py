@@ -3,7 +3,7 @@
 from demos.memory.questions import QUESTIONS
 from tests.conftest import assert_clean, open_page
 
-PAGE = "views/memory.py"
+PAGE = "pages/memory.py"
 
 
 def test_defaults_are_clean_and_say_what_ran():

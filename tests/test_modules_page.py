@@ -5,7 +5,7 @@ import pytest
 from demos.modules.sharing import MAX_DIM, MAX_STEPS, MAX_VOCAB
 from tests.conftest import assert_clean, open_page
 
-PAGE = "views/modules.py"
+PAGE = "pages/modules.py"
 TABS = ("Parameters & buffers", "Hooks", "Freezing", "Weight sharing", "Containers")
 
 

@@ -1,9 +1,11 @@
 """Every page in the registry runs at its defaults with no exception and no error, in both display modes."""
 
+from pathlib import Path
+
 import pytest
 
+from pages.shell.registry import ROOT, registered
 from tests.conftest import assert_clean, open_page
-from views.registry import registered
 
 PAGES = [t.file for t in registered()]
 
@@ -25,3 +27,16 @@ def test_page_runs_clean_in_whiteboard_mode(page_file):
 def test_registry_lists_only_existing_files():
     for topic in registered():
         assert topic.exists, topic.file
+
+
+def test_only_registered_page_scripts_sit_at_the_top_of_pages():
+    """Streamlit's v1 scan lists every pages/*.py as a page: shared code must live in a subpackage."""
+    scripts = {str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py") if p.name != "__init__.py"}
+    assert scripts == {t.file for t in registered()}
+
+
+@pytest.mark.parametrize("page_file", PAGES)
+def test_every_page_script_file_is_named_by_its_slug_and_requires_the_shell(page_file):
+    topic = next(t for t in registered() if t.file == page_file)
+    assert Path(page_file).stem == topic.slug, "v1 derives the URL from the file name"
+    assert "\nrequire_shell()" in (ROOT / page_file).read_text(), "a direct run must run the app shell"

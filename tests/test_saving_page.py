@@ -4,7 +4,7 @@ from tests.conftest import assert_clean, open_page
 
 
 def test_buttons_run_exports_and_fill_the_target_table():
-    at = open_page("views/saving.py", timeout=300)
+    at = open_page("pages/saving.py", timeout=300)
     assert_clean(at)
     at.select_slider(key="sv_onnx_width").set_value(16).run()
     at.slider(key="sv_onnx_depth").set_value(1).run()
@@ -17,7 +17,7 @@ def test_buttons_run_exports_and_fill_the_target_table():
 
 
 def test_moving_widgets_keeps_the_page_clean():
-    at = open_page("views/saving.py", timeout=300)
+    at = open_page("pages/saving.py", timeout=300)
     at.number_input(key="sv_trace_x").set_value(40.0).run()
     at.slider(key="sv_crash_at").set_value(0.9).run()
     at.select_slider(key="sv_ckpt_width").set_value(512).run()

@@ -2,7 +2,7 @@
 
 from tests.conftest import assert_clean, open_page
 
-PAGE = "views/tensors.py"
+PAGE = "pages/tensors.py"
 
 
 def _text(at) -> str:

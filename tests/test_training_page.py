@@ -5,7 +5,7 @@ import pytest
 from demos.training import step
 from tests.conftest import assert_clean, open_page
 
-PAGE = "views/training_loop.py"
+PAGE = "pages/training-loop.py"
 TABS = ("Mistakes", "Optimizers", "Schedulers", "Losses", "Mixed precision", "Resume")
 
 

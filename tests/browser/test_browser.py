@@ -6,6 +6,7 @@ import pytest
 from playwright import sync_api
 
 from demos.tracker import export_tracker
+from pages.shell.registry import HOME, registered
 from tests.browser.harness import (
     artifacts_dir,
     launch_chromium,
@@ -16,7 +17,6 @@ from tests.browser.harness import (
     wait_charts,
     wait_run,
 )
-from views.registry import HOME, registered
 
 pytestmark = pytest.mark.browser
 
@@ -175,16 +175,33 @@ def test_tracker_import_rejects_bad_files_and_loads_good_ones(server, browser):
         context.close()
 
 
-def test_a_shared_deep_link_is_the_first_request_after_start(browser):
-    """A fresh server whose first visitor opens /<page>?whiteboard=true gets that page inside the app shell."""
-    topic = registered()[-1]
+def heading(topic) -> str:
+    """The h1 a page starts with: its registry title (home's is the app's name)."""
+    return "PyTorch Whiteboard" if topic is HOME else topic.title
+
+
+FIRST_REQUESTS = [(t, t.slug) for t in registered()] + [(HOME, "")]
+
+
+@pytest.mark.parametrize(("topic", "path"), FIRST_REQUESTS, ids=[p or "root" for _, p in FIRST_REQUESTS])
+def test_a_shared_deep_link_is_the_first_request_after_start(browser, topic, path):
+    """A fresh server whose first visitor opens /<slug>?whiteboard=true gets that page inside the full shell.
+
+    Streamlit runs a page file directly on a fresh server's first deep link (pages/__init__.py): a page that
+    forgot `require_shell()` would render without the navigation's sections and the whiteboard toggle.
+    """
     with streamlit_server() as (url, _):
-        context, page = open_app(browser, f"{url}/{topic.slug}?whiteboard=true")
+        context, page = open_app(browser, f"{url}/{path}?whiteboard=true")
         try:
-            assert page.locator("h1").first.inner_text() == topic.title
+            wait_loaded(page)
+            assert page.locator("h1").first.inner_text() == heading(topic)
             assert page.get_by_role("switch", name="Whiteboard mode").is_checked()
+            sections = page.locator("[data-testid=stNavSectionHeader]").all_inner_texts()
+            assert [s.strip() for s in sections] == list(dict.fromkeys(t.section for t in registered()))
             nav = page.locator("[data-testid=stSidebarNav] a")
             titles = {nav.nth(i).inner_text().splitlines()[-1] for i in range(nav.count())}
             assert titles == {t.title for t in registered()}, titles
+            assert page.locator("[role=dialog]").count() == 0, "no 'page not found' dialog"
+            assert page.locator("[data-testid=stException]").count() == 0
         finally:
             context.close()

@@ -4,7 +4,10 @@ import streamlit as st
 
 from demos.debugging import figures, leaks, model_tests, nan_trace, profiling, repro, workers
 from demos.debugging.questions import QUESTIONS
-from views import ui
+from pages import ui
+from pages.shell.entry import require_shell
+
+require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 TABS = ("NaN tracing", "Reproducibility", "Memory leaks", "Unit tests for models", "Profiler")
 

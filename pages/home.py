@@ -6,8 +6,11 @@ from demos.errors import InputError
 from demos.home import HOME_QUESTIONS, MAX_T, MIN_T, softmax_chart, softmax_temperature
 from demos.style import COLORS
 from demos.tracker import export_tracker, import_tracker
-from views import ui
-from views.registry import TOPICS, registered
+from pages import ui
+from pages.shell.entry import require_shell
+from pages.shell.registry import TOPICS, registered
+
+require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 
 @st.cache_data(max_entries=64)

@@ -6,7 +6,7 @@ import streamlit as st
 
 from demos.errors import InputError
 from demos.quiz import Question, check, validate_prediction
-from views.ui.layout import read_asset
+from pages.ui.layout import read_asset
 
 
 def predict_then_run(question: Question, key: str) -> None:

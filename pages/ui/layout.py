@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from views.registry import ROOT, by_slug
+from pages.shell.registry import ROOT, by_slug
 
 WHITEBOARD_KEY = "whiteboard"
 _CSS = (ROOT / "assets" / "css" / "whiteboard.css").read_text()

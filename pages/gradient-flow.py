@@ -14,7 +14,10 @@ from demos.gradient_flow.network import (
     NORMS,
 )
 from demos.gradient_flow.questions import QUESTIONS
-from views import ui
+from pages import ui
+from pages.shell.entry import require_shell
+
+require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 
 @st.cache_data(max_entries=32, show_spinner="Running forward and backward…")

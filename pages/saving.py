@@ -11,7 +11,10 @@ from demos.saving.quant import quantize_and_measure, scale_schemes
 from demos.saving.questions import QUESTIONS
 from demos.saving.state import state_dict_report
 from demos.saving.targets import deployment_table
-from views import ui
+from pages import ui
+from pages.shell.entry import require_shell
+
+require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 WIDTHS = (16, 32, 64, 128, 256, 512)
 

@@ -25,7 +25,10 @@ from demos.data.timeline import (
     epoch_boundaries,
     validate,
 )
-from views import ui
+from pages import ui
+from pages.shell.entry import require_shell
+
+require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 SLUG = "data-loading"
 

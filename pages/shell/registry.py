@@ -7,7 +7,7 @@ sure its entry below is filled in. No streamlit import here: tests read this wit
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 SECTIONS = ("Start", "Fundamentals", "Training", "Performance", "Production", "Scale", "Debugging")
 
@@ -31,7 +31,7 @@ class Topic:
 
 HOME = Topic(
     slug="home",
-    file="views/home.py",
+    file="pages/home.py",
     title="Home",
     icon=":material/home:",
     section="Start",
@@ -42,7 +42,7 @@ HOME = Topic(
 
 TOPICS = (
     Topic(
-        "tensors", "views/tensors.py", "Tensors", ":material/grid_on:", "Fundamentals",
+        "tensors", "pages/tensors.py", "Tensors", ":material/grid_on:", "Fundamentals",
         "Broadcasting, strides and views, dtype promotion, einsum, devices.",
         "What shape does this broadcast to, and does this reshape copy?",
         ("Broadcasting rules", "Strides, views and contiguity", "view vs reshape", "Type promotion",
@@ -50,7 +50,7 @@ TOPICS = (
         charts=2,
     ),
     Topic(
-        "autograd", "views/autograd.py", "Autograd", ":material/account_tree:", "Fundamentals",
+        "autograd", "pages/autograd.py", "Autograd", ":material/account_tree:", "Fundamentals",
         "The graph torch records, backward step by step, no_grad vs detach, custom Functions.",
         "What is the difference between no_grad and detach?",
         ("Dynamic graph and grad_fn", "Leaves and retain_grad", "no_grad / detach / inference_mode",
@@ -58,14 +58,14 @@ TOPICS = (
         charts=5,
     ),
     Topic(
-        "modules", "views/modules.py", "Modules & hooks", ":material/widgets:", "Fundamentals",
+        "modules", "pages/modules.py", "Modules & hooks", ":material/widgets:", "Fundamentals",
         "Parameters vs buffers, hooks and what they see, freezing, weight sharing, containers.",
         "What is the difference between nn.Parameter and register_buffer?",
         ("Parameters vs buffers", "Forward and backward hooks", "Freezing layers", "Weight tying",
          "ModuleList / ModuleDict / Sequential"),
     ),
     Topic(
-        "gradient-flow", "views/gradient_flow.py", "Gradient flow", ":material/show_chart:", "Fundamentals",
+        "gradient-flow", "pages/gradient-flow.py", "Gradient flow", ":material/show_chart:", "Fundamentals",
         "Vanishing and exploding gradients across depth, clipping, dead ReLUs.",
         "Why do gradients vanish in deep networks, and how do you fix it?",
         ("Vanishing gradients", "Exploding gradients", "Initialization", "Normalization and residuals",
@@ -73,7 +73,7 @@ TOPICS = (
         charts=7,
     ),
     Topic(
-        "training-loop", "views/training_loop.py", "Training loop", ":material/replay:", "Training",
+        "training-loop", "pages/training-loop.py", "Training loop", ":material/replay:", "Training",
         "The exact order of a step, its mistakes, optimizers, schedulers, losses, AMP, resume.",
         "Walk me through one training step in order. What breaks if you skip zero_grad?",
         ("Order of a step", "Common loop mistakes", "Optimizers", "LR schedulers", "Loss functions",
@@ -81,7 +81,7 @@ TOPICS = (
         charts=2,
     ),
     Topic(
-        "data-loading", "views/data_loading.py", "Data loading", ":material/conveyor_belt:", "Training",
+        "data-loading", "pages/data-loading.py", "Data loading", ":material/conveyor_belt:", "Training",
         "Real DataLoader worker timelines, IterableDataset sharding, samplers, collate_fn, pinning.",
         "Your GPU sits idle half the time. How do you find and fix the input bottleneck?",
         ("Workers and prefetching", "persistent_workers", "IterableDataset sharding", "Samplers",
@@ -89,7 +89,7 @@ TOPICS = (
         charts=5,
     ),
     Topic(
-        "memory", "views/memory.py", "Memory & speed", ":material/memory:", "Performance",
+        "memory", "pages/memory.py", "Memory & speed", ":material/memory:", "Performance",
         "Memory over a training step, the caching allocator, OOM, transfers and streams, torch.compile.",
         "Where does the memory of a training step go, and why is reserved larger than allocated?",
         ("Memory by category", "Caching allocator", "OOM and fragmentation", "Pinned memory and streams",
@@ -97,21 +97,21 @@ TOPICS = (
         charts=2,
     ),
     Topic(
-        "saving", "views/saving.py", "Saving & deployment", ":material/save:", "Production",
+        "saving", "pages/saving.py", "Saving & deployment", ":material/save:", "Production",
         "state_dict, checkpoints, TorchScript vs torch.export, ONNX, quantization.",
         "What do you save to resume training exactly, and how do you export for serving?",
         ("state_dict", "Checkpoint design", "TorchScript vs torch.export", "ONNX export", "Quantization"),
         charts=2,
     ),
     Topic(
-        "distributed", "views/distributed.py", "Distributed", ":material/hub:", "Scale",
+        "distributed", "pages/distributed.py", "Distributed", ":material/hub:", "Scale",
         "Real process groups: collectives, DDP buckets, FSDP sharding, tensor and pipeline parallel.",
         "How does DDP overlap communication with backward, and when do you need FSDP?",
         ("Collectives", "DDP buckets and overlap", "DistributedSampler", "FSDP / ZeRO",
          "Tensor and pipeline parallel", "Launching ranks"),
     ),
     Topic(
-        "debugging", "views/debugging.py", "Debugging & reproducibility", ":material/bug_report:", "Debugging",
+        "debugging", "pages/debugging.py", "Debugging & reproducibility", ":material/bug_report:", "Debugging",
         "NaN tracing, seeds and determinism, memory leaks, unit tests for models, the profiler.",
         "Your loss becomes NaN after 1000 steps. How do you find the cause?",
         ("NaN tracing", "Reproducibility", "Memory leaks", "Unit tests for models", "Profiler"),

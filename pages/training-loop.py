@@ -5,7 +5,10 @@ import streamlit as st
 
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from demos.training.questions import QUESTIONS
-from views import ui
+from pages import ui
+from pages.shell.entry import require_shell
+
+require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 SLUG = "training-loop"
 TABS = ("One step", "Mistakes", "Optimizers", "Schedulers", "Losses", "Mixed precision", "Resume")

@@ -6,7 +6,10 @@ import streamlit as st
 from demos.distributed import core
 from demos.distributed import figures as figs
 from demos.distributed.questions import QUESTIONS
-from views import ui
+from pages import ui
+from pages.shell.entry import require_shell
+
+require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 SLUG = "distributed"
 

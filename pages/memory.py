@@ -36,7 +36,10 @@ from demos.memory.training import (
     simulate,
     sweep_batches,
 )
-from views import ui
+from pages import ui
+from pages.shell.entry import require_shell
+
+require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 DEVICE = default_device()
 

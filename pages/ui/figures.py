@@ -4,7 +4,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from demos.style import COLORS
-from views.ui.layout import whiteboard_on
+from pages.ui.layout import whiteboard_on
 
 WHITEBOARD_FONT = 20
 

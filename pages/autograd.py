@@ -25,7 +25,10 @@ from demos.autograd.modes import (
     version_counter_trap,
 )
 from demos.autograd.questions import QUESTIONS
-from views import ui
+from pages import ui
+from pages.shell.entry import require_shell
+
+require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -12,8 +12,11 @@ from demos.tensors import einsum as es
 from demos.tensors import layout as lay
 from demos.tensors.common import Trap, chips_html
 from demos.tensors.questions import QUESTIONS
-from views import ui
-from views.registry import by_slug
+from pages import ui
+from pages.shell.entry import require_shell
+from pages.shell.registry import by_slug
+
+require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 TABS = ("Broadcasting", "Memory layout", "dtypes", "einsum", "Devices")
 

@@ -1,10 +1,10 @@
 """Shared study components for every page: layout, whiteboard mode, figures, code panels, quizzes, errors."""
 
-from views.ui.code import show_code
-from views.ui.errors import input_errors
-from views.ui.figures import graph, legend, plot, vega
-from views.ui.layout import page_header, prose, section_tabs, sidebar_controls, steps, whiteboard_on
-from views.ui.quiz import interview_corner, predict_then_run
+from pages.ui.code import show_code
+from pages.ui.errors import input_errors
+from pages.ui.figures import graph, legend, plot, vega
+from pages.ui.layout import page_header, prose, section_tabs, sidebar_controls, steps, whiteboard_on
+from pages.ui.quiz import interview_corner, predict_then_run
 
 __all__ = [
     "graph",

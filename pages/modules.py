@@ -8,7 +8,10 @@ from demos.modules import figures as figs
 from demos.modules.common import fmt, source_of
 from demos.modules.inputs import MAX_CHANNELS
 from demos.modules.questions import QUESTIONS
-from views import ui
+from pages import ui
+from pages.shell.entry import require_shell
+
+require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 TABS = ("Parameters & buffers", "Hooks", "Freezing", "Weight sharing", "Containers")
 

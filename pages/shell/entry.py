@@ -1,0 +1,64 @@
+"""The app shell every page runs inside: page config, navigation from the registry, the shared sidebar.
+
+`app.py` calls `main()`. A page script calls `require_shell()` first: when Streamlit ran the page file
+directly (v1 multipage mode, a fresh server's first deep link), it runs the shell and stops, so the visitor
+gets the page inside the full shell either way (see pages/__init__.py).
+"""
+
+import threading
+
+import streamlit as st
+import torch
+
+from pages.shell.heap import freeze_loaded_code
+from pages.shell.registry import HOME, SECTIONS, registered
+from pages.ui import sidebar_controls
+
+_inside = threading.local()  # each script run has its own thread: a mark set while the shell runs a page
+
+
+def navigation_pages() -> dict[str, list]:
+    """Sections of st.Page built from the registry, in the registry's order; empty sections left out.
+
+    Home is the default page, served at `/`. Its slug `/home` (the URL its file name gives it) is a hidden
+    second entry for the same file, so that link shows Home too instead of "page not found".
+    """
+    sections = {name: [] for name in SECTIONS}
+    for topic in registered():
+        is_home = topic is HOME
+        sections[topic.section].append(
+            st.Page(topic.file, title=topic.title, icon=topic.icon, url_path="" if is_home else topic.slug,
+                    default=is_home)
+        )
+    sections[HOME.section].append(
+        st.Page(HOME.file, title=HOME.title, icon=HOME.icon, url_path=HOME.slug, visibility="hidden")
+    )
+    return {name: pages for name, pages in sections.items() if pages}
+
+
+def main() -> None:
+    """Run the app: page config, navigation, sidebar, then the selected page inside the shell."""
+    # The demos run many tiny ops, and visitors' sessions share the process: one intra-op thread avoids
+    # OpenMP spinning and oversubscription, which made small ops 10-40x slower on a busy 2-core host.
+    torch.set_num_threads(1)
+    st.set_page_config(page_title="PyTorch Whiteboard", page_icon=":material/draw:", layout="wide")
+    page = st.navigation(navigation_pages(), expanded=True)
+    sidebar_controls()
+    _inside.active = True
+    try:
+        page.run()
+    finally:
+        _inside.active = False
+    freeze_loaded_code()
+
+
+def inside_shell() -> bool:
+    """Whether this script run is a page run by main()."""
+    return getattr(_inside, "active", False)
+
+
+def require_shell() -> None:
+    """First line of every page script: outside the shell, run the shell (which runs this page) and stop."""
+    if not inside_shell():
+        main()
+        st.stop()
