@@ -1,5 +1,26 @@
-"""The one exception type for bad user input."""
+"""The one exception type for bad user input, and the one way a message quotes what the visitor typed."""
+
+import re
+
+QUOTE_LIMIT = 40  # characters of visitor text a message repeats; the rest is elided
 
 
 class InputError(ValueError):
     """Input a person typed or chose that a demo cannot use; the message is one plain sentence."""
+
+
+def quoted(text: object, limit: int = QUOTE_LIMIT) -> str:
+    """Visitor text as a markdown code span, so a page shows it literally, never as markup.
+
+    Messages are rendered as markdown, and a shared link or an upload is visitor input: inside a code span
+    `![t](http://…)` is not an image, `[x](http://…)` is not a link, and `__import__` keeps its underscores.
+    Whitespace runs become one space and long text is cut to `limit` characters.
+    """
+    text = re.sub(r"\s+", " ", str(text)).strip()
+    if not text:
+        return "(nothing)"
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from pages.ui.errors import BUG_NOTE
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -20,6 +22,20 @@ def open_page(page_file: str, timeout: float = 120, query: dict | None = None) -
     if page_file != "pages/home.py":
         at.switch_page(page_file).run()
     return at
+
+
+@pytest.fixture(autouse=True)
+def no_bug_boxes(monkeypatch):
+    """Every AppTest run in the suite fails if a page showed the 'this is a bug' sentence (pages/ui/errors.py)."""
+    run = AppTest.run
+
+    def checked_run(self, *args, **kwargs):
+        at = run(self, *args, **kwargs)
+        bugs = [e.value for e in at.error if BUG_NOTE in e.value]
+        assert not bugs, bugs
+        return at
+
+    monkeypatch.setattr(AppTest, "run", checked_run)
 
 
 def assert_clean(at: AppTest) -> None:

@@ -1,0 +1,52 @@
+"""Visitor text in messages is quoted literally; an unexpected exception is a sentence, not a traceback."""
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
+
+from demos.errors import QUOTE_LIMIT, quoted
+from pages.ui.errors import BUG_NOTE
+
+
+def _unquote(span: str) -> str:
+    """The text a markdown code span shows (CommonMark: strip the fences, then one space each side if both)."""
+    fence = re.match(r"`+", span).group()
+    inner = span[len(fence) : -len(fence)]
+    return inner[1:-1] if inner.startswith(" ") and inner.endswith(" ") and inner.strip() else inner
+
+
+@given(st.text(max_size=200))
+def test_quoted_text_is_one_code_span_showing_the_text(text):
+    out = quoted(text)
+    shown = re.sub(r"\s+", " ", text).strip()
+    if not shown:
+        assert out == "(nothing)"
+        return
+    fence = re.match(r"`+", out).group()
+    assert out.endswith(fence) and fence not in _unquote(out), "no backtick run inside closes the span early"
+    expected = shown if len(shown) <= QUOTE_LIMIT else shown[: QUOTE_LIMIT - 1] + "…"
+    assert _unquote(out) == expected
+
+
+def test_markup_in_visitor_text_stays_inside_the_span():
+    assert quoted("![t](http://attacker/p.png)") == "`![t](http://attacker/p.png)`"
+    assert quoted("__import__('os')") == "`__import__('os')`"
+
+
+BUGGY_APP = """
+import streamlit as st
+from pages.ui.errors import input_errors
+with input_errors():
+    {}["missing"]
+st.write("below")
+"""
+
+
+def test_an_unexpected_exception_is_one_sentence_and_the_page_goes_on(monkeypatch):
+    monkeypatch.undo()  # this test wants the bug box that the suite's autouse check (conftest) forbids
+    at = AppTest.from_string(BUGGY_APP).run()
+    assert not at.exception
+    assert len(at.error) == 1 and BUG_NOTE in at.error[0].value and "KeyError" in at.error[0].value
+    assert at.markdown[-1].value == "below"
