@@ -124,7 +124,7 @@ def test_a_valid_record_loads_and_bad_ones_are_refused():
             core.from_file(json.dumps({**good_record(), **change}).encode())
     with pytest.raises(InputError, match="only finite numbers"):
         load_result(json.dumps({**good_record(), "x": float("nan")}).encode())
-    with pytest.raises(InputError, match="malformed"):
+    with pytest.raises(InputError, match=r"ranks\[0\] has no 'seen'"):
         core.from_file(json.dumps({**good_record(), "ranks": [{"rank": 0}]}).encode())
 
 

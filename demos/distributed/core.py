@@ -12,8 +12,8 @@ import torch.nn as nn
 
 from demos.distributed import workers
 from demos.distributed.launcher import MAX_WORLD, MIN_WORLD, run_ranks
-from demos.distributed.results import load_result
-from demos.errors import InputError
+from demos.distributed.results import check_ranks, load_result
+from demos.errors import InputError, quoted
 from demos.parsing import parse_int, parse_number
 
 # name: (low, high) for whole-number parameters of each demo
@@ -32,6 +32,7 @@ DEMO_PARAMS = {
     "sampler": ("dataset", "shuffle", "drop_last", "seed"),
 }
 DDP_ITERATIONS = 3
+FLAGS = ("head_first", "shuffle", "drop_last")
 LABELS = {"length": "Elements per rank", "ring_numel": "Ring message size", "seed": "Seed", "layers": "Layers",
           "width": "Width", "per_rank": "Samples per rank", "micro_batches": "Micro-batches",
           "dataset": "Dataset size", "d_in": "Input features", "d_out": "Output features", "batch": "Batch"}
@@ -74,7 +75,7 @@ def validate_params(demo: str, world: int, raw: dict) -> dict:
             if not BUCKET_MB[0] <= mb <= BUCKET_MB[1]:
                 raise InputError(f"Bucket cap (MB) must be between {BUCKET_MB[0]} and {BUCKET_MB[1]}; got {mb:g}.")
             p[name] = mb
-        elif name in ("head_first", "shuffle", "drop_last"):
+        elif name in FLAGS:
             p[name] = bool(value)
         else:
             p[name] = _whole(name, value)
@@ -138,15 +139,33 @@ def run_demo(demo: str, world_size: int, **raw) -> DistRun:
 
 
 def from_file(data: bytes, name: str = "result.json") -> DistRun:
-    """A result file from `torchrun -m demos.distributed.run --out FILE`, checked before anything draws it."""
+    """A result file from `torchrun -m demos.distributed.run --out FILE`, checked like live input before drawing.
+
+    Its parameters must pass the live run's limits, and every field the views and figures read is checked
+    (results.check_ranks), so a file draws nothing a live run could not.
+    """
     record = load_result(data)
-    run = _to_run(record, f"loaded file {name[:80]}: {record['world_size']} ranks, backend {record['backend']}", None)
-    try:
-        VIEWS[run.demo](run)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
-        problem = type(err).__name__
-        raise InputError(f"The result file's {run.demo} data is incomplete or malformed ({problem}).") from None
-    return run
+    demo, world = record["demo"], record["world_size"]
+    params = params_from_file(demo, world, record["params"])
+    check_ranks(demo, world, params, record["ranks"])
+    source = f"loaded file {quoted(name, 60)}: {world} ranks, backend {quoted(record['backend'])}"
+    return DistRun(demo, world, record["backend"], params, tuple(record["ranks"]), source, None,
+                   snippet(demo, world, params))
+
+
+def params_from_file(demo: str, world: int, raw: dict) -> dict:
+    """A file's parameters: JSON types as the workers wrote them, then the same limits as a live run."""
+    for name in DEMO_PARAMS[demo]:
+        value = raw.get(name)
+        if name in FLAGS:
+            good, kind = isinstance(value, bool), "true or false"
+        elif name == "bucket_cap_mb":
+            good, kind = isinstance(value, int | float) and not isinstance(value, bool), "a number"
+        else:
+            good, kind = isinstance(value, int) and not isinstance(value, bool), "a whole number"
+        if not good:
+            raise InputError(f"The result file's params.{name} must be {kind}.")
+    return validate_params(demo, world, raw)
 
 
 def _to_run(record: dict, source: str, wall_s: float | None) -> DistRun:

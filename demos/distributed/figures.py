@@ -5,6 +5,8 @@ mixed from every rank by a reduction is pink (communication). Timelines: backwar
 bucket all_reduce is pink (communication), pipeline forward is green, backward is orange (gradient), idle is grey.
 """
 
+import html
+
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -48,7 +50,7 @@ def collective_figure(view: dict) -> go.Figure:
                        font=dict(size=13, color=COLORS["communication"]))
     for r in rows:
         if r["error"]:
-            fig.add_annotation(x=width_before + gap, y=-r["rank"], text=r["error"][:60], showarrow=False,
+            fig.add_annotation(x=width_before + gap, y=-r["rank"], text=html.escape(r["error"][:60]), showarrow=False,
                                xanchor="left", font=dict(color=COLORS["error"]))
     fig.update_yaxes(tickvals=[-r["rank"] for r in rows], ticktext=[f"rank {r['rank']}" for r in rows],
                      range=[-len(rows) + 0.4, 1.2], showgrid=False, zeroline=False)
