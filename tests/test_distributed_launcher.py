@@ -1,5 +1,6 @@
 """The launcher always cleans up (success, failure, timeout), and torchrun writes a result file the page loads."""
 
+import contextlib
 import json
 import os
 import socket
@@ -181,3 +182,31 @@ def test_idle_fork_server_stops_by_itself(monkeypatch):
     while launcher.fork_server_pid() is not None and time.monotonic() < deadline:
         time.sleep(0.1)
     assert launcher.fork_server_pid() is None and gone(pid)
+
+
+def listening_sockets(pids: set[int]) -> set[tuple[int, str]]:
+    """(pid, address) of every listening TCP socket that one of these processes owns."""
+    return {(c.pid, c.laddr.ip) for c in psutil.net_connections("inet")
+            if c.status == psutil.CONN_LISTEN and c.pid in pids}
+
+
+def test_a_run_opens_no_listening_socket_beyond_loopback():
+    """Rank 0 meets its peers through a FileStore (no TCPStore on every interface); gloo binds to loopback."""
+    import ipaddress
+    import threading
+    import time
+
+    def sleep_on_two_ranks():
+        with contextlib.suppress(InputError):  # the test worker's record is no page demo: refused after the run
+            run_ranks("sleep", 2, {"seconds": 3})
+
+    seen: set[tuple[int, str]] = set()
+    runner = threading.Thread(target=sleep_on_two_ranks)
+    runner.start()
+    while runner.is_alive():
+        seen |= listening_sockets(children_now())
+        time.sleep(0.1)
+    runner.join()
+    assert seen, "the ranks' gloo connections were observed listening"
+    outside = {(pid, ip) for pid, ip in seen if not ipaddress.ip_address(ip).is_loopback}
+    assert not outside, outside

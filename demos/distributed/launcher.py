@@ -1,12 +1,14 @@
-"""Start `world_size` gloo ranks on 127.0.0.1, run one worker, collect the result file, always clean up.
+"""Start `world_size` gloo ranks on this machine, run one worker, collect the result file, always clean up.
 
 Ranks are forked from this module's own fork server, which imports torch and the workers once; a run then
 starts its ranks in milliseconds instead of importing torch per rank. The fork server is private (other pages'
 fork servers are unaffected), starts on the first run, and stops after IDLE_STOP_S without runs, so an idle
 server holds no extra process. Each rank gets the environment torchrun would give it (RANK, LOCAL_RANK,
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and calls the same `workers.run_rank` that
-`python -m demos.distributed.run` calls under torchrun. Rank 0 writes a JSON result file; the launcher reads it
-back through the validator in `results`, never through pickle.
+`python -m demos.distributed.run` calls under torchrun, except that the ranks meet through a FileStore in the
+run's temp folder rather than a TCPStore: a run opens no listening port beyond gloo's loopback connections.
+Rank 0 writes a JSON result file; the launcher reads it back through the validator in `results`, never through
+pickle.
 """
 
 import io
@@ -119,9 +121,15 @@ def _stop_when_idle() -> None:
 
 
 def _rank_main(rank: int, world: int, port: int, demo: str, params: dict, out_path: str, err_dir: str) -> None:
-    """Entry of one rank process: set torchrun's environment, run the worker, leave an error file on failure."""
+    """Entry of one rank process: set torchrun's environment, run the worker, leave an error file on failure.
+
+    The ranks meet through a FileStore in the run's temp folder, so no rank listens on a store port, and gloo's
+    own connections are bound to the loopback interface (GLOO_SOCKET_IFNAME). MASTER_ADDR/MASTER_PORT are set
+    as torchrun sets them, for the launch demo to show; nothing listens on that port.
+    """
     os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
-                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"})
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1",
+                       "GLOO_SOCKET_IFNAME": "lo"})
     from demos.distributed import workers
 
     workers.torch.set_num_threads(1)
@@ -130,7 +138,7 @@ def _rank_main(rank: int, world: int, port: int, demo: str, params: dict, out_pa
 
     try:
         workers.run_rank(demo, params, out_path if rank == 0 else None, backend="gloo", timeout_s=INIT_TIMEOUT_S,
-                         on_error=record)
+                         on_error=record, store_file=os.path.join(err_dir, "store"))
     except BaseException as err:
         if not Path(err_dir, f"rank{rank}.txt").exists():
             record(err)

@@ -443,10 +443,12 @@ WORKERS = {
 
 
 def run_rank(demo: str, params: dict, out_path: str | None, backend: str = "auto", timeout_s: float = 30.0,
-             on_error=None) -> dict:
+             on_error=None, store_file: str | None = None) -> dict:
     """Join the process group named by the environment, run one worker, gather every rank's result to rank 0.
 
-    on_error(err) is called before the group is torn down, so the first failure is recorded before its peers'.
+    With store_file the ranks meet through a FileStore at that path instead of rank 0's TCPStore (which listens
+    on every interface): the page's launcher uses it so a run opens no network port. on_error(err) is called
+    before the group is torn down, so the first failure is recorded before its peers'.
     """
     from datetime import timedelta
 
@@ -454,7 +456,12 @@ def run_rank(demo: str, params: dict, out_path: str | None, backend: str = "auto
         backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
     if "nccl" in backend:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
+    timeout = timedelta(seconds=timeout_s)
+    if store_file is None:
+        dist.init_process_group(backend, timeout=timeout)
+    else:
+        dist.init_process_group(backend, init_method=f"file://{store_file}", rank=int(os.environ["RANK"]),
+                                world_size=int(os.environ["WORLD_SIZE"]), timeout=timeout)
     try:
         rank, world = dist.get_rank(), dist.get_world_size()
         t0 = time.perf_counter()
