@@ -31,33 +31,18 @@ def records() -> dict[str, dict]:
 
 
 def draw(run: core.DistRun) -> None:
-    """Build every view and figure the page builds for a run, reading the same fields."""
-    if run.demo == "collectives":
-        for op in core.OPS:
-            figs.collective_figure(core.collective_view(run, op))
-        figs.ring_figure(core.ring_rows(run))
-    elif run.demo == "ddp":
+    """Build every figure the page draws for a run, and read the other fields the page shows."""
+    figs.run_figures(run)
+    if run.demo == "ddp":
         view = core.ddp_view(run)
-        last = len(view["iterations"]) - 1
-        figs.ddp_timeline_figure(view, (0, last))
-        core.overlap_ms(view["iterations"][last])
+        core.overlap_ms(view["iterations"][-1])
         acc, unused = view["accumulation"], view["unused"]
         assert acc["all_reduces"]["every_step"] - acc["all_reduces"]["no_sync"] is not None
         assert {unused["True"]["ok"], unused["False"]["ok"]} <= {True, False}
-    elif run.demo == "sampler":
-        view = core.sampler_view(run)
-        for label in view["views"]:
-            figs.sampler_figure(view, label)
-    elif run.demo == "fsdp":
-        view = core.fsdp_view(run)
-        figs.fsdp_shard_figure(view)
-        figs.memory_figure(view)
     elif run.demo == "tensor_parallel":
-        view = core.tp_view(run)
-        figs.tp_dot(view, run.world_size)
-        first = view["ranks"][0]
+        first = core.tp_view(run)["ranks"][0]
         f"{first['weight_bytes_local']} {first['weight_bytes_full']} {first['mlp']['collectives']:d}"
-    else:
+    elif run.demo == "env":
         core.env_view(run)
 
 

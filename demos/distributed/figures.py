@@ -10,6 +10,7 @@ import html
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from demos.distributed import core
 from demos.distributed.core import STAGE_NAMES, WORLD_SIZES, Schedule, human_bytes
 from demos.style import COLORS, SERIES, base_layout
 
@@ -211,3 +212,23 @@ def tp_dot(view: dict, world: int) -> str:
                  f'fillcolor="{COLORS["communication"]}"];')
     lines.append("}")
     return "\n".join(lines)
+
+
+def run_figures(run) -> list:
+    """Every figure (plotly or DOT) the page draws for one run, from the same views: for a loaded file, this is
+    what the file costs to draw."""
+    if run.demo == "collectives":
+        return ([collective_figure(core.collective_view(run, op)) for op in core.OPS]
+                + [ring_figure(core.ring_rows(run))])
+    if run.demo == "ddp":
+        view = core.ddp_view(run)
+        return [ddp_timeline_figure(view, (0, len(view["iterations"]) - 1))]
+    if run.demo == "sampler":
+        view = core.sampler_view(run)
+        return [sampler_figure(view, label) for label in view["views"]]
+    if run.demo == "fsdp":
+        view = core.fsdp_view(run)
+        return [fsdp_shard_figure(view), memory_figure(view)]
+    if run.demo == "tensor_parallel":
+        return [tp_dot(core.tp_view(run), run.world_size)]
+    return []
