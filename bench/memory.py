@@ -47,7 +47,7 @@ HEAVY_DEMOS = (
               "distributed?dist_world=4&dist_tab=FSDP+%26+ZeRO&dist_fsdp_layers=6&dist_fsdp_width=256"
               "&dist_fsdp_per_rank=32", "Run FSDP on 4 ranks"),
     HeavyDemo("Debugging: worker seeds, 2 loaders x 2 workers", "debugging?dbg_tab=Reproducibility",
-              "Spawn 2 workers for each loader"),
+              "Start 2 workers for each loader"),
     HeavyDemo("Data loading: timeline, 4 vs 4 workers", "data-loading?dl_a_workers=4&dl_b_workers=4",
               "Run both loaders"),
     HeavyDemo("Memory: inductor compile, 1024 x 1024", "memory?mem_tab=torch.compile&mem_size=1024",

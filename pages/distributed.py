@@ -56,9 +56,11 @@ def run_button(demo: str, world: int, raw: dict, label: str) -> core.DistRun | N
         st.info(f"Press the button to start {world} real processes (gloo on 127.0.0.1). After the first run, "
                 "changing a setting reruns the ranks; repeated settings come from the cache.", icon=":material/info:")
         return None
-    with st.status(f"{label}: starting {world} gloo ranks…") as status:
+    with ui.queue_position(), st.status(f"{label}: starting {world} gloo ranks…") as status:
         run = cached_run(demo, world, tuple(sorted(params.items())))
         status.update(label=f"{label}: {run.source}", state="complete")
+    if run.scaled:
+        st.info(run.scaled, icon=":material/memory:")
     return run
 
 

@@ -169,19 +169,29 @@ def test_any_parameter_text_is_parsed_or_refused(bucket, ring, world):
         assert not 2 <= world <= 4
 
 
-def test_idle_fork_server_stops_by_itself(monkeypatch):
+def test_no_child_process_is_left_after_the_idle_window(monkeypatch):
+    """The warm fork servers and multiprocessing's resource tracker stop once the server has idled for the window."""
     import time
+    from multiprocessing import resource_tracker
 
     import demos.distributed.launcher as launcher
+    from demos import guests
+    from demos.debugging.workers import worker_seeds
 
-    monkeypatch.setattr(launcher, "IDLE_STOP_S", 0.3)
+    monkeypatch.setattr(guests, "IDLE_WINDOW_S", 1.0)
+    assert guests.stop_idle_helpers(), "no run holds the slot"  # helpers left warm by earlier tests
+    before = children_now()
     run_ranks("env", 2, {})
+    worker_seeds()  # DataLoader workers from the data pages' fork server, in the same window
     pid = launcher.fork_server_pid()
-    assert pid is not None
-    deadline = time.monotonic() + 10
-    while launcher.fork_server_pid() is not None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert launcher.fork_server_pid() is None and gone(pid)
+    assert pid is not None and pid in children_now(), "the distributed fork server stays warm between runs"
+    assert resource_tracker._resource_tracker._pid is not None, "its resource tracker too"
+    deadline = time.monotonic() + 15
+    while children_now() - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not children_now() - before, [psutil.Process(p).cmdline()[-1][:80] for p in children_now() - before]
+    assert launcher.fork_server_pid() is None and resource_tracker._resource_tracker._pid is None
+    run_ranks("env", 2, {})  # and the next run starts them again
 
 
 def listening_sockets(pids: set[int]) -> set[tuple[int, str]]:

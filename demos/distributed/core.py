@@ -5,11 +5,12 @@ under torchrun. Both return a `DistRun`; the `*_view` functions turn one into wh
 """
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 import torch.nn as nn
 
+from demos import guests
 from demos.distributed import workers
 from demos.distributed.launcher import MAX_WORLD, MIN_WORLD, run_ranks
 from demos.distributed.results import check_ranks, load_result
@@ -50,6 +51,7 @@ class DistRun:
     source: str
     wall_s: float | None
     code: str
+    scaled: str = ""  # what the server's memory limit changed, said on the page
 
 
 def _whole(name: str, value) -> int:
@@ -130,12 +132,15 @@ def snippet(demo: str, world: int, params: dict) -> str:
 
 
 def run_demo(demo: str, world_size: int, **raw) -> DistRun:
-    """Run one demo on real gloo ranks (2-4 processes on 127.0.0.1) and return every rank's result."""
-    world = validate_world(world_size)
+    """Run one demo on real gloo ranks (2-4 processes on this machine) and return every rank's result.
+
+    Under a container memory limit too small for `world_size` processes, fewer ranks run and the result says so.
+    """
+    world, note = guests.scaled(validate_world(world_size), "ranks", low=MIN_WORLD)
     params = validate_params(demo, world, raw)
     record, info = run_ranks(demo, world, params)
     source = f"live run: {world} gloo ranks on 127.0.0.1 (pids {', '.join(map(str, info.pids))}), {info.wall_s:.2f} s"
-    return _to_run(record, source, info.wall_s)
+    return replace(_to_run(record, source, info.wall_s), scaled=note)
 
 
 def from_file(data: bytes, name: str = "result.json") -> DistRun:

@@ -7,6 +7,7 @@ import streamlit as st
 from demos.errors import InputError
 from demos.quiz import Question, check, validate_prediction
 from pages.ui.layout import read_asset
+from pages.ui.queue import queue_position
 
 
 def predict_then_run(question: Question, key: str) -> None:
@@ -18,7 +19,8 @@ def predict_then_run(question: Question, key: str) -> None:
         verdict_key = f"{key}_verdict"
         if st.button("Run it", key=f"{key}_run", icon=":material/play_arrow:"):
             try:
-                st.session_state[verdict_key] = check(question, validate_prediction(question, prediction))
+                with queue_position():  # questions that start DataLoader workers wait for the process slot
+                    st.session_state[verdict_key] = check(question, validate_prediction(question, prediction))
             except InputError as err:
                 st.session_state.pop(verdict_key, None)
                 st.error(str(err), icon=":material/error:")
