@@ -10,6 +10,7 @@
 
 import math
 import multiprocessing.resource_tracker
+import os
 import socket
 import threading
 import time
@@ -23,9 +24,12 @@ from demos.errors import InputError
 QUEUE_WAIT_S = 180.0  # how long a run may wait for its turn before it is refused
 IDLE_WINDOW_S = 20.0  # warm helpers stop this long after the last run
 MAX_PROCESSES = 4  # the most processes one run starts (ranks or workers) when memory allows
-SERVER_MB = 520  # the server itself after every page and demo (the idle budget measured by `python -m bench`)
-PROCESS_MB = 60  # one forked rank or worker, measured (PSS) by `python -m bench --memory`
-HELPER_MB = 240  # a fork server that has imported torch
+# Measured by `python -m bench --memory` (PSS, MB): the server with a page open, a fork server that has imported
+# torch and the distributed workers, one rank or worker forked from it.
+SERVER_MB = 400
+HELPER_MB = 225
+PROCESS_MB = 50
+LIMIT_VARIABLE = "WHITEBOARD_MEMORY_LIMIT_MB"
 CGROUP_FILES = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 
 
@@ -103,8 +107,11 @@ def busy() -> bool:
 
 # ---- memory limit -------------------------------------------------------------------------------------------
 
-def read_memory_limit(files=CGROUP_FILES) -> int | None:
-    """The container's memory limit in bytes (cgroup v2, then v1), or None when there is none."""
+def read_memory_limit(files=CGROUP_FILES, environ=os.environ) -> int | None:
+    """The memory limit in bytes: WHITEBOARD_MEMORY_LIMIT_MB if set (for hosts that enforce a limit the container
+    cannot see), else the container's cgroup limit (v2, then v1), else None."""
+    if environ.get(LIMIT_VARIABLE, "").strip().isdigit():
+        return int(environ[LIMIT_VARIABLE]) * 10**6
     for name in files:
         try:
             text = Path(name).read_text().strip()
