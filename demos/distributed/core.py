@@ -4,15 +4,18 @@
 under torchrun. Both return a `DistRun`; the `*_view` functions turn one into what a figure needs.
 """
 
+import ast
+import functools
 import inspect
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import torch
 import torch.nn as nn
 
 from demos import guests
-from demos.distributed import workers
 from demos.distributed.launcher import MAX_WORLD, MIN_WORLD, run_ranks
+from demos.distributed.models import ENV_KEYS, Tower
 from demos.distributed.results import check_ranks, load_result
 from demos.errors import InputError, quoted
 from demos.parsing import parse_int, parse_number
@@ -92,17 +95,30 @@ def validate_params(demo: str, world: int, raw: dict) -> dict:
     return p
 
 
-# Which worker functions make up the standalone script of each demo (shown as "the code").
+# Which worker functions make up the standalone script of each demo (shown as "the code"), in order.
 _SNIPPET_PARTS = {
-    "env": (workers.env_seen,),
-    "collectives": (workers.barrier_times, workers.ring_all_reduce, workers.collectives),
-    "ddp": (workers.Tower, workers.global_batch, workers._ddp_recorder, workers._time_layers, workers._accumulation,
-            workers._unused_branch, workers.ddp),
-    "fsdp": (workers.Tower, workers.global_batch, workers._CommLog, workers._tensors_in, workers._tensor_bytes,
-             workers._local, workers._memory, workers.fsdp),
-    "tensor_parallel": (workers.tensor_parallel,),
-    "sampler": (workers.sampler,),
+    "env": ("env_seen",),
+    "collectives": ("barrier_times", "ring_all_reduce", "collectives"),
+    "ddp": ("Tower", "global_batch", "_ddp_recorder", "_time_layers", "_accumulation", "_unused_branch", "ddp"),
+    "fsdp": ("Tower", "global_batch", "_CommLog", "_tensors_in", "_tensor_bytes", "_local", "_memory", "fsdp"),
+    "tensor_parallel": ("tensor_parallel",),
+    "sampler": ("sampler",),
 }
+_SOURCES = ("models.py", "workers.py")  # read as text: the server never imports the ranks' DDP/FSDP/dynamo
+
+
+@functools.cache
+def _definitions() -> dict[str, str]:
+    """Source of every top-level function and class in the workers' modules, by name."""
+    out = {}
+    for file in _SOURCES:
+        text = (Path(__file__).parent / file).read_text(encoding="utf-8")
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                out[node.name] = ast.get_source_segment(text, node)
+    return out
+
+
 _HEADER = (
     "import os\nimport time\nimport warnings\n\nimport torch\nimport torch.distributed as dist\n"
     "import torch.nn as nn\nimport torch.nn.functional as F\nfrom torch.distributed.fsdp import fully_shard\n"
@@ -114,8 +130,8 @@ _HEADER = (
 
 def snippet(demo: str, world: int, params: dict) -> str:
     """A standalone script with the exact worker code that ran; launch it with torchrun."""
-    parts = "\n\n".join(inspect.getsource(fn) for fn in _SNIPPET_PARTS[demo])
-    name = _SNIPPET_PARTS[demo][-1].__name__
+    parts = "\n\n".join(_definitions()[name] for name in _SNIPPET_PARTS[demo])
+    name = _SNIPPET_PARTS[demo][-1]
     cli = " ".join(f"--param {k}={v}" for k, v in params.items() if k != "iterations")
     return (
         f"# Run with: torchrun --nproc-per-node {world} this_file.py\n"
@@ -308,7 +324,7 @@ def env_view(run: DistRun) -> list[dict]:
     rows = []
     for e in run.ranks:
         seen = e["seen"]
-        rows.append({**{k: str(seen["env"].get(k, "")) for k in workers.ENV_KEYS}, "pid": int(seen["pid"]),
+        rows.append({**{k: str(seen["env"].get(k, "")) for k in ENV_KEYS}, "pid": int(seen["pid"]),
                      "dist.get_rank()": int(seen["dist_rank"]), "dist.get_world_size()": int(seen["dist_world"]),
                      "backend": str(seen["backend"])})
     return rows
@@ -340,7 +356,7 @@ def model_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
     if preset not in PRESETS:
         raise InputError(f"Unknown model '{preset}'.")
     if PRESETS[preset] is None:
-        model = workers.Tower(_whole("layers", layers), _whole("width", width))
+        model = Tower(_whole("layers", layers), _whole("width", width))
         return sum(p.numel() for p in model.parameters()), f"Tower({layers}, {width}) in torch"
     n_layers, d, heads, vocab = PRESETS[preset]
     with torch.device("meta"):

@@ -18,29 +18,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.data import DistributedSampler
 
-ENV_KEYS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-
-
-class Tower(nn.Module):
-    """`layers` Linear(width, width) + tanh blocks, then a Linear(width, 1) head.
-
-    head_first registers the head before the blocks, so registration order differs from the order of use.
-    """
-
-    def __init__(self, layers: int, width: int, head_first: bool = False):
-        super().__init__()
-        self.layers = layers
-        if head_first:
-            self.head = nn.Linear(width, 1)
-        for i in range(layers):
-            self.add_module(f"fc{i}", nn.Linear(width, width))
-        if not head_first:
-            self.head = nn.Linear(width, 1)
-
-    def forward(self, x):
-        for i in range(self.layers):
-            x = torch.tanh(getattr(self, f"fc{i}")(x))
-        return self.head(x)
+from demos.distributed.models import ENV_KEYS, Tower  # noqa: F401  (Tower and ENV_KEYS are part of the workers' API)
 
 
 def global_batch(world: int, per_rank: int, width: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
