@@ -175,7 +175,7 @@ def stop_idle_helpers() -> bool:
         for is_running, stop in _helpers:  # under the lock: no run can start while its fork server stops
             if is_running():
                 stop()
-        multiprocessing.resource_tracker._resource_tracker._stop()
+        _stop_resource_tracker()
         return True
 
 
@@ -185,7 +185,14 @@ def release_resource_tracker() -> None:
     A fork server starts the tracker, and nothing else ever stops it.
     """
     if not any(is_running() for is_running, _ in _helpers):
-        multiprocessing.resource_tracker._resource_tracker._stop()
+        _stop_resource_tracker()
+
+
+def _stop_resource_tracker() -> None:
+    """Stop the tracker this process started (a spawned child inherits the pipe but not the process)."""
+    tracker = multiprocessing.resource_tracker._resource_tracker
+    if tracker._pid is not None:
+        tracker._stop()
 
 
 def free_port() -> int:
