@@ -5,30 +5,15 @@ import json
 import urllib.parse
 
 import pytest
-from playwright import sync_api
 
 from demos.distributed.results import FORMAT
-from tests.browser.harness import launch_chromium, new_context, run_mark, streamlit_server, wait_run
+from tests.browser.harness import new_context, run_mark, wait_run
 
 pytestmark = pytest.mark.browser
 
 IMAGE = "![t](http://attacker.invalid/p.png)"
 LINK = "[Log in again](http://attacker.invalid/phish)"
 ALERT = "[data-testid=stAlertContentError]"
-
-
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as (url, _):
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = launch_chromium(p)
-        yield b
-        b.close()
 
 
 def open_tab(browser, url: str):
