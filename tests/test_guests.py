@@ -23,7 +23,7 @@ def hold_slot(entered: threading.Event, release: threading.Event, log: list, nam
     return thread
 
 
-def test_runs_go_in_arrival_order_and_each_waiting_run_is_told_its_place():
+def test_runs_go_in_arrival_order_and_each_waiting_run_is_told_its_place(no_warm_helpers):
     log, releases, threads = [], [], []
     for name in ("first", "second", "third"):
         entered, release = threading.Event(), threading.Event()

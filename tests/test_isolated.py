@@ -15,7 +15,7 @@ def children() -> set[int]:
     return {p.pid for p in psutil.Process().children(recursive=True)}
 
 
-def test_result_sentence_and_time_limit_come_back_and_no_process_is_left():
+def test_result_sentence_and_time_limit_come_back_and_no_process_is_left(no_warm_helpers):
     before = children()
     assert run_isolated(parse_shapes, "8; 16") == parse_shapes("8; 16")
     with pytest.raises(InputError) as err:
