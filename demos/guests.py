@@ -2,7 +2,8 @@
 
 - One run at a time, in arrival order: a visitor whose run waits is told how many runs are ahead of theirs
   (`queue_reporter`), instead of the server piling up processes.
-- How many processes a run may start follows the container's memory limit, read once at start (cgroup).
+- How many processes a distributed run may start follows the container's memory limit, read once at start
+  (cgroup); the DataLoader demos fit their workers on the smallest tier measured, so they are not scaled.
 - Helpers that stay warm between runs (a fork server, multiprocessing's resource tracker) stop after
   IDLE_WINDOW_S without a run, so an idle server holds no extra process.
 - Free ports on 127.0.0.1 only.
@@ -23,7 +24,7 @@ from demos.errors import InputError
 
 QUEUE_WAIT_S = 180.0  # how long a run may wait for its turn before it is refused
 IDLE_WINDOW_S = 20.0  # warm helpers stop this long after the last run
-MAX_PROCESSES = 4  # the most processes one run starts (ranks or workers) when memory allows
+MAX_PROCESSES = 4  # the most ranks one distributed run starts when memory allows
 # Measured by `python -m bench --memory` (PSS, MB): the server with a page open, a fork server that has imported
 # torch and the distributed workers, one rank or worker forked from it.
 SERVER_MB = 400
