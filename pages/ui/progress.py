@@ -61,8 +61,7 @@ def load_link_from_url() -> None:
             st.session_state[_NOTICE_KEY] = ("error", f"{err} Nothing was changed.", value)
             return
         set_progress(loaded)
-        st.session_state[_NOTICE_KEY] = ("success", f"Progress loaded from the link: {loaded.ticked()} concepts "
-                                         f"ticked, {len(loaded.review)} questions to review.", value)
+        st.session_state[_NOTICE_KEY] = ("success", f"Progress loaded from the link: {_summary(loaded)}.", value)
     if _refused(value):
         return
     current = link_value()
@@ -105,6 +104,14 @@ def progress_link_panel() -> None:
     """The progress link, copyable: it restores these ticks and review questions on any device, no account."""
     current = progress()
     st.markdown("**Progress link**")
-    st.caption(f"Holds {current.ticked()} ticked concepts and {len(current.review)} questions to review, nothing "
-               "else. Open it later or on another device to carry on; bookmark it, it is not stored anywhere.")
+    st.caption(f"It holds {_summary(current)}, nothing else. Open it later or on another device to carry on; "
+               "bookmark it: it is not stored anywhere.")
     st.code(link_url(), language=None, wrap_lines=True)
+
+
+def _summary(value: Progress) -> str:
+    return f"{plural(value.ticked(), 'concept')} ticked, {plural(len(value.review), 'question')} to review"
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
