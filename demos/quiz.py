@@ -45,6 +45,7 @@ class Question:
     imports: str = "import torch"
     exact: bool = False
     code: str = ""
+    placeholder: str = ""  # the prediction box's hint when the kind's default does not fit (strides, not a shape)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -68,7 +69,7 @@ class Question:
 
     @property
     def hint(self) -> str:
-        return HINTS.get(self.kind, "")
+        return self.placeholder or HINTS.get(self.kind, "")
 
 
 @dataclass(frozen=True)
@@ -226,24 +227,29 @@ def _is_whole(answer: Any) -> bool:
 def judge_number(guess: float, truth: float, exact: bool = False) -> str:
     """'correct', 'close' or 'wrong', the way an interviewer would judge a number.
 
-    Not exact: right to 2 significant figures is correct; the same order of magnitude (within a factor of
-    sqrt(10), same sign) is close. Exact (counts, bytes, rounding traps): equal is correct, right to 2
-    significant figures is close. inf and nan must match exactly.
+    Not exact: right to 2 significant figures (within half a unit of torch's second figure) is correct; the
+    same order of magnitude (within a factor of sqrt(10), same sign) is close. Exact (counts, bytes, rounding
+    traps): equal is correct, right to 2 significant figures is close. inf and nan must match exactly.
     """
     if not (math.isfinite(guess) and math.isfinite(truth)):
         same = (math.isnan(guess) and math.isnan(truth)) or guess == truth
         return _exact(same)
     if guess == truth:
         return "correct"
-    if same_to_2_figures(guess, truth):
+    if within_2_figures(guess, truth):
         return "close" if exact else "correct"
     if not exact and same_order(guess, truth):
         return "close"
     return "wrong"
 
 
-def same_to_2_figures(a: float, b: float) -> bool:
-    return float(f"{a:.1e}") == float(f"{b:.1e}")
+def within_2_figures(guess: float, truth: float) -> bool:
+    """|guess - truth| at most half a unit in truth's second significant figure: 0.235 for 0.235004, 9.5e-7 for
+    9.54e-7. A tolerance, not rounding both: rounding would split 0.2350 and 0.235004 across a boundary."""
+    if truth == 0:
+        return guess == 0
+    unit = 10.0 ** (math.floor(math.log10(abs(truth))) - 1)
+    return abs(guess - truth) <= 0.5 * unit * (1 + 1e-9)
 
 
 def same_order(a: float, b: float) -> bool:
