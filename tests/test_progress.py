@@ -27,7 +27,7 @@ def test_a_progress_link_restores_ticks_and_the_url_follows_new_ticks():
     at = open_page("pages/home.py", query={"progress": link})
     assert_clean(at)
     assert ticked(at) == {"track__autograd__1"}
-    assert "1 concept ticked, 1 question to review" in at.success[0].value
+    assert "1 ticked concept and 1 question to review" in at.success[0].value
     at.checkbox(key="track__tensors__3").check().run()
     assert ticked(at) == {"track__autograd__1", "track__tensors__3"}, "the link is read once, not on every run"
     assert not at.success, "the loaded notice is shown once"

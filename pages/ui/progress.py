@@ -20,8 +20,8 @@ _NOTICE_KEY = "wb_progress_notice"
 
 
 def known_concepts() -> dict[str, tuple[str, ...]]:
-    """Topic slug -> its tracker concepts, for every topic page that exists."""
-    return {t.slug: t.concepts for t in TOPICS if t.exists}
+    """Topic slug -> its tracker concepts, for every topic page that exists and has a checklist."""
+    return {t.slug: t.concepts for t in TOPICS if t.exists and t.concepts}
 
 
 def progress() -> Progress:
@@ -110,7 +110,7 @@ def progress_link_panel() -> None:
 
 
 def _summary(value: Progress) -> str:
-    return f"{plural(value.ticked(), 'concept')} ticked, {plural(len(value.review), 'question')} to review"
+    return f"{plural(value.ticked(), 'ticked concept')} and {plural(len(value.review), 'question')} to review"
 
 
 def plural(n: int, noun: str) -> str:

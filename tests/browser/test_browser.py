@@ -205,7 +205,7 @@ def test_ticks_survive_other_pages_and_the_progress_link_restores_them(server, b
     try:
         sync_api.expect(page.get_by_label(concept, exact=True).first).to_be_checked(timeout=20_000)
         notice = page.locator("[data-testid=stAlertContentSuccess]").first.inner_text()
-        assert "Progress loaded from the link: 1 concept ticked" in notice
+        assert "Progress loaded from the link: 1 ticked concept" in notice
     finally:
         context.close()
     context, page = open_app(browser, link[:-3] + "xyz")  # tampered
