@@ -105,8 +105,8 @@ def clock(drill: dr.Drill) -> None:
     script = (CLOCK_JS.replace("POS", str(drill.position)).replace("ON_QUESTION", f"{on_question * 1000:.0f}")
               .replace("TOTAL", f"{total * 1000:.0f}"))
     st.html(
-        f"<div>⏱ <b id='pr-q-{drill.position}'>{_clock_text(on_question)}</b> on this question (aim for "
-        f"{dr.SECONDS_PER_QUESTION} s) · <span id='pr-t-{drill.position}'>{_clock_text(total)}</span> in total"
+        f"<div>Time on this question <b id='pr-q-{drill.position}'>{_clock_text(on_question)}</b> (aim for "
+        f"{dr.SECONDS_PER_QUESTION} s) · in total <span id='pr-t-{drill.position}'>{_clock_text(total)}</span>"
         f"</div><script>{script}</script>",
         unsafe_allow_javascript=True,
     )
@@ -115,9 +115,15 @@ def clock(drill: dr.Drill) -> None:
 def question_screen(drill: dr.Drill) -> None:
     slot, it = drill.current, catalog.item(drill.current.qid)
     answered = sum(s.outcome is not None for s in drill.slots)
-    st.progress(answered / len(drill.slots), text=f"Question {drill.position + 1} of {len(drill.slots)} · "
-                f"{answered} answered")
-    st.caption(f"{_title(it.topic)} · {it.theme}" + (" · asked again: you missed it earlier" if slot.again else ""))
+    where = f"Question {drill.position + 1} of {len(drill.slots)} · {answered} answered"
+    topic = _title(it.topic)
+    about = topic + ("" if it.theme == topic else f" · {it.theme}")
+    about += " · asked again: you missed it earlier" if slot.again else ""
+    if ui.whiteboard_on():  # one line, so the question fits a projected screen
+        st.caption(f"{where} · {about}")
+    else:
+        st.progress(answered / len(drill.slots), text=where)
+        st.caption(about)
     if drill.mock:
         clock(drill)
     verdict = ui.predict_then_run(it.question, key=f"{CARD_PREFIX}{drill.position}")
@@ -205,16 +211,25 @@ def _restart() -> None:
     st.session_state.pop(DRILL_KEY, None)
 
 
-ui.page_header("practice")
-ui.prose(
+INTRO = (
     "Questions come from every page's interview corner and from generators that write a fresh snippet from a "
     "seed. Nothing is stored as an answer: *Run it* runs the snippet with torch and compares. Numbers count as "
     "right to 2 significant figures (counts and bytes must be exact). A question you miss comes back at the end "
     "of the drill and stays on your review list, and the next drill asks it again; mastering a concept ticks "
     "it in the study tracker."
 )
-with st.expander("Drill settings", icon=":material/tune:", expanded=not ui.whiteboard_on()):
-    chosen = settings_ui()
+
+ui.page_header("practice")
+if ui.whiteboard_on():  # both folded, side by side: the question owns the screen
+    intro, setup = st.columns(2)
+    with intro:
+        ui.prose(INTRO)
+    with setup.expander("Drill settings", icon=":material/tune:"):
+        chosen = settings_ui()
+else:
+    ui.prose(INTRO)
+    with st.expander("Drill settings", icon=":material/tune:", expanded=True):
+        chosen = settings_ui()
 if chosen is not None:
     current = current_drill(chosen)
     if current.finished:

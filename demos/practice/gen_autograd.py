@@ -43,7 +43,7 @@ def grad_question(rng: random.Random) -> Question:
 
 
 def accumulation_question(rng: random.Random) -> Question:
-    c, w, steps = rng.randint(1, 4), rng.choice((-2, -1, 0.5, 1, 2, 3)), rng.randint(2, 5)
+    c, w, steps = rng.randint(2, 4), rng.choice((-2, -1, 0.5, 1, 2, 3)), rng.randint(2, 5)
     zero_at = rng.choice([None, *range(steps - 1)])
     reset = "" if zero_at is None else f"\n    if step == {zero_at}:\n        w.grad.zero_()"
     code = (f"import torch\n\nw = torch.tensor({float(w)}, requires_grad=True)\nfor step in range({steps}):\n"
@@ -88,9 +88,9 @@ def clipping_question(rng: random.Random) -> Question:
 
 
 FAMILIES = (
-    Family("grad", "The gradient of a small expression", "autograd", "Autograd", grad_question,
+    Family("grad", "The gradient of a small expression", "autograd", "Gradients", grad_question,
            "Dynamic graph and grad_fn"),
-    Family("accumulate", "Gradients accumulating over backward calls", "autograd", "Autograd",
+    Family("accumulate", "Gradients accumulating over backward calls", "autograd", "Gradient accumulation",
            accumulation_question, "Gradient accumulation"),
     Family("clip", "clip_grad_norm_: the norm and the clipped gradient", "gradient-flow", "Gradient clipping",
            clipping_question, "Gradient clipping"),

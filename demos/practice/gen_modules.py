@@ -185,14 +185,14 @@ def training_bytes_question(rng: random.Random) -> Question:
 
 
 FAMILIES = (
-    Family("frozen", "Which parameters get .grad after freezing", "modules", "Modules", frozen_question,
+    Family("frozen", "Which parameters get .grad after freezing", "modules", "Freezing", frozen_question,
            "Freezing layers", (("modules_tab", "Freezing"),)),
-    Family("param_count", "Parameter count of a small module", "modules", "Modules", param_count_question,
+    Family("param_count", "Parameter count of a small module", "modules", "Parameter counts", param_count_question,
            "Parameters vs buffers", (("modules_tab", "Parameters & buffers"),)),
-    Family("hooks", "How often forward hooks fire", "modules", "Modules", hooks_question,
+    Family("hooks", "How often forward hooks fire", "modules", "Hooks", hooks_question,
            "Forward and backward hooks", (("modules_tab", "Hooks"),)),
     Family("conv_shape", "Output shape through a Conv/Pool stack", "modules", "Layer shapes", conv_shape_question),
-    Family("state_dict", "Entries of a state_dict", "saving", "Saving", state_dict_question, "state_dict"),
-    Family("train_bytes", "Bytes of parameters, gradients and optimizer state", "memory", "Memory",
+    Family("state_dict", "Entries of a state_dict", "saving", "state_dict", state_dict_question, "state_dict"),
+    Family("train_bytes", "Bytes of parameters, gradients and optimizer state", "memory", "Training memory",
            training_bytes_question, "Memory by category", (("mem_tab", "Training step"),)),
 )
