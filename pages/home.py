@@ -47,7 +47,8 @@ def how_to_use() -> None:
     alone, board, share = st.columns(3)
     alone.markdown(
         "**Study alone.** On each page, predict first (shape, dtype, gradient, memory), press *Run it*, and "
-        "read why. Tick concepts in the tracker below; its progress link carries them to your next visit."
+        "read why, or drill mixed questions on *Practice*. Tick concepts in the tracker below; its progress link "
+        "carries them to your next visit."
     )
     board.markdown(
         "**Explain on a shared screen.** Turn on *Whiteboard mode* in the sidebar: large figures and type, "

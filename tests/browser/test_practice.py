@@ -142,7 +142,7 @@ def test_the_quiz_round_trip_answer_change_retry_next(server, browser):
 
         act(page, button(page, "Run it").click, lambda: verdict_text(page) != "", name="Run it")
         assert "torch returned" in verdict_text(page) or "Close" in verdict_text(page)
-        full_screenshot(page, "practice")
+        full_screenshot(page, "practice-verdict")
         act(page, button(page, "Try again").click, lambda: verdict_text(page) == "", name="Try again")
         if first.kind != "choice":
             assert page.get_by_label("Your prediction").input_value() == ""
