@@ -9,7 +9,6 @@ from demos.tracker import export_tracker
 from pages.shell.registry import HOME, registered
 from tests.browser.harness import (
     artifacts_dir,
-    launch_chromium,
     new_context,
     run_mark,
     run_started,
@@ -22,20 +21,6 @@ pytestmark = pytest.mark.browser
 
 VIEWPORT = {"width": 1400, "height": 900}
 MAX_SHOT_HEIGHT = 12000
-
-
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as (url, _):
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = launch_chromium(p)
-        yield b
-        b.close()
 
 
 def open_app(browser, url: str, scheme: str = "light"):

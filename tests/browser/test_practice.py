@@ -4,37 +4,20 @@ import re
 import time
 
 import pytest
-from playwright import sync_api
 
 from demos.practice import catalog
 from demos.practice import drill as dr
 from demos.quiz import format_answer
 from tests.browser.harness import (
     artifacts_dir,
-    launch_chromium,
     new_context,
     run_mark,
     run_started,
-    streamlit_server,
     wait_run,
 )
 from tests.browser.test_browser import full_screenshot, open_app, wait_loaded
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as (url, _):
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = launch_chromium(p)
-        yield b
-        b.close()
 
 
 def act(page, do, until, attempts: int = 3, name: str = "action") -> None:
@@ -236,5 +219,7 @@ def test_the_interview_corner_keeps_its_question_in_the_url_after_answering(serv
             wait_run(page, mark)
         assert "tensors_q_pick=3" in page.url
         assert page.get_by_text(q.prompt, exact=True).count() == 1, "still on question 3"
+        corner = page.locator("[data-testid=stRadio]").first
+        corner.screenshot(path=str(artifacts_dir("screenshots") / "tensors-corner-picker.png"))
     finally:
         context.close()
