@@ -40,6 +40,7 @@ def settings_ui() -> dr.Settings | None:
     seed = seed_box.text_input("Seed", "1", key="pr_seed", bind="query-params",
                                help="The same seed and settings give the same questions: share the link.")
     new.button("New questions", key="pr_new", on_click=_new_seed, icon=":material/casino:")
+    st.caption("Changing a setting starts a new drill.")
     with ui.input_errors():
         return dr.settings(topics, count, seed, mode)
     return None
@@ -129,6 +130,11 @@ def question_screen(drill: dr.Drill) -> None:
     verdict = ui.predict_then_run(it.question, key=f"{CARD_PREFIX}{drill.position}")
     if verdict is not None:
         _record(drill, verdict)
+    elif slot.outcome == "skipped":
+        st.caption("You skipped this question earlier; an answer now does not change the score.")
+    elif slot.outcome:
+        st.caption(f"Answered earlier ({slot.outcome}): you predicted {slot.predicted}, torch returned "
+                   f"{slot.expected}. The first answer is the one scored.")
     if slot.outcome and slot.outcome != "correct" and not drill.mock and not slot.again:
         st.caption("This one comes back at the end of the drill.")
     last = drill.position == len(drill.slots) - 1
@@ -232,6 +238,10 @@ else:
         chosen = settings_ui()
 if chosen is not None:
     current = current_drill(chosen)
+    available = len(dr.compose(chosen))
+    if available < chosen.count:  # topics without generators run out of questions
+        st.info(f"Only {available} questions exist for these topics, so this drill has {available}, not "
+                f"{chosen.count}.", icon=":material/info:")
     if current.finished:
         report_screen(current)
     else:

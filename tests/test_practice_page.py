@@ -109,3 +109,22 @@ def test_a_third_right_answer_masters_a_concept_and_ticks_the_tracker():
     assert_clean(at)
     assert at.session_state["wb_progress"].done == {family.topic: (family.concept,)}
     assert family.concept in at.toast[0].value
+
+
+def test_topics_without_generators_say_how_many_questions_there_are():
+    at = open_page(PAGE, query={"pr_topics": ["Debugging & reproducibility"], "pr_count": "30"})
+    assert_clean(at)
+    have = len(catalog.bank_of("debugging"))
+    assert have < 30 and len(at.session_state["pr_drill"].slots) == have
+    assert at.info[0].value == f"Only {have} questions exist for these topics, so this drill has {have}, not 30."
+
+
+def test_going_back_shows_the_answer_that_was_scored():
+    at = open_page(PAGE, query={"pr_topics": ["Tensors"], "pr_count": "5", "pr_seed": "4"})
+    answer(at, 0, right=True)
+    at.button(key="pr_next").click().run()
+    at.button(key="pr_prev").click().run()
+    assert_clean(at)
+    shown = [c.value for c in at.caption if c.value.startswith("Answered earlier (correct)")]
+    assert shown or "Correct" in at.success[0].value, "the scored answer is on screen"
+    assert at.session_state["pr_drill"].slots[0].outcome == "correct"
