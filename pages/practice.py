@@ -18,6 +18,7 @@ require_shell()  # a direct run (a fresh server's first deep link) runs the app 
 DRILL_KEY = "pr_drill"
 HISTORY_KEY = "pr_history"  # (question id, outcome) of every first answer this session: mastery is counted on it
 CARD_PREFIX = "pr_card_"
+MAX_HISTORY = 500
 
 
 def _title(slug: str) -> str:
@@ -62,14 +63,16 @@ def _record(drill: dr.Drill, verdict) -> None:
     qid = drill.current.qid
     if not drill.record(verdict.outcome, verdict.predicted, verdict.expected, time.time()):
         return
-    review = dr.updated_review(progress.progress().review, qid, verdict.outcome)
+    before = progress.progress().review
+    review = dr.updated_review(before, qid, verdict.outcome)
     progress.set_review(review)
     history = st.session_state.setdefault(HISTORY_KEY, [])
+    was = dr.mastered(history, before)
     history.append((qid, verdict.outcome))
-    for slug, concept in sorted(dr.mastered(history, review)):
-        if concept not in progress.progress().done.get(slug, ()):
-            progress.set_ticked(slug, concept, True)
-            st.toast(f"Mastered “{concept}”: ticked in the study tracker.", icon=":material/school:")
+    del history[:-MAX_HISTORY]
+    for slug, concept in sorted(dr.mastered(history, review) - was):  # only what this answer mastered: a
+        progress.set_ticked(slug, concept, True)                      # concept unticked by hand stays so
+        st.toast(f"Mastered “{concept}”: ticked in the study tracker.", icon=":material/school:")
 
 
 def _move(drill: dr.Drill, step: int) -> None:

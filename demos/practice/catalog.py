@@ -85,6 +85,13 @@ def item(qid: str) -> Item:
     raise InputError(f"There is no practice question {quoted(qid)}.")
 
 
+def concept_of(qid: str) -> tuple[str, str] | None:
+    """(topic, tracker concept) a question counts towards, read from its id without building the question."""
+    match = _GENERATED.fullmatch(qid)
+    family = FAMILIES.get(match.group(1)) if match else None
+    return (family.topic, family.concept) if family and family.concept else None
+
+
 def known(qid: str) -> bool:
     try:
         item(qid)

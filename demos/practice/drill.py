@@ -11,10 +11,11 @@ Pure data and rules, no Streamlit: the page keeps a `Drill` in the session and c
 """
 
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 
 from demos.errors import InputError, quoted
-from demos.practice.catalog import MAX_SEED, TOPICS, bank_of, families_of, item, known
+from demos.practice.catalog import MAX_SEED, TOPICS, bank_of, concept_of, families_of, item
 from demos.style import COLORS
 from demos.tracker import MAX_REVIEW
 
@@ -144,16 +145,9 @@ def updated_review(review: tuple[str, ...], qid: str, outcome: str) -> tuple[str
 
 def mastered(history: list[tuple[str, str]], review: tuple[str, ...]) -> set[tuple[str, str]]:
     """(topic, concept) pairs with MASTERY right answers in `history` (qid, outcome) and nothing left to review."""
-    right, pending = {}, set()
-    for qid in filter(known, review):
-        it = item(qid)
-        if it.concept:
-            pending.add((it.topic, it.concept))
-    for qid, outcome in history:
-        it = item(qid)
-        if it.concept and outcome == "correct":
-            right[(it.topic, it.concept)] = right.get((it.topic, it.concept), 0) + 1
-    return {key for key, n in right.items() if n >= MASTERY and key not in pending}
+    pending = {concept_of(qid) for qid in review} - {None}
+    right = Counter(concept_of(qid) for qid, outcome in history if outcome == "correct")
+    return {key for key, n in right.items() if key and n >= MASTERY and key not in pending}
 
 
 @dataclass(frozen=True)
