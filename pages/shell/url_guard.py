@@ -27,6 +27,8 @@ from demos.errors import quoted
 STREAMLIT_VERSION = "1.67.0"  # the version whose SessionState internals this module was written against
 SEED_PARAMETERS = ("self", "metadata", "user_key", "widget_id", "url_value")
 NOTICE_LEAD = "This link holds settings this page cannot use"
+RESET_LEAD = "Shown at the default instead"
+CLAMPED_LEAD = "Shown at the nearest valid value"
 _MARK = "_whiteboard_url_guard"
 _log = logging.getLogger(__name__)
 _run = threading.local()  # each script run has its own thread: what this run's seeding did not take as written
@@ -92,10 +94,16 @@ def take_fixes() -> dict[str, tuple[str, object]]:
 
 
 def notice_text(fixes: dict[str, tuple[str, object]]) -> str:
-    """One sentence naming each URL value the page did not use as written, and what it used instead."""
-    parts = [f"{quoted(f'{key}={raw}')} → {'the default' if value is None else quoted(value)}"
-             for key, (raw, value) in fixes.items()]
-    return f"{NOTICE_LEAD}, so it shows these instead: {'; '.join(parts)}."
+    """A short notice naming each URL value the page did not use as written, and what it used instead."""
+    reset = [quoted(f"{key}={raw}") for key, (raw, value) in fixes.items() if value is None]
+    clamped = [f"{quoted(f'{key}={raw}')} → {quoted(value)}"
+               for key, (raw, value) in fixes.items() if value is not None]
+    text = f"{NOTICE_LEAD}."
+    if reset:
+        text += f" {RESET_LEAD}: {', '.join(reset)}."
+    if clamped:
+        text += f" {CLAMPED_LEAD}: {', '.join(clamped)}."
+    return text
 
 
 def show_notice(placeholder) -> None:

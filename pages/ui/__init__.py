@@ -5,6 +5,7 @@ from pages.ui.errors import input_errors
 from pages.ui.figures import graph, legend, plot, vega
 from pages.ui.layout import page_header, prose, section_tabs, sidebar_controls, steps, whiteboard_on
 from pages.ui.quiz import interview_corner, predict_then_run
+from pages.ui.runs import ran_with, run_button
 
 __all__ = [
     "graph",
@@ -15,6 +16,8 @@ __all__ = [
     "plot",
     "predict_then_run",
     "prose",
+    "ran_with",
+    "run_button",
     "section_tabs",
     "show_code",
     "sidebar_controls",
