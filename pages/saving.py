@@ -219,17 +219,21 @@ def quant_section() -> None:
 
 
 def targets_section() -> None:
-    """Each row quotes what the other tabs measured in this session: the last run behind each button."""
-    trace_x = float(st.session_state.get("sv_trace_x", TRACE_X))
+    """Each row quotes what this page measured: the last run behind each button, the trace at the default input.
+
+    The trace row does not follow the other tab's input: only the open tab's widgets are in the URL, so a link to
+    this tab could not carry it.
+    """
     export, onnx, quant = ui.ran_with("sv_export"), ui.ran_with("sv_onnx_run"), ui.ran_with("sv_quant_run")
     table(deployment_table(
         state=cached_state(),
-        trace=cached_trace(trace_x),
+        trace=cached_trace(TRACE_X),
         export=cached_export() if export is not None else None,
         onnx=cached_onnx(*onnx) if onnx is not None else None,
         quant=cached_quant(*quant)[0] if quant is not None else None,
     ))
-    st.caption(f"TorchScript row: both inputs of the TorchScript vs export tab, its test input at {trace_x:g}.")
+    st.caption(f"TorchScript row: the trace example and a test input of {TRACE_X:g}, which takes the other branch. "
+               "The other rows quote the last run of each tab's button in this session.")
 
 
 ui.page_header("saving")
