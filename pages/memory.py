@@ -238,9 +238,8 @@ def allocator_ui() -> tuple[str, int, bool]:
         capacity = st.number_input("Device capacity (MiB)", MIN_CAPACITY_MIB, MAX_CAPACITY_MIB, 128,
                                    key="mem_capacity", bind="query-params")
     with left:
-        if "mem_script" not in st.session_state:
-            st.session_state["mem_script"] = PRESETS["Fragmentation"]
-        script = st.text_area("Script: `name = 40 MiB`, `del name`, `empty_cache()`", key="mem_script", height=180)
+        script = st.text_area("Script: `name = 40 MiB`, `del name`, `empty_cache()`", PRESETS["Fragmentation"],
+                              key="mem_script", height=180, bind="query-params")
     return script, int(capacity), False
 
 

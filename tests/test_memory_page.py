@@ -73,3 +73,10 @@ def test_interview_answer_check():
     at.button(key="memory_q_round_up_run").click().run()
     assert_clean(at)
     assert any("Correct" in s.value for s in at.success)
+
+
+def test_a_link_carries_the_allocator_script():
+    script = "a = 40 MiB\nb = 30 MiB\ndel a"
+    at = open_page(PAGE, query={"mem_tab": "Caching allocator", "mem_script": script})
+    assert_clean(at)
+    assert at.text_area(key="mem_script").value == script
