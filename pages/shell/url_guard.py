@@ -10,7 +10,7 @@ So the shell calls `install()` once, which wraps that one step for every widget 
 - any exception while a URL value is parsed or deserialized clears the parameter, leaving the widget at its
   default (what Streamlit already does for ValueError, TypeError and IndexError);
 - every value Streamlit did not take as written (cleared, or clamped and corrected in the URL) is recorded
-  for this script run, and `show_notice` tells the visitor in one sentence.
+  for this script run, and `show_notice` names them in one short notice above the page.
 
 It relies on Streamlit internals read in STREAMLIT_VERSION; tests/test_url_guard.py fails if they move.
 """
@@ -111,4 +111,3 @@ def show_notice(placeholder) -> None:
     fixes = take_fixes()
     if fixes:
         placeholder.warning(notice_text(fixes), icon=":material/link_off:")
-

@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from playwright import sync_api
 
 from pages.shell.registry import registered
 from tests.browser.harness import artifacts_dir, new_context, run_mark, run_started, wait_charts, wait_run
@@ -32,15 +33,27 @@ def view_of(page) -> dict:
 
 
 def click_and_wait(page, locator) -> None:
-    """Click something that reruns the script and wait for that run (a click right after a run may be dropped)."""
+    """Click a button that reruns the script and wait for that run (a click right after a run may be dropped)."""
     before = page.url
     mark = run_mark(page)
     locator.click()
-    if not run_started(page, mark):
+    if not run_started(page, mark, timeout=30):
         mark = run_mark(page)
         locator.click()
-    wait_run(page, mark, timeout=120)
+    wait_run(page, mark, timeout=300)
     page.wait_for_function("u => location.href !== u", arg=before, timeout=20_000)
+
+
+def open_tab(page, tab) -> None:
+    """Click a tab and wait for the run it starts; click again only if the click did not select it."""
+    mark = run_mark(page)
+    tab.click()
+    try:
+        sync_api.expect(tab).to_have_attribute("aria-selected", "true", timeout=5_000)
+    except AssertionError:
+        tab.click()
+    wait_run(page, mark, timeout=300)
+    wait_loaded(page)
 
 
 def open_in_fresh_browser(browser, url: str, name: str):  # noqa: F811 (the fixture)
@@ -73,10 +86,10 @@ def tab_views(page):
         return
     labels = page.locator(TAB_SETS).first.locator("[role=tab]").all_inner_texts()
     for label in labels[1:]:
-        click_and_wait(page, page.locator(TAB_SETS).first.get_by_role("tab", name=label, exact=True))
+        open_tab(page, page.locator(TAB_SETS).first.get_by_role("tab", name=label, exact=True))
         inner = page.locator(f"{TAB_SETS} {OPEN_PANEL} [data-testid=stTabs]")
         if inner.count():
-            click_and_wait(page, inner.first.locator("[role=tab]").last)
+            open_tab(page, inner.first.locator("[role=tab]").last)
         yield re.sub(r"\W+", "-", label).strip("-").lower(), page.url, view_of(page)
 
 
