@@ -1,5 +1,7 @@
 """Distributed: real gloo process groups on this server — collectives, DDP, sampler, FSDP, TP/PP, launch."""
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
@@ -46,18 +48,15 @@ def cached_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
 
 
 def run_button(demo: str, world: int, raw: dict, label: str) -> core.DistRun | None:
-    """Validate now; start ranks only after the section's button was pressed once (then every change reruns)."""
-    params = core.validate_params(demo, world, raw)
-    armed = f"dist_{demo}_armed"
-    if st.button(f"Run {label} on {world} ranks", key=f"dist_{demo}_run", icon=":material/play_arrow:",
-                 type="primary"):
-        st.session_state[armed] = True
-    if not st.session_state.get(armed):
-        st.info(f"Press the button to start {world} real processes (gloo on 127.0.0.1). After the first run, "
-                "changing a setting reruns the ranks; repeated settings come from the cache.", icon=":material/info:")
+    """Validate now; start ranks when the section's button is pressed, and show that run until its inputs change."""
+    params = tuple(sorted(core.validate_params(demo, world, raw).items()))
+    if not ui.run_button(f"Run {label} on {world} ranks", f"dist_{demo}", (world, params), type="primary"):
+        if ui.ran_with(f"dist_{demo}") is None:
+            st.info(f"Press the button to start {world} real processes (gloo on 127.0.0.1). Each setting's result "
+                    "is cached, so running it again is instant.", icon=":material/info:")
         return None
     with ui.queue_position(), st.status(f"{label}: starting {world} gloo ranks…") as status:
-        run = cached_run(demo, world, tuple(sorted(params.items())))
+        run = cached_run(demo, world, params)
         status.update(label=f"{label}: {run.source}", state="complete")
     if run.scaled:
         st.info(run.scaled, icon=":material/memory:")
@@ -221,13 +220,38 @@ def show_run(run: core.DistRun | None, key: str) -> None:
 
 # ---- sections -------------------------------------------------------------------------------------------------
 
+def layers_slider(column, prefix: str) -> int:
+    return column.slider("Layers", 1, 6, 3, key=f"{prefix}_layers", bind="query-params")
+
+
+def width_slider(column, prefix: str) -> int:
+    return column.slider("Width", 8, 256, 64, 8, key=f"{prefix}_width", bind="query-params")
+
+
 def model_ui(prefix: str) -> dict:
     a, b, c = st.columns(3)
     return {
-        "layers": a.slider("Layers", 1, 6, 3, key=f"{prefix}_layers", bind="query-params"),
-        "width": b.slider("Width", 8, 256, 64, 8, key=f"{prefix}_width", bind="query-params"),
+        "layers": layers_slider(a, prefix),
+        "width": width_slider(b, prefix),
         "per_rank": c.slider("Samples per rank", 2, 32, 8, key=f"{prefix}_per_rank", bind="query-params"),
     }
+
+
+def model_choice_ui() -> tuple[str, str]:
+    """The model and precision of the memory calculators: the FSDP and Launch tabs share them (same keys)."""
+    a, b = st.columns(2)
+    preset = a.selectbox("Model", list(core.PRESETS), key="dist_model", bind="query-params")
+    precision = b.selectbox("Precision and optimizer", list(core.PRECISIONS), key="dist_precision",
+                            bind="query-params")
+    return preset, precision
+
+
+def mlp_shape(preset: str) -> tuple[int, int]:
+    """Layers and width of the chosen model; for the page's MLP, the FSDP tab's sliders, drawn here too."""
+    if core.PRESETS[preset] is not None:
+        return core.PRESETS[preset][:2]
+    a, b, _ = st.columns(3)
+    return layers_slider(a, "dist_fsdp"), width_slider(b, "dist_fsdp")
 
 
 def collectives_section(world: int) -> None:
@@ -279,16 +303,11 @@ def fsdp_section(world: int) -> None:
     with ui.input_errors():
         show_run(run_button("fsdp", world, raw, "FSDP"), "dist_fsdp")
     st.subheader("ZeRO stages: memory per rank")
-    zero_calculator(world)
+    zero_calculator(world, raw["layers"], raw["width"])
 
 
-def zero_calculator(world: int) -> None:
-    a, b = st.columns(2)
-    preset = a.selectbox("Model", list(core.PRESETS), key="dist_model", bind="query-params")
-    precision = b.selectbox("Precision and optimizer", list(core.PRECISIONS), key="dist_precision",
-                            bind="query-params")
-    layers = st.session_state.get("dist_fsdp_layers", 3)
-    width = st.session_state.get("dist_fsdp_width", 64)
+def zero_calculator(world: int, layers: int, width: int) -> None:
+    preset, precision = model_choice_ui()
     with ui.input_errors():
         params, how = cached_param_count(preset, layers, width)
         st.caption(f"Parameter count {params:,} from torch: {how}.")
@@ -343,22 +362,19 @@ def launch_section(world: int) -> None:
                    "failed workers (`--max-restarts`), and spans nodes (`--nnodes`, rendezvous).")
     right.code(TORCHRUN_CODE, language="python")
     st.subheader("Trade-offs for the chosen model")
-    a, b = st.columns(2)
-    tokens = a.slider("Tokens (samples) per step", 1, 8192, 2048, key="dist_tokens", bind="query-params")
-    preset = st.session_state.get("dist_model", list(core.PRESETS)[0])
-    precision = st.session_state.get("dist_precision", list(core.PRECISIONS)[0])
+    preset, precision = model_choice_ui()
+    layers, width = mlp_shape(preset)
+    tokens = st.slider("Tokens (samples) per step", 1, 8192, 2048, key="dist_tokens", bind="query-params")
     with ui.input_errors():
-        params, how = cached_param_count(preset, st.session_state.get("dist_fsdp_layers", 3),
-                                         st.session_state.get("dist_fsdp_width", 64))
-        layers, width = _shape_of(preset)
+        params, how = cached_param_count(preset, layers, width)
         rows = core.tradeoff_rows(params, world, layers, width, tokens, precision)
         for r in rows:
             r["memory per rank"] = core.human_bytes(r["memory per rank"])
             r["communication per step"] = core.human_bytes(r["communication per step"])
-        b.markdown(f"{preset}: {params:,} parameters, {world} ranks, {precision}.")
+        st.markdown(f"{preset}: {params:,} parameters ({how}), {world} ranks, {precision}.")
         st.dataframe(pd.DataFrame(rows), hide_index=True)
         st.caption("Memory: weights, gradients and optimizer state per rank (activations excluded). Communication: "
-                   "bytes each rank sends per step with ring collectives. The model is chosen in the FSDP tab.")
+                   "bytes each rank sends per step with ring collectives. The FSDP tab shares the model choice.")
     st.subheader("Load a result file from your own run")
     st.code("torchrun --nproc-per-node 8 -m demos.distributed.run --demo ddp --param width=256 --out result.json",
             language="bash")
@@ -367,13 +383,6 @@ def launch_section(world: int) -> None:
     if upload is not None:
         with ui.input_errors():
             show_run(cached_file(upload.getvalue(), upload.name), "dist_file")
-
-
-def _shape_of(preset: str) -> tuple[int, int]:
-    shape = core.PRESETS[preset]
-    if shape is None:
-        return st.session_state.get("dist_fsdp_layers", 3), st.session_state.get("dist_fsdp_width", 64)
-    return shape[0], shape[1]
 
 
 SPAWN_CODE = '''import os
@@ -407,18 +416,7 @@ ui.prose("Everything below runs in real `torch.distributed` process groups: 2–
          "torchrun on GPUs, and the Launch tab loads the result file of such a run. One distributed run at a time per "
          "server; results are cached by their settings.")
 world = st.segmented_control("Ranks (world size)", [2, 3, 4], default=2, key="dist_world", bind="query-params") or 2
-tabs = st.tabs(["Collectives", "DDP", "DistributedSampler", "FSDP & ZeRO", "Tensor & pipeline", "Launch"],
-               key="dist_tab", bind="query-params")
-with tabs[0]:
-    collectives_section(world)
-with tabs[1]:
-    ddp_section(world)
-with tabs[2]:
-    sampler_section(world)
-with tabs[3]:
-    fsdp_section(world)
-with tabs[4]:
-    tp_pp_section(world)
-with tabs[5]:
-    launch_section(world)
+SECTIONS = {"Collectives": collectives_section, "DDP": ddp_section, "DistributedSampler": sampler_section,
+            "FSDP & ZeRO": fsdp_section, "Tensor & pipeline": tp_pp_section, "Launch": launch_section}
+ui.section_tabs({title: partial(section, world) for title, section in SECTIONS.items()}, key="dist_tab")
 ui.interview_corner(SLUG, QUESTIONS)

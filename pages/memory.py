@@ -10,7 +10,7 @@ from demos.isolated import run_isolated
 from demos.memory import stream_recorder
 from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
-from demos.memory.compiling import count_recompiles, explain_breaks, time_compile
+from demos.memory.compiling import count_recompiles, explain_breaks, parse_shapes, time_compile
 from demos.memory.figures import (
     allocator_figure,
     blocks_figure,
@@ -154,7 +154,7 @@ def holders_table(t) -> None:
 def sweep_section(spec: RunSpec, card: str) -> None:
     st.markdown("**Peak memory vs batch size**: the same steps at several batch sizes, with and without "
                 "checkpointing and autocast, against the card.")
-    if not st.button("Run the batch sweep", key="mem_sweep_run", icon=":material/play_arrow:"):
+    if not ui.run_button("Run the batch sweep", "mem_sweep", spec):
         return
     batches = sweep_batches(spec)
     peaks: dict[str, list[int]] = {}
@@ -239,9 +239,8 @@ def allocator_ui() -> tuple[str, int, bool]:
         capacity = st.number_input("Device capacity (MiB)", MIN_CAPACITY_MIB, MAX_CAPACITY_MIB, 128,
                                    key="mem_capacity", bind="query-params")
     with left:
-        if "mem_script" not in st.session_state:
-            st.session_state["mem_script"] = PRESETS["Fragmentation"]
-        script = st.text_area("Script: `name = 40 MiB`, `del name`, `empty_cache()`", key="mem_script", height=180)
+        script = st.text_area("Script: `name = 40 MiB`, `del name`, `empty_cache()`", PRESETS["Fragmentation"],
+                              key="mem_script", height=180, bind="query-params")
     return script, int(capacity), False
 
 
@@ -341,18 +340,20 @@ def compile_section() -> None:
     with left:
         st.markdown("**Graph breaks and recompiles** (dynamo only, a few seconds)")
         shapes = st.text_input("Input shapes, one per ';'", "8; 16; 32", key="mem_shapes", bind="query-params")
-        run_dynamo = st.button("Explain and count", key="mem_explain", icon=":material/play_arrow:")
+        run_dynamo = False
+        with ui.input_errors():
+            parse_shapes(shapes)  # bad text is answered now, not after the button
+            run_dynamo = ui.run_button("Explain and count", "mem_explain", shapes)
     with right:
         st.markdown("**Eager vs compiled** (inductor: compiling takes tens of seconds on 2 cores)")
         size = st.select_slider("Matrix size", [64, 128, 256, 512, 1024], 256, key="mem_size", bind="query-params")
-        run_inductor = st.button("Compile and time", key="mem_time", icon=":material/timer:")
+        run_inductor = ui.run_button("Compile and time", "mem_time", size, icon=":material/timer:")
     with ui.input_errors():
-        if run_dynamo or st.session_state.get("mem_dynamo_done"):
+        if run_dynamo:
             with st.status("Running torch._dynamo.explain…") as status:
                 reports = cached_explain()
                 recompiles = cached_recompiles(shapes)
                 status.update(label="Dynamo done", state="complete")
-            st.session_state["mem_dynamo_done"] = True
             _show_breaks(reports)
             _show_recompiles(recompiles)
         if run_inductor:

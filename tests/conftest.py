@@ -24,6 +24,17 @@ def open_page(page_file: str, timeout: float = 120, query: dict | None = None) -
     return at
 
 
+def switch_tab(at: AppTest, key: str, tab: str) -> AppTest:
+    """Open another tab of a URL-bound tab set, as a click would (AppTest has no tab click).
+
+    AppTest passes its query_params as the URL on every run, and a URL value wins over session state, so the
+    tab's parameter leaves the URL first.
+    """
+    at.query_params.pop(key, None)
+    at.session_state[key] = tab
+    return at.run()
+
+
 @pytest.fixture(autouse=True)
 def no_bug_boxes(monkeypatch):
     """Every AppTest run in the suite fails if a page showed the 'this is a bug' sentence (pages/ui/errors.py)."""

@@ -6,6 +6,7 @@ from pages.ui.figures import graph, legend, plot, vega
 from pages.ui.layout import page_header, prose, section_tabs, sidebar_controls, steps, whiteboard_on
 from pages.ui.queue import queue_position
 from pages.ui.quiz import interview_corner, predict_then_run
+from pages.ui.runs import ran_with, run_button
 
 __all__ = [
     "graph",
@@ -17,6 +18,8 @@ __all__ = [
     "predict_then_run",
     "prose",
     "queue_position",
+    "ran_with",
+    "run_button",
     "section_tabs",
     "show_code",
     "sidebar_controls",

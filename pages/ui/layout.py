@@ -22,7 +22,8 @@ def sidebar_controls() -> None:
             "Whiteboard mode", key=WHITEBOARD_KEY, bind="query-params",
             help="Large figures and type for a shared screen; prose folds away; explanations reveal step by step.",
         )
-        st.caption("Every setting on a page is kept in the address bar: copy the URL to share exactly this view.")
+        st.caption("The open tab and its settings are kept in the address bar: copy the URL to share this view. "
+                   "A result behind a button waits for its press.")
     if whiteboard_on():
         st.html(f"<style>{_CSS}</style>")
 
