@@ -103,8 +103,10 @@ def open_demo(browser, url: str, demo: HeavyDemo):
     page = context.new_page()
     page.goto(f"{url}/{demo.path}")
     wait_run(page, timeout=180)
-    if demo.tab:
+    if demo.tab:  # a lazy tab draws its button in the rerun its click starts: wait for it
+        mark = run_mark(page)
         page.get_by_role("tab", name=demo.tab, exact=True).click()
+        wait_run(page, mark, timeout=180)
     return context, page
 
 
