@@ -13,6 +13,7 @@ import torch
 from pages.shell.heap import freeze_loaded_code
 from pages.shell.registry import HOME, SECTIONS, registered
 from pages.ui import sidebar_controls
+from pages.ui.layout import whiteboard_requested
 
 _inside = threading.local()  # each script run has its own thread: a mark set while the shell runs a page
 
@@ -41,9 +42,12 @@ def main() -> None:
     # The demos run many tiny ops, and visitors' sessions share the process: one intra-op thread avoids
     # OpenMP spinning and oversubscription, which made small ops 10-40x slower on a busy 2-core host.
     torch.set_num_threads(1)
-    st.set_page_config(page_title="PyTorch Whiteboard", page_icon=":material/draw:", layout="wide")
+    # Whiteboard (presenter) mode folds the sidebar away (it opens from the top-left arrow).
+    sidebar = "collapsed" if whiteboard_requested() else "auto"
+    st.set_page_config(page_title="PyTorch Whiteboard", page_icon=":material/draw:", layout="wide",
+                       initial_sidebar_state=sidebar)
     page = st.navigation(navigation_pages(), expanded=True)
-    sidebar_controls()
+    sidebar_controls(page.url_path or "home")
     _inside.active = True
     try:
         page.run()

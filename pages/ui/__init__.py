@@ -5,6 +5,7 @@ from pages.ui.errors import input_errors
 from pages.ui.figures import graph, legend, plot, vega
 from pages.ui.layout import page_header, prose, section_tabs, sidebar_controls, steps, whiteboard_on
 from pages.ui.quiz import interview_corner, predict_then_run
+from pages.ui.tables import table
 
 __all__ = [
     "graph",
@@ -19,6 +20,7 @@ __all__ = [
     "show_code",
     "sidebar_controls",
     "steps",
+    "table",
     "vega",
     "whiteboard_on",
 ]
