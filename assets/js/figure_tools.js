@@ -61,12 +61,13 @@ function mountFigureTools(root) {
 
   t.update = (data) => {
     t.data = data;
+    bar.dataset.figure = data.id;
     drawButton.style.display = data.draw ? "" : "none";
-    if (data.fp !== t.fp) { // another figure (its inputs changed): its drawing, if any, is the one kept for it
+    if (!data.draw) { setEditing(false); place(); return; } // outside whiteboard mode no drawing is shown
+    if (data.fp !== t.fp) { // first shown, or the figure changed with its inputs
       t.fp = data.fp;
       ink.setStrokes(loadStrokes(data.id, data.fp));
     }
-    if (!data.draw) setEditing(false);
     requestAnimationFrame(place);
   };
   t.destroy = () => {

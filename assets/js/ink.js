@@ -38,13 +38,15 @@ function pageTextColor() {
   return getComputedStyle(app).color || "#1f2328";
 }
 
+// The drawing saved for `id` if it was drawn on the same content (fingerprint `fp`); one drawn on other content is
+// dropped: a drawing belongs to the figure it was drawn on.
 function loadStrokes(id, fp) {
   try {
     const saved = JSON.parse(sessionStorage.getItem(`wb-ink:${id}`) || "null");
-    return saved && saved.fp === fp ? saved.strokes : [];
-  } catch (e) {
-    return [];
-  }
+    if (saved && saved.fp === fp) return saved.strokes;
+    sessionStorage.removeItem(`wb-ink:${id}`);
+  } catch (e) { /* unreadable or no storage: start blank */ }
+  return [];
 }
 
 function saveStrokes(id, fp, strokes) {
@@ -83,7 +85,7 @@ function createInk(host, { onChange } = {}) {
   ink.render = () => {
     ctx.clearRect(0, 0, ink.w, ink.h);
     for (const s of ink.strokes) paint(ctx, s, ink.w, ink.h);
-    if (ink.live) paint(ctx, ink.live, ink.w, ink.h);
+    if (ink.live && ink.live.pts) paint(ctx, ink.live, ink.w, ink.h); // a line being drawn (the eraser has none)
   };
   const changed = () => { ink.render(); if (onChange) onChange(ink.strokes); };
   const remember = () => { ink.history.push(JSON.stringify(ink.strokes)); if (ink.history.length > 100) ink.history.shift(); };
