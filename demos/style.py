@@ -15,7 +15,7 @@ COLORS = {
     "parameter": "#1f77b4",
     "gradient": "#ff7f0e",
     "activation": "#2ca02c",
-    "optimizer_state": "#9467bd",
+    "optimizer_state": "#8c5fb8",
     "buffer": "#8c564b",
     "communication": "#e377c2",
     "idle": "#9e9e9e",
@@ -28,19 +28,91 @@ COLORS = {
 SERIES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
 
+DARK_TEXT = "#1f2328"  # the light theme's text colour (.streamlit/config.toml)
+LIGHT_TEXT = "#ffffff"
+
+
+def _rgb(color: str) -> tuple[float, float, float, float]:
+    """'#rrggbb', 'rgb(r, g, b)' or 'rgba(r, g, b, a)' as (r, g, b, alpha), channels 0-255."""
+    color = color.strip()
+    if color.startswith("#"):
+        return int(color[1:3], 16), int(color[3:5], 16), int(color[5:7], 16), 1.0
+    parts = [float(p) for p in color[color.index("(") + 1 : color.rindex(")")].split(",")]
+    return parts[0], parts[1], parts[2], parts[3] if len(parts) > 3 else 1.0
+
+
+def over(color: str, background: str) -> str:
+    """A (possibly translucent) colour as seen on `background`, as '#rrggbb'."""
+    r, g, b, a = _rgb(color)
+    br, bg, bb, _ = _rgb(background)
+    return "#" + "".join(f"{round(a * c + (1 - a) * d):02x}" for c, d in ((r, br), (g, bg), (b, bb)))
+
+
+def luminance(color: str) -> float:
+    """WCAG relative luminance of an opaque colour."""
+    def channel(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b, _ = _rgb(color)
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two opaque colours (AA asks 4.5 for text, 3 for large text and marks)."""
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def text_on(fill: str) -> str:
+    """The text colour (dark or white) that reads best on a filled mark of colour `fill`."""
+    return LIGHT_TEXT if contrast(LIGHT_TEXT, fill) >= contrast(DARK_TEXT, fill) else DARK_TEXT
+
+
+def cell_text(x: list, y: list, text: list[str], fills: list[str], size: int = 14) -> go.Scatter:
+    """Labels drawn over cells or blocks, each in the text colour that reads on its own fill (a heatmap's own
+    text takes one colour for every cell)."""
+    return go.Scatter(x=x, y=y, text=text, mode="text", hoverinfo="skip", showlegend=False,
+                      textfont=dict(size=size, color=[text_on(f) for f in fills]))
+
+
+def dot_fill(fill: str) -> str:
+    """Graphviz node attributes for a filled node whose label reads on its fill."""
+    return f'fillcolor="{fill}", fontcolor="{text_on(fill)}"'
+
+
+def badge(concept: str) -> dict:
+    """Annotation style for a coloured note (an error, a limit): text on a filled box, readable on either theme
+    (a palette colour as plain text cannot reach 4.5:1 on both a white and a near-black page)."""
+    fill = COLORS[concept]
+    return dict(bgcolor=fill, borderpad=3, font=dict(color=text_on(fill)))
+
+
 def color(concept: str) -> str:
     """The colour of a concept; an unknown name is a programming error, so it raises KeyError."""
     return COLORS[concept]
 
 
 def base_layout(fig: go.Figure, title: str | None = None, height: int = 380) -> go.Figure:
-    """Margins, height and legend placement shared by all figures; colours of the page theme are left to Streamlit."""
+    """Margins, height and legend placement shared by all figures; colours of the page theme are left to Streamlit.
+
+    Axes grow the margins to fit their labels (a right-hand axis is never clipped), and a log axis writes its
+    powers of ten as 10⁻⁶ rather than SI prefixes (1µ, 1n read as units).
+    """
     fig.update_layout(
         title=title,
         height=height,
         margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
     )
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    return readable_log_axes(fig)
+
+
+def readable_log_axes(fig: go.Figure) -> go.Figure:
+    """Log axes label powers of ten as 10ⁿ (plotly's default SI prefixes print 1µ and 1n)."""
+    fig.update_xaxes(exponentformat="power", selector=dict(type="log"))
+    fig.update_yaxes(exponentformat="power", selector=dict(type="log"))
     return fig
 
 
@@ -83,9 +155,14 @@ def presenter_figure(fig: go.Figure) -> go.Figure:
     out.update_xaxes(tickfont_size=size - 2, title_font_size=size, automargin=True)
     out.update_yaxes(tickfont_size=size - 2, title_font_size=size, automargin=True)
     out.update_annotations(font_size=size)
+    if any(a.yref == "paper" and (a.y or 0) >= 0.98 for a in out.layout.annotations):
+        out.update_layout(margin_t=max(out.layout.margin.t or 0, 2 * size + 10))  # subplot titles fit above
     for trace in out.data:
         if "textfont" in trace:
             trace.textfont.size = round((trace.textfont.size or 12) * 1.4)
+        if "colorbar" in trace:
+            trace.colorbar.tickfont.size = size - 4
+            trace.colorbar.title.font.size = size - 2
     return out
 
 

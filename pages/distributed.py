@@ -70,7 +70,7 @@ def show_collectives(run: core.DistRun, key: str) -> None:
     view = core.collective_view(run, op)
     st.markdown(f"**{op}** — {view['about']}")
     ui.plot(figs.collective_figure(view), key=f"{key}_coll_fig")
-    ui.legend(["communication"])
+    ui.legend(figs.collective_legend(run.world_size))
     st.caption("Block colour = the rank the value came from (rank 0 blue, rank 1 orange, rank 2 green, rank 3 red); "
                "pink = mixed from every rank by a reduction.")
     st.subheader("The trap: reduce is not all_reduce")
@@ -105,7 +105,7 @@ def show_ddp(run: core.DistRun, key: str) -> None:
     d.metric("max |DDP grad − 1-process grad|", f"{view['max_diff_vs_single']:.1e}",
              help=f"Across ranks, gradients differ by at most {view['max_diff_across_ranks']:.1e}.")
     ui.plot(figs.ddp_timeline_figure(view, (0, last)), key=f"{key}_timeline")
-    ui.legend(["activation", "communication"])
+    ui.legend(figs.DDP_LEGEND)
     ui.steps([
         "DDP registers a hook on each parameter's gradient accumulator and groups parameters into buckets "
         "of at most `bucket_cap_mb`.",
@@ -181,7 +181,7 @@ def show_fsdp(run: core.DistRun, key: str) -> None:
              "`reshard_after_forward=True`), again before its backward; reduce-scatters after backward leave each "
              "rank only its shard of the gradient.")
     ui.plot(figs.memory_figure(view), key=f"{key}_memory")
-    ui.legend(["parameter", "gradient", "optimizer_state"])
+    ui.legend(figs.MEMORY_LEGEND)
 
 
 def show_tp(run: core.DistRun, key: str) -> None:
@@ -314,7 +314,7 @@ def tp_pp_section(world: int) -> None:
     with ui.input_errors():
         scheds = [cached_schedule(stages, micro, kind) for kind in ("GPipe", "1F1B")]
         ui.plot(pipeline_figure(stages, micro), key="dist_pp_fig")
-        ui.legend(["activation", "gradient"])
+        ui.legend(figs.PIPELINE_LEGEND)
         st.dataframe(pd.DataFrame([{"schedule": s.kind, "makespan (slots)": s.makespan,
                                     "bubble (measured)": round(s.bubble, 4), "(p-1)/(m+p-1)": round(s.formula, 4),
                                     "peak micro-batches in flight per stage": str(s.peak_in_flight)}

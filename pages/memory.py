@@ -11,6 +11,7 @@ from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
 from demos.memory.compiling import count_recompiles, explain_breaks, time_compile
 from demos.memory.figures import (
+    CATEGORY_LEGEND,
     allocator_figure,
     blocks_figure,
     compile_figure,
@@ -59,8 +60,10 @@ def timeline_figures(spec: RunSpec, device: str, card: str):
 @st.cache_resource(max_entries=16, show_spinner=False)
 def allocator_figures(text: str, capacity_mib: int, at: int):
     classic, grown = cached_script(text, capacity_mib, False), cached_script(text, capacity_mib, True)
-    return (allocator_figure(classic), blocks_figure(classic.snapshots[min(at, len(classic.snapshots) - 1)]),
-            blocks_figure(grown.snapshots[min(at, len(grown.snapshots) - 1)]))
+    capacity = capacity_mib * 2**20
+    return (allocator_figure(classic),
+            blocks_figure(classic.snapshots[min(at, len(classic.snapshots) - 1)], capacity=capacity),
+            blocks_figure(grown.snapshots[min(at, len(grown.snapshots) - 1)], capacity=capacity))
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -185,8 +188,8 @@ def training_section() -> None:
     with ui.input_errors():
         t = cached_timeline(spec, DEVICE)
         summary_metrics(t)
-        ui.legend(["parameter", "data", "gradient", "optimizer_state", "activation", "temporary"])
-        st.caption("data = the input batch and targets.")
+        ui.legend(CATEGORY_LEGEND)
+        st.caption("input = the batch and its targets.")
         timeline_fig, peak_fig = timeline_figures(spec, DEVICE, card)
         ui.plot(timeline_fig, key="mem_timeline")
         left, right = st.columns([2, 3])

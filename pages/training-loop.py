@@ -93,7 +93,7 @@ def cached_resume(total, split, seed):
 
 def _mistakes_loss_figure(steps, lr, seed, shown):
     fig = mistakes.loss_figure(cached_mistakes(steps, lr, seed), shown)
-    fig.update_yaxes(type="log")
+    fig.update_yaxes(type="log", exponentformat="power")
     return fig
 
 

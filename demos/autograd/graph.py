@@ -22,7 +22,7 @@ from demos.autograd.expr import (
 )
 from demos.errors import InputError
 from demos.parsing import format_shape
-from demos.style import COLORS
+from demos.style import COLORS, text_on
 
 MAX_GRAPH_NODES = 80
 
@@ -178,7 +178,7 @@ def forward_dot(tree, tensors: dict, shapes: dict | None = None) -> str:
             t = tensors[node.name]
             fill = COLORS["parameter"] if t.requires_grad else COLORS["data"]
             label = f"{node.name}\\n{format_shape(t.shape)}"
-            lines.append(f'{nid} [label="{label}", fillcolor="{fill}", fontcolor="white"];')
+            lines.append(f'{nid} [label="{label}", fillcolor="{fill}", fontcolor="{text_on(fill)}"];')
             return nid
         if isinstance(node, Num):
             lines.append(f'{nid} [label="{to_source(node)}", fillcolor="white"];')

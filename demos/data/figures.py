@@ -6,15 +6,16 @@ from plotly.subplots import make_subplots
 from demos.data.timeline import MAIN, MAIN_LOADING, LoaderRun
 from demos.style import COLORS, SERIES, base_layout
 
-# Gantt colours: a read (I/O) = data, CPU transform = activation, training step = parameter,
+# Gantt series: a read (I/O) = data, CPU transform = activation, training step = parameter,
 # main process starved (waiting for a batch) = error, worker start-up inside iter(loader) = idle.
 KIND_STYLE = {
-    "io": ("read (I/O)", COLORS["data"]),
-    "transform": ("CPU transform", COLORS["activation"]),
-    "step": ("training step", COLORS["parameter"]),
-    "wait": ("main starved: waiting for a batch", COLORS["error"]),
-    "startup": ("iter(loader): worker start-up", COLORS["idle"]),
+    "io": ("read (I/O)", "data"),
+    "transform": ("CPU transform", "activation"),
+    "step": ("training step", "parameter"),
+    "wait": ("main starved: waiting for a batch", "error"),
+    "startup": ("iter(loader): worker start-up", "idle"),
 }
+GANTT_LEGEND = dict(KIND_STYLE.values())  # the chart's legend labels -> concepts, for the page's colour chips
 
 
 def _legend_below(fig: go.Figure, height: int) -> go.Figure:
@@ -32,14 +33,14 @@ def _rows(run: LoaderRun) -> list[str]:
 
 
 def _add_gantt(fig: go.Figure, run: LoaderRun, row: int, shown: set) -> None:
-    for kind, (name, colour) in KIND_STYLE.items():
+    for kind, (name, concept) in KIND_STYLE.items():
         spans = [s for s in run.spans if s.kind == kind]
         if not spans:
             continue
         fig.add_trace(
             go.Bar(
                 y=[s.row for s in spans], x=[1000 * (s.end - s.start) for s in spans],
-                base=[1000 * s.start for s in spans], orientation="h", name=name, marker_color=colour,
+                base=[1000 * s.start for s in spans], orientation="h", name=name, marker_color=COLORS[concept],
                 marker_line_width=0.5, marker_line_color="white", hovertext=[s.text for s in spans],
                 hoverinfo="text", legendgroup=kind, showlegend=kind not in shown,
             ),

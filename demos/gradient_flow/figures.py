@@ -21,7 +21,9 @@ def layout(fig: go.Figure, title: str | None = None, height: int = 380) -> go.Fi
 VIRIDIS = sequential.Viridis
 VARIANT_NAMES = ("your setting", "+ residual", "+ LayerNorm", "full fix: right init + LayerNorm + residual")
 VARIANT_DASH = ("solid", "dot", "dash", "solid")
-VARIANT_COLORS = (COLORS["error"], SERIES[4], SERIES[5], COLORS["gradient"])
+# Your setting is red and the full fix green on every chart of the page.
+YOURS_COLOR, FIX_COLOR = COLORS["error"], COLORS["activation"]
+VARIANT_COLORS = (YOURS_COLOR, SERIES[4], SERIES[5], FIX_COLOR)
 
 
 def _floor(v: float) -> float:
@@ -49,7 +51,7 @@ def act_std_figure(r: FlowResult) -> go.Figure:
     """Std of each block's output for your setting and the full fix."""
     fig = go.Figure()
     layers = list(range(1, r.cfg.depth + 1))
-    for p, name, colour in ((r.yours, VARIANT_NAMES[0], COLORS["error"]), (r.fixed, "full fix", COLORS["activation"])):
+    for p, name, colour in ((r.yours, VARIANT_NAMES[0], YOURS_COLOR), (r.fixed, VARIANT_NAMES[3], FIX_COLOR)):
         fig.add_scatter(x=layers, y=[_floor(v) for v in p.act_stds], name=name, mode="lines+markers",
                         line=dict(color=colour), marker=dict(size=4),
                         hovertemplate="layer %{x}: std = %{y:.3g}<extra></extra>")

@@ -9,7 +9,7 @@ import torch
 
 from demos.errors import InputError
 from demos.parsing import format_shape, parse_shape
-from demos.style import COLORS, base_layout
+from demos.style import COLORS, base_layout, cell_text
 from demos.tensors.common import Trap, torch_error, trap
 
 MAX_DIMS = 6
@@ -144,10 +144,12 @@ def alignment_figure(r: BroadcastResult) -> go.Figure:
     if r.ndim == 0:
         z, text, hover = [[kinds.index("kept")] for _ in rows], [["scalar"] for _ in rows], [[""] for _ in rows]
     fig = go.Figure(go.Heatmap(
-        z=z[::-1], x=columns, y=rows[::-1], text=text[::-1], hovertext=hover[::-1], texttemplate="%{text}",
-        hoverinfo="text", colorscale=scale, zmin=0, zmax=len(kinds), showscale=False, xgap=3, ygap=3,
-        textfont=dict(size=18, color="white"),
+        z=z[::-1], x=columns, y=rows[::-1], hovertext=hover[::-1], hoverinfo="text", colorscale=scale, zmin=0,
+        zmax=len(kinds), showscale=False, xgap=3, ygap=3,
     ))
+    cells = [(columns[c], rows[i], text[i][c], ROLE_COLORS[kinds[z[i][c]]])
+             for i in range(len(rows)) for c in range(len(columns))]
+    fig.add_trace(cell_text(*map(list, zip(*cells, strict=True)), size=18))
     fig.update_xaxes(side="top")
     return base_layout(fig, height=90 + 55 * len(rows))
 

@@ -91,13 +91,13 @@ def graph(dot: str, key: str | None = None) -> None:
 def legend(concepts: list[str] | dict[str, str]) -> None:
     """A row of colour chips naming what each colour means, from the shared palette.
 
-    A list names concepts (their names are the labels); a dict maps a chart's own series labels to concepts, so
-    the chips read exactly as that chart's legend does.
+    A list names concepts (their names are the labels); a dict maps a chart's own series labels to concepts (or
+    to colours), so the chips read exactly as that chart's legend does: pass the dict the figure was built from.
     """
     items = concepts.items() if isinstance(concepts, dict) else ((c.replace("_", " "), c) for c in concepts)
     chips = " ".join(
         f"<span style='display:inline-block;margin-right:14px'>"
-        f"<span style='display:inline-block;width:0.8em;height:0.8em;border-radius:2px;background:{COLORS[c]};"
+        f"<span style='display:inline-block;width:0.8em;height:0.8em;border-radius:2px;background:{COLORS.get(c, c)};"
         f"margin-right:5px;vertical-align:middle'></span>{label}</span>"
         for label, c in items
     )

@@ -288,7 +288,7 @@ def test_every_page_in_whiteboard_mode_and_in_the_dark_theme(server, browser, to
     context, page = open_view(browser, f"{server}/{topic.slug}?whiteboard=true")
     try:
         wait_loaded(page)
-        assert wait_charts(page, topic.charts) >= topic.charts
+        assert wait_charts(page, topic.charts, timeout=120) >= topic.charts
         assert page.locator("[data-testid=stException]").count() == 0
         page.screenshot(path=str(artifacts_dir("screenshots") / f"{topic.slug}-whiteboard-screen.png"))
         sizes = _metric_and_table_sizes(page)
@@ -302,7 +302,7 @@ def test_every_page_in_whiteboard_mode_and_in_the_dark_theme(server, browser, to
     context, page = open_view(browser, f"{server}/{topic.slug}", viewport=TALL, scheme="dark")
     try:
         wait_loaded(page)
-        assert wait_charts(page, topic.charts) >= topic.charts
+        assert wait_charts(page, topic.charts, timeout=120) >= topic.charts
         full_screenshot(page, f"{topic.slug}-dark", TALL["width"])
     finally:
         context.close()
