@@ -24,6 +24,10 @@ COLORS = {
     "error": "#d62728",
 }
 
+# Reference marks (a true line, a target, a formula's value): a mid grey that stands out at 3:1 or more on both the
+# white and the near-black page, where black or white would vanish on one of them.
+REFERENCE = "#808080"
+
 # A sequence for things that are only told apart (ranks, workers, runs), not typed by concept.
 SERIES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
@@ -34,7 +38,7 @@ LIGHT_TEXT = "#ffffff"
 
 def _rgb(color: str) -> tuple[float, float, float, float]:
     """'#rrggbb', 'rgb(r, g, b)' or 'rgba(r, g, b, a)' as (r, g, b, alpha), channels 0-255."""
-    color = color.strip()
+    color = {"white": "#ffffff", "black": "#000000"}.get(color.strip(), color.strip())
     if color.startswith("#"):
         return int(color[1:3], 16), int(color[3:5], 16), int(color[5:7], 16), 1.0
     parts = [float(p) for p in color[color.index("(") + 1 : color.rindex(")")].split(",")]
@@ -64,14 +68,29 @@ def contrast(a: str, b: str) -> float:
 
 
 def text_on(fill: str) -> str:
-    """The text colour (dark or white) that reads best on a filled mark of colour `fill`."""
-    return LIGHT_TEXT if contrast(LIGHT_TEXT, fill) >= contrast(DARK_TEXT, fill) else DARK_TEXT
+    """The text colour that reads on a filled mark of colour `fill`: white or the page's dark text, whichever
+    contrasts more, or pure black for the mid-tones where neither reaches 4.5:1."""
+    best = max((LIGHT_TEXT, DARK_TEXT), key=lambda text: contrast(text, fill))
+    if contrast(best, fill) >= 4.5:
+        return best
+    return max((LIGHT_TEXT, "#000000"), key=lambda text: contrast(text, fill))
+
+
+def darkened(color: str, background: str = LIGHT_TEXT, ratio: float = 4.5) -> str:
+    """`color` mixed towards black until text in it reaches `ratio` on `background` (a label in its series' hue)."""
+    r, g, b, _ = _rgb(color)
+    for step in range(21):
+        k = 1 - step / 20
+        shade = f"#{round(r * k):02x}{round(g * k):02x}{round(b * k):02x}"
+        if contrast(shade, background) >= ratio:
+            return shade
+    return "#000000"
 
 
 def cell_text(x: list, y: list, text: list[str], fills: list[str], size: int = 14) -> go.Scatter:
     """Labels drawn over cells or blocks, each in the text colour that reads on its own fill (a heatmap's own
     text takes one colour for every cell)."""
-    return go.Scatter(x=x, y=y, text=text, mode="text", hoverinfo="skip", showlegend=False,
+    return go.Scatter(x=x, y=y, text=text, mode="text", hoverinfo="skip", showlegend=False, meta={"fills": fills},
                       textfont=dict(size=size, color=[text_on(f) for f in fills]))
 
 
@@ -90,6 +109,12 @@ def badge(concept: str) -> dict:
 def color(concept: str) -> str:
     """The colour of a concept; an unknown name is a programming error, so it raises KeyError."""
     return COLORS[concept]
+
+
+def legend_on_top(fig: go.Figure, top: int = 90) -> go.Figure:
+    """Legend in the top margin, above subplot titles, so the two never overlap."""
+    fig.update_layout(margin=dict(t=top), legend=dict(yref="container", y=0.99, yanchor="top", traceorder="normal"))
+    return fig
 
 
 def base_layout(fig: go.Figure, title: str | None = None, height: int = 380) -> go.Figure:
@@ -116,13 +141,13 @@ def readable_log_axes(fig: go.Figure) -> go.Figure:
     return fig
 
 
-# Pen colours for drawing on a figure or the blank board: palette colours that stand out on both themes.
+# Pen colours for drawing on a figure or the blank board: palette colours at 3:1 or more on both themes.
 PEN_COLORS = {
     "red": COLORS["error"],
     "blue": COLORS["parameter"],
     "green": COLORS["activation"],
-    "orange": COLORS["gradient"],
     "purple": COLORS["optimizer_state"],
+    "brown": COLORS["buffer"],
 }
 
 PRESENTER_FONT = 20  # px: body type of a figure on a shared screen

@@ -90,7 +90,7 @@ def show_collectives(run: core.DistRun, key: str) -> None:
              "bandwidth cost barely grows with more ranks. The ranks below ran the ring by hand with send/recv, "
              "counted their bytes, and compared the result with `dist.all_reduce`.")
     ui.plot(figs.ring_figure(rows), key=f"{key}_ring_fig")
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    ui.table(pd.DataFrame(rows), hide_index=True)
 
 
 def show_ddp(run: core.DistRun, key: str) -> None:
@@ -119,7 +119,7 @@ def show_ddp(run: core.DistRun, key: str) -> None:
     with st.expander("Buckets: size and parameters, first vs last iteration"):
         for label, it in (("iteration 1", first_it), (f"iteration {last + 1}", last_it)):
             st.markdown(f"**{label}**")
-            st.dataframe(pd.DataFrame([{"bucket": bk["index"], "bytes": bk["bytes"], "parameters": ", ".join(
+            ui.table(pd.DataFrame([{"bucket": bk["index"], "bytes": bk["bytes"], "parameters": ", ".join(
                 bk["params"]), "all_reduce start ms": round(bk["start"], 3), "end ms": round(bk["end"], 3)}
                 for bk in it["buckets"]]), hide_index=True)
     st.subheader("Gradient accumulation: no_sync() vs syncing every micro-batch")
@@ -169,11 +169,11 @@ def show_fsdp(run: core.DistRun, key: str) -> None:
     st.markdown(f"Every parameter is a DTensor sharded on dim 0; the local shards partition it exactly: "
                 f"**{view['exact']}** (each local tensor equals its rows of the full parameter).")
     ui.plot(figs.fsdp_shard_figure(view), key=f"{key}_shards")
-    st.dataframe(pd.DataFrame([{"parameter": n, "full shape": str(tuple(view["shards"][n][0]["full"])),
+    ui.table(pd.DataFrame([{"parameter": n, "full shape": str(tuple(view["shards"][n][0]["full"])),
                                 **{f"rank {r}": str(tuple(s["local"])) for r, s in enumerate(view["shards"][n])}}
                                for n in view["names"]]), hide_index=True)
     st.markdown("**Collectives recorded on rank 0 during one forward and backward** (from the dispatcher):")
-    st.dataframe(pd.DataFrame([{"collective": c["op"].strip("_"), "phase": c["phase"], "output bytes": c["bytes"],
+    ui.table(pd.DataFrame([{"collective": c["op"].strip("_"), "phase": c["phase"], "output bytes": c["bytes"],
                                 "input bytes": c.get("in_bytes", ""),
                                 "ms since forward began": round(c["t_ms"], 2)} for c in view["collectives"]]),
                  hide_index=True)
@@ -198,7 +198,7 @@ def show_tp(run: core.DistRun, key: str) -> None:
 
 
 def show_env(run: core.DistRun, key: str) -> None:
-    st.dataframe(pd.DataFrame(core.env_view(run)), hide_index=True)
+    ui.table(pd.DataFrame(core.env_view(run)), hide_index=True)
 
 
 RENDER = {"collectives": show_collectives, "ddp": show_ddp, "sampler": show_sampler, "fsdp": show_fsdp,
@@ -293,7 +293,7 @@ def zero_calculator(world: int) -> None:
                  "total per rank": core.human_bytes(sum(core.zero_bytes(params, world, s, precision).values()))}
                 for s in core.STAGE_NAMES]
         st.markdown(f"**At {world} ranks** (weights + gradients + optimizer state; activations not included):")
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        ui.table(pd.DataFrame(rows), hide_index=True)
 
 
 def tp_pp_section(world: int) -> None:
@@ -315,7 +315,7 @@ def tp_pp_section(world: int) -> None:
         scheds = [cached_schedule(stages, micro, kind) for kind in ("GPipe", "1F1B")]
         ui.plot(pipeline_figure(stages, micro), key="dist_pp_fig")
         ui.legend(figs.PIPELINE_LEGEND)
-        st.dataframe(pd.DataFrame([{"schedule": s.kind, "makespan (slots)": s.makespan,
+        ui.table(pd.DataFrame([{"schedule": s.kind, "makespan (slots)": s.makespan,
                                     "bubble (measured)": round(s.bubble, 4), "(p-1)/(m+p-1)": round(s.formula, 4),
                                     "peak micro-batches in flight per stage": str(s.peak_in_flight)}
                                    for s in scheds]), hide_index=True)
@@ -351,12 +351,12 @@ def launch_section(world: int) -> None:
             r["memory per rank"] = core.human_bytes(r["memory per rank"])
             r["communication per step"] = core.human_bytes(r["communication per step"])
         b.markdown(f"{preset}: {params:,} parameters, {world} ranks, {precision}.")
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        ui.table(pd.DataFrame(rows), hide_index=True)
         st.caption("Memory: weights, gradients and optimizer state per rank (activations excluded). Communication: "
                    "bytes each rank sends per step with ring collectives. The model is chosen in the FSDP tab.")
     st.subheader("Load a result file from your own run")
     st.code("torchrun --nproc-per-node 8 -m demos.distributed.run --demo ddp --param width=256 --out result.json",
-            language="bash")
+            language="bash", wrap_lines=True)
     upload = st.file_uploader("Result file (JSON written by demos.distributed.run)", type=["json"],
                               key="dist_upload", max_upload_size=4)
     if upload is not None:

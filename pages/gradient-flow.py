@@ -143,7 +143,7 @@ def clipping_section() -> None:
     left, right = st.columns(2)
     with left, ui.input_errors():
         cmp = cached_compare(max_norm, clip_value)
-        st.dataframe(
+        ui.table(
             {
                 "": ["total norm", "cosine with original"],
                 "before": [f"{cmp.norm_before:.4g}", "1"],

@@ -150,7 +150,7 @@ def summary_metrics(t) -> None:
 def holders_table(t) -> None:
     rows = [{"category": h.category.replace("_", " "), "made by op": h.op.removesuffix(".default"),
              "shape, dtype": f"{h.shape} {h.dtype}", "bytes": fmt_bytes(h.nbytes)} for h in t.peak_holders]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    ui.table(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 
 def sweep_section(spec: RunSpec, card: str) -> None:
@@ -326,7 +326,7 @@ def streams_section() -> None:
                    f"{p['date']}, with `{p['command']}`.")
         scenario = st.selectbox("Scenario", recording["scenarios"], key="mem_scenario", bind="query-params")
         ui.plot(streams_figure(recording, scenario), key="mem_streams_fig")
-        st.dataframe(pd.DataFrame(stream_recorder.summarize(recording)).round(3), hide_index=True, width="stretch")
+        ui.table(pd.DataFrame(stream_recorder.summarize(recording)).round(3), hide_index=True, width="stretch")
     ui.show_code(inspect.getsource(stream_recorder), key="mem_recorder_code", file_name="stream_recorder.py",
                  label="Show the recorder")
 
@@ -372,17 +372,17 @@ def _show_breaks(reports) -> None:
         with col:
             st.markdown(f"**{r.name}**: {r.graph_count} graph{'s' * (r.graph_count != 1)}, "
                         f"{r.break_count} break{'s' * (r.break_count != 1)}")
-            st.code(r.source, language="python")
+            st.code(r.source, language="python", wrap_lines=True)
             for reason in r.reasons:
                 st.caption(f"Break: {reason}")
             with st.expander("Captured FX graph code"):
                 for code in r.graph_code:
-                    st.code(code, language="python")
+                    st.code(code, language="python", wrap_lines=True)
 
 
 def _show_recompiles(rc) -> None:
     st.markdown("**Recompilation when the input shape changes** (frames compiled for `x.sin().cos() * 2`)")
-    st.dataframe(pd.DataFrame([{"setting": k, "compiles": v, "graph inputs": " | ".join(rc.graphs[k])}
+    ui.table(pd.DataFrame([{"setting": k, "compiles": v, "graph inputs": " | ".join(rc.graphs[k])}
                                for k, v in rc.compiles.items()]), hide_index=True, width="stretch")
     ui.show_code(rc.code, key="mem_recompile_code", file_name="recompiles.py")
 

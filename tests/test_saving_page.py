@@ -12,7 +12,7 @@ def test_buttons_run_exports_and_fill_the_target_table():
         at.button(key=key).click().run()
         assert_clean(at)
     assert any("torch.ops.higher_order.cond" in c.value for c in at.code)
-    targets = at.dataframe[-1].value
+    targets = at.table[-1].value
     assert not targets["measured here"].str.contains("press its button").any()
 
 

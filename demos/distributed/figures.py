@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from demos.distributed.core import STAGE_NAMES, WORLD_SIZES, Schedule, human_bytes
-from demos.style import COLORS, SERIES, badge, base_layout, dot_fill, text_on
+from demos.style import COLORS, REFERENCE, SERIES, badge, base_layout, dot_fill, legend_on_top, text_on
 
 _BLOCK = 26
 # Series label -> palette concept, one source for a chart's legend and the colour chips the page shows above it.
@@ -22,12 +22,6 @@ def collective_legend(world: int) -> dict[str, str]:
     """Chips for the collective blocks: each rank's own colour, and pink for a value reduced from every rank."""
     return {**{f"from rank {r}": SERIES[r % len(SERIES)] for r in range(world)},
             "reduced from every rank": COLORS["communication"]}
-
-
-def _legend_on_top(fig: go.Figure, top: int = 90) -> go.Figure:
-    """Legend in the top margin, above subplot titles, so the two never overlap."""
-    fig.update_layout(margin=dict(t=top), legend=dict(yref="container", y=0.99, yanchor="top", traceorder="normal"))
-    return fig
 
 
 def _rank_color(origin) -> str:
@@ -74,7 +68,7 @@ def ring_figure(rows: list[dict]) -> go.Figure:
     fig.add_bar(x=ranks, y=[r["sent bytes (measured)"] for r in rows], name="sent (measured)",
                 marker_color=COLORS["communication"])
     fig.add_scatter(x=ranks, y=[r["2(N-1)/N × size"] for r in rows], name="2(N-1)/N × size", mode="markers",
-                    marker=dict(symbol="line-ew-open", size=40, color="black", line=dict(width=3)))
+                    marker=dict(symbol="line-ew-open", size=40, color=REFERENCE, line=dict(width=3)))
     fig.update_yaxes(title="bytes")
     return base_layout(fig, height=300)
 
@@ -101,7 +95,7 @@ def ddp_timeline_figure(view: dict, picks: tuple[int, ...]) -> go.Figure:
         fig.update_yaxes(autorange="reversed", row=row, col=1)
         fig.update_xaxes(title="ms since loss.backward() began", row=row, col=1)
     fig.update_layout(barmode="overlay")
-    return _legend_on_top(base_layout(fig, height=260 * len(picks) + 60))
+    return legend_on_top(base_layout(fig, height=260 * len(picks) + 60))
 
 
 def sampler_figure(view: dict, label: str) -> go.Figure:
@@ -179,7 +173,7 @@ def zero_figure(rows: list[dict], marker_world: int) -> go.Figure:
     ticks = [2.0**k for k in range(-12, 40) if min(values) / 2 <= 2.0**k <= max(values) * 2]
     fig.update_yaxes(type="log", title=f"{unit} per rank (params + grads + optimizer state)", tickvals=ticks,
                      ticktext=[f"{t:g}" for t in ticks], minor=dict(showgrid=False))
-    return _legend_on_top(base_layout(fig, height=380), top=70)
+    return legend_on_top(base_layout(fig, height=380), top=70)
 
 
 def pipeline_figure(schedules: list[Schedule]) -> go.Figure:
@@ -198,7 +192,7 @@ def pipeline_figure(schedules: list[Schedule]) -> go.Figure:
         fig.update_xaxes(title="time slot (one forward or backward of one micro-batch)", range=[0, s.makespan],
                          row=row, col=1)
     fig.update_layout(barmode="overlay")  # a stage's forwards and backwards share its row
-    return _legend_on_top(base_layout(fig, height=(100 + 34 * schedules[0].stages) * len(schedules) + 60))
+    return legend_on_top(base_layout(fig, height=(100 + 34 * schedules[0].stages) * len(schedules) + 60))
 
 
 def tp_dot(view: dict, world: int) -> str:

@@ -8,7 +8,7 @@ from plotly.colors import sequential
 from demos.gradient_flow.clipping import ClipCompare, ClipRun
 from demos.gradient_flow.dead_relu import INIT_LABELS, DeadResult
 from demos.gradient_flow.flow import TINY, FlowResult
-from demos.style import COLORS, SERIES, base_layout
+from demos.style import COLORS, SERIES, badge, base_layout
 
 
 def layout(fig: go.Figure, title: str | None = None, height: int = 380) -> go.Figure:
@@ -110,7 +110,7 @@ def clip_run_figure(c: ClipRun) -> go.Figure:
                     name=f"clip_grad_norm_({c.max_norm:g})", line=dict(color=COLORS["gradient"]))
     if c.plain_diverged:
         fig.add_annotation(x=len(c.loss_plain), y=0, yref="paper", yanchor="bottom", showarrow=False,
-                           text="loss became inf/NaN here", font=dict(color=COLORS["error"]))
+                           text="loss became inf/NaN here", **badge("error"))
     fig.update_yaxes(type="log", title="MSE on all data (log)", exponentformat="power")
     fig.update_xaxes(title="step")
     return layout(fig, title=f"SGD lr {c.lr:g}, momentum 0.9, unnormalized inputs", height=400)

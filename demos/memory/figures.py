@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 
 from demos.memory.allocator import GiB, KiB, MiB, fmt_bytes
 from demos.memory.tracker import CATEGORIES
-from demos.style import COLORS, SERIES, badge, base_layout, text_on
+from demos.style import COLORS, REFERENCE, SERIES, badge, base_layout, text_on
 
 # Tracker categories to the shared palette: the input batch is "data".
 CATEGORY_CONCEPT = {c: "data" if c == "input" else c for c in CATEGORIES}
@@ -17,6 +17,7 @@ PHASE_LABEL_CHARS = 95  # a phase label is drawn when it fits: about this many 2
 PHASE_FILL = {"forward": "rgba(44,160,44,0.07)", "backward": "rgba(255,127,14,0.07)",
               "optimizer": "rgba(148,103,189,0.09)", "zero_grad": "rgba(158,158,158,0.12)"}
 MAX_POINTS = 1200
+BAND_ALPHA = 0.85
 SWEEP_DASH = ("solid", "dash", "dot", "dashdot")
 SWEEP_MARKER = ("circle", "square", "diamond", "triangle-up")
 
@@ -49,11 +50,12 @@ def timeline_figure(t, capacity: float | None = None, card: str = "") -> go.Figu
         return [round(series[i] / scale, 4) for i in idx]  # short numbers keep the page's JSON small
 
     traces = [dict(type="scatter", x=x, y=ys(t.by_category[c]), name=c.replace("_", " "), stackgroup="bytes",
-                   line=dict(width=0, shape="hv", color=CATEGORY_COLOR[c])) for c in CATEGORIES]
+                   line=dict(width=0, shape="hv", color=CATEGORY_COLOR[c]), fillcolor=_tint(CATEGORY_COLOR[c]))
+              for c in CATEGORIES]
     traces.append(dict(type="scatter", x=x, y=ys(t.reserved), name="reserved (allocator model)",
                        line=dict(color=COLORS["idle"], dash="dot", shape="hv")))
     traces.append(dict(type="scatter", x=x, y=ys(t.allocated),
-                       name="allocated (allocator model)", line=dict(color="#444444", width=1, shape="hv")))
+                       name="allocated (allocator model)", line=dict(color=REFERENCE, width=1.5, shape="hv")))
     if t.measured:
         mx = [m[1] for m in t.measured]
         traces.append(dict(type="scatter", x=mx, y=[m[2] / scale for m in t.measured], mode="markers",
@@ -91,6 +93,11 @@ def timeline_figure(t, capacity: float | None = None, card: str = "") -> go.Figu
     fig.update_yaxes(title=f"memory ({unit})", rangemode="tozero",
                      range=[0, 1.12 * max(top, capacity or 0) / scale])
     return base_layout(fig, height=480)
+
+
+def _tint(color: str) -> str:
+    """A stacked band's fill: opaque enough that neighbouring categories stay apart on either theme."""
+    return f"rgba({int(color[1:3], 16)}, {int(color[3:5], 16)}, {int(color[5:7], 16)}, {BAND_ALPHA})"
 
 
 def _phase_label(name: str, width: float) -> str:

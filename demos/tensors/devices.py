@@ -94,7 +94,7 @@ def placement_dot(r: DeviceReport) -> str:
     """Where things live: one box per device; tensor.to makes a new node, module.to moves the same one."""
     data, param, err = COLORS["data"], COLORS["parameter"], COLORS["error"]
     return f'''digraph devices {{
-  rankdir=LR; bgcolor=transparent; compound=true;
+  rankdir=LR; compound=true;
   node [shape=box, style="rounded,filled", fontname="Helvetica"];
   edge [fontname="Helvetica"];
   subgraph cluster_cpu {{ label="cpu"; style=rounded;

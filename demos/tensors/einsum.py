@@ -9,7 +9,7 @@ import torch
 
 from demos.errors import InputError
 from demos.parsing import MAX_TEXT, format_shape, parse_shape
-from demos.style import COLORS, text_on
+from demos.style import COLORS, darkened, text_on
 
 MAX_OPERANDS = 3
 MAX_INDICES = 8
@@ -310,7 +310,7 @@ def network_dot(r: EinsumResult) -> str:
     """Tensor-network diagram: a box per operand, edges labelled by index. Purple batch and blue free indices run
     to the output; orange contracted ones join the operands that share them (or a sum node, or a self-loop)."""
     eq = parse_equation(r.equation)
-    lines = ["graph einsum {", "  rankdir=TB; bgcolor=transparent; nodesep=0.6; ranksep=0.9;",
+    lines = ["graph einsum {", "  rankdir=TB; nodesep=0.6; ranksep=0.9;",
              '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=16];',
              '  edge [fontname="Helvetica", fontsize=15, penwidth=2.5];']
     for name, shape in zip(NAMES, r.shapes, strict=False):
@@ -339,7 +339,7 @@ def network_dot(r: EinsumResult) -> str:
             edges.setdefault((n, n, "contracted"), []).append(label)
     for (a, b, role), labels in edges.items():
         color = ROLE_COLORS[role]
-        lines.append(f'  {a} -- {b} [label="{", ".join(labels)}", color="{color}", fontcolor="{color}"];')
+        lines.append(f'  {a} -- {b} [label="{", ".join(labels)}", color="{color}", fontcolor="{darkened(color)}"];')
     lines.append("}")
     return "\n".join(lines)
 

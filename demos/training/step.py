@@ -153,7 +153,7 @@ for it in range({iterations}):
 def loop_dot(result: WalkResult) -> str:
     """The loop as a cycle; the sub-step just run is filled, the one run next is outlined."""
     current = result.index % len(SUBSTEPS)
-    lines = ["digraph loop {", "  rankdir=TB; bgcolor=transparent; nodesep=0.25; ranksep=0.22;",
+    lines = ["digraph loop {", "  rankdir=TB; nodesep=0.25; ranksep=0.22;",
              '  node [shape=box, style="rounded,filled", fontname="Helvetica", fillcolor="#f4f4f4", color="#9e9e9e"];']
     for i, name in enumerate(SUBSTEPS):
         attrs = f'label="{i + 1}. {name}"'

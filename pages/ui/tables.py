@@ -1,5 +1,6 @@
 """Tables: an interactive grid on the page; whole, wrapped HTML at body size on a shared screen."""
 
+import pandas as pd
 import streamlit as st
 
 from pages.ui.layout import whiteboard_on
@@ -13,6 +14,12 @@ def table(data, *, whole: bool = False, hide_index: bool = True, **dataframe_opt
     `dataframe_options` (width, height, column_config, ...) apply to the grid only.
     """
     if whole or whiteboard_on():
-        st.table(data, hide_index=hide_index)
+        st.table(_readable(data), hide_index=hide_index)
     else:
         st.dataframe(data, hide_index=hide_index, **dataframe_options)
+
+
+def _readable(data) -> pd.DataFrame:
+    """Floats to four significant digits (an HTML table prints every digit a float has)."""
+    frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    return frame.map(lambda v: f"{v:.4g}" if isinstance(v, float) else v)
