@@ -131,7 +131,22 @@ def base_layout(fig: go.Figure, title: str | None = None, height: int = 380) -> 
     )
     fig.update_xaxes(automargin=True)
     fig.update_yaxes(automargin=True)
-    return readable_log_axes(fig)
+    return readable_bar_labels(readable_log_axes(fig))
+
+
+def readable_bar_labels(fig: go.Figure) -> go.Figure:
+    """Labels inside bars in the text colour that reads on each bar (plotly's own pick is white on mid-tones such
+    as the palette's green, below 4.5:1)."""
+    for trace in fig.data:
+        if trace.type != "bar" or trace.text is None or trace.textposition == "outside":
+            continue
+        fills = trace.marker.color
+        if trace.insidetextfont.color is None and isinstance(fills, str) and fills.startswith("#"):
+            trace.insidetextfont.color = text_on(fills)
+        elif trace.insidetextfont.color is None and isinstance(fills, (list, tuple)) and all(
+                isinstance(f, str) and f.startswith("#") for f in fills):
+            trace.insidetextfont.color = [text_on(f) for f in fills]
+    return fig
 
 
 def readable_log_axes(fig: go.Figure) -> go.Figure:

@@ -268,8 +268,5 @@ def profiler_section() -> None:
 
 ui.page_header("debugging")
 SECTIONS = dict(zip(TABS, (nan_section, repro_section, leaks_section, tests_section, profiler_section), strict=True))
-chosen = st.segmented_control("Section", TABS, default=TABS[0], required=True, key="dbg_tab", bind="query-params",
-                              label_visibility="collapsed", width="stretch")
-st.subheader(chosen, divider="gray")
-SECTIONS[chosen]()  # only the chosen section computes
+ui.section_tabs(SECTIONS, key="dbg_tab")  # only the open section computes
 ui.interview_corner("debugging", QUESTIONS)

@@ -186,6 +186,9 @@ def _plotly_problems(fig: dict) -> list[str]:
             elif color:
                 check(a.get("text", ""), color, page, f"{theme} annotation")
         for trace in fig.get("data", []):
+            if trace.get("type") == "bar" and trace.get("text") is not None and trace.get("textposition") != "outside" \
+                    and not (trace.get("insidetextfont") or trace.get("textfont") or {}).get("color"):
+                problems.append(f"{theme} bar labels {trace.get('name')!r}: inside colour left to plotly's pick")
             texts = trace.get("text")
             texts = [texts] if isinstance(texts, str) else list(texts or [""])
             colors = (trace.get("textfont") or trace.get("insidetextfont") or {}).get("color")

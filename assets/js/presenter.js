@@ -40,9 +40,21 @@ function sectionTabs() {
   return marked || document.querySelector("[data-testid=stMain] [role=tablist]");
 }
 
+// A page without section tabs: its next or previous header (st.header) scrolled to the top of the screen.
+function scrollToHeader(direction) {
+  const headers = [...document.querySelectorAll("[data-testid=stMain] h2")];
+  const top = 90; // below the app's header strip
+  const ahead = direction > 0
+    ? headers.find((h) => h.getBoundingClientRect().top > top + 5)
+    : headers.filter((h) => h.getBoundingClientRect().top < top - 5).pop();
+  if (!ahead) return false;
+  ahead.scrollIntoView({ block: "start" }); // whiteboard.css keeps it clear of the header strip
+  return true;
+}
+
 function switchSection(direction) {
   const list = sectionTabs();
-  if (!list) return false;
+  if (!list) return scrollToHeader(direction);
   const tabs = [...list.querySelectorAll("[role=tab]")];
   const i = tabs.findIndex((tab) => tab.getAttribute("aria-selected") === "true");
   const next = tabs[i + direction];

@@ -183,8 +183,10 @@ def blocks_figure(blocks, title: str = "", capacity: int | None = None) -> go.Fi
         fig.add_bar(
             y=[labels[(b.segment, b.small)]], x=[b.size / MiB], base=[b.offset / MiB], orientation="h",
             marker=dict(color=fill, line=dict(color=outline, width=1), pattern=dict(shape=pattern, fgcolor=outline)),
-            text=f"{name} {fmt_bytes(b.size)}", textposition="inside", insidetextanchor="middle",
-            textfont=dict(color=text_on(fill)) if b.mapped else None,
+            # Unmapped runs have no label (the legend names them): text on a see-through bar has no colour that
+            # reads on both themes.
+            text=f"{name} {fmt_bytes(b.size)}" if b.mapped else None, textposition="inside", insidetextanchor="middle",
+            insidetextfont=dict(color=text_on(fill)) if b.mapped else None,
             hovertemplate=f"{kind}: {name}<br>offset {fmt_bytes(b.offset)}<br>size {fmt_bytes(b.size)}<extra></extra>",
             name=kind, legendgroup=kind, showlegend=kind not in shown,
         )

@@ -67,8 +67,10 @@ def feature_maps_figure(run: HookRun, layer: str) -> go.Figure:
         fig.add_trace(go.Heatmap(z=maps[c][::-1], zmin=lo, zmax=hi, colorscale="Viridis", showscale=c == 0,
                                  colorbar=dict(title="value", len=0.9)), row=c // cols + 1, col=c % cols + 1)
     fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False, scaleanchor="x")
-    fig = base_layout(fig, height=180 * rows + 80)
+    fig.update_yaxes(visible=False)
+    # Square-ish maps on a full-width figure (~1150 px of plot) without scaleanchor, which would float each map
+    # away from its title.
+    fig = base_layout(fig, height=rows * (1150 // cols + 40) + 30)
     fig.update_layout(margin_t=50)  # room for the first row's titles
     return fig
 
