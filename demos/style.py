@@ -94,6 +94,18 @@ def cell_text(x: list, y: list, text: list[str], fills: list[str], size: int = 1
                       textfont=dict(size=size, color=[text_on(f) for f in fills]))
 
 
+def category_scale(categories: dict[str, str]) -> dict:
+    """Heatmap arguments for cells whose value is a category index (0, 1, ...): one flat colour per category and a
+    colour scale that names them, so the heatmap carries its own key."""
+    n = len(categories)
+    scale = []
+    for i, fill in enumerate(categories.values()):
+        scale += [[i / n, fill], [(i + 1) / n, fill]]
+    return dict(colorscale=scale, zmin=-0.5, zmax=n - 0.5, showscale=True,
+                colorbar=dict(tickvals=list(range(n)), ticktext=list(categories), thickness=12, len=1,
+                              outlinewidth=0))
+
+
 def dot_fill(fill: str) -> str:
     """Graphviz node attributes for a filled node whose label reads on its fill."""
     return f'fillcolor="{fill}", fontcolor="{text_on(fill)}"'

@@ -6,7 +6,6 @@ it sends, and checks each explicitly coloured text against what it is drawn on, 
 as .streamlit/config.toml defines them. Text without a colour of its own takes the theme's text colour.
 """
 
-import ast
 import itertools
 import json
 import math
@@ -34,7 +33,7 @@ from demos.style import (
     wrap_label,
 )
 from pages.shell.registry import ROOT, registered
-from tests.conftest import open_page
+from tests.conftest import open_page, page_views
 
 AA_TEXT, AA_MARK = 4.5, 3.0
 _CONFIG = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["theme"]
@@ -153,21 +152,6 @@ def test_presenter_figure_is_large_and_leaves_the_original_alone():
 # ------------------------------------------------------------------------------------------------ every page
 
 
-def _views(page_file: str) -> list[dict]:
-    """The page at its defaults, then once per section tab: keys ending in _tab, labels from a TABS constant, an
-    st.tabs([...]) list or a section_tabs({...}) dict in the page's source."""
-    source = (ROOT / page_file).read_text()
-    keys = sorted(set(re.findall(r'key="(\w+_tab)"', source)))
-    labels = set()
-    for match in re.finditer(r"^TABS = (\(.*?\))$", source, flags=re.MULTILINE | re.DOTALL):
-        labels.update(ast.literal_eval(match.group(1)))
-    for match in re.finditer(r"st\.tabs\(\[([^\]]*)\]", source):
-        labels.update(re.findall(r'"([^"]+)"', match.group(1)))
-    for match in re.finditer(r"section_tabs\(\{(.*?)\}", source, flags=re.DOTALL):
-        labels.update(re.findall(r'"([^"]+)":', match.group(1)))
-    return [{}] + [{key: label} for key in keys for label in sorted(labels)]
-
-
 def _plotly_problems(fig: dict) -> list[str]:
     """Explicitly coloured text of a plotly figure that does not reach AA on what it is drawn on."""
     problems = []
@@ -189,6 +173,9 @@ def _plotly_problems(fig: dict) -> list[str]:
             if trace.get("type") == "bar" and trace.get("text") is not None and trace.get("textposition") != "outside" \
                     and not (trace.get("insidetextfont") or trace.get("textfont") or {}).get("color"):
                 problems.append(f"{theme} bar labels {trace.get('name')!r}: inside colour left to plotly's pick")
+            if trace.get("type") == "heatmap" and trace.get("texttemplate") \
+                    and not trace.get("textfont", {}).get("color"):
+                problems.append(f"{theme} heatmap cell text: colour left to plotly's pick (use style.cell_text)")
             texts = trace.get("text")
             texts = [texts] if isinstance(texts, str) else list(texts or [""])
             colors = (trace.get("textfont") or trace.get("insidetextfont") or {}).get("color")
@@ -249,7 +236,7 @@ def _dot_problems(dot: str) -> list[str]:
 @pytest.mark.parametrize("page_file", [t.file for t in registered()])
 def test_every_figure_on_every_page_has_readable_text_in_both_themes(page_file):
     problems, figures = [], 0
-    for query in _views(page_file):
+    for query in page_views(page_file):
         at = open_page(page_file, query=query or None)
         for element in at.get("plotly_chart"):
             figures += 1

@@ -313,7 +313,7 @@ def layout_figure(r: LayoutResult, which: int, n_values: int) -> go.Figure:
                     xgap=2, ygap=2)
     top_value = max(1, n_values - 1)
     fig.add_heatmap(z=z, hovertext=hover, hoverinfo="text", colorscale=_value_scale(), zmin=0, zmax=top_value,
-                    showscale=False, xgap=2, ygap=2)
+                    colorbar=dict(title="value", thickness=12), xgap=2, ygap=2)
     cells = [(c, r, label, UNREAD if z[r][c] is None else sample_colorscale(_value_scale(), z[r][c] / top_value)[0])
              for r, row in enumerate(text) for c, label in enumerate(row) if label]
     fig.add_trace(cell_text(*map(list, zip(*cells, strict=True)), size=14))

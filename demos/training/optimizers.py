@@ -216,7 +216,8 @@ def surface_figure(result: SurfaceResult | DecayResult, grid: SurfaceResult, hei
     s = SURFACES[grid.surface]
     fig = go.Figure()
     fig.add_contour(x=grid.grid_x, y=grid.grid_y, z=grid.grid_z, colorscale="Greys", reversescale=True,
-                    showscale=False, contours=dict(showlabels=False), opacity=0.55, hoverinfo="skip",
+                    colorbar=dict(title="log10(1 + f)", thickness=12), contours=dict(showlabels=False), opacity=0.55,
+                    hoverinfo="skip",
                     ncontours=25, name="log10(1 + loss)")
     for i, run in enumerate(result.runs):
         label = run.name + (f" (diverged at step {run.diverged_at})" if run.diverged_at else "")

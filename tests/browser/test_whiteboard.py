@@ -3,6 +3,7 @@
 import io
 import json
 import re
+import urllib.parse
 
 import pytest
 from PIL import Image
@@ -19,6 +20,7 @@ from tests.browser.harness import (
     wait_charts,
     wait_run,
 )
+from tests.conftest import page_views
 
 pytestmark = pytest.mark.browser
 
@@ -157,6 +159,7 @@ def test_draw_on_a_figure_and_download_it_annotated(server, browser, kind):
         page.mouse.click(box["x"] + box["width"] * 0.7, box["y"] + box["height"] * 0.25)
         page.get_by_test_id("wbInkText").fill("look here")
         page.keyboard.press("Enter")
+        page.screenshot(path=str(artifacts_dir("screenshots") / f"draw-{kind}.png"))
         assert [s["tool"] for s in strokes(page, figure)] == ["pen", "arrow", "highlighter", "text"]
         assert strokes(page, figure)[3]["text"] == "look here"
 
@@ -265,6 +268,13 @@ def _metric_and_table_sizes(page) -> dict:
                clipped: all('[data-testid=stMetricLabel] *').filter(n => n.scrollWidth > n.clientWidth + 1)
                           .map(n => n.innerText),
                overflow: document.documentElement.scrollWidth - innerWidth,
+               titles: [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
+                 const box = plot.getBoundingClientRect();
+                 return [...plot.querySelectorAll('.g-gtitle text, .annotation-text')].filter(t => {
+                   const r = t.getBoundingClientRect();
+                   return r.width && (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1);
+                 }).map(t => t.textContent);
+               }),
              };
            }"""
     )
@@ -282,27 +292,46 @@ def full_screenshot(page, name: str, width: int) -> None:
     page.set_viewport_size(viewport)
 
 
-@pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
-def test_every_page_in_whiteboard_mode_and_in_the_dark_theme(server, browser, topic):
-    """Screenshots at 1280x720 in whiteboard mode and in the dark theme; what a room must read is large enough."""
-    context, page = open_view(browser, f"{server}/{topic.slug}?whiteboard=true")
+def _view_name(topic, query: dict) -> str:
+    tab = "-".join(re.sub(r"[^a-z0-9]+", "-", v.lower()).strip("-") for v in query.values())
+    return topic.slug + (f"-{tab}" if tab else "")
+
+
+# Every page at its defaults and each of its section tabs (the views the readability test runs in AppTest).
+VIEWS = [(t, q) for t in registered() for q in page_views(t.file)]
+
+
+@pytest.mark.parametrize(("topic", "query"), VIEWS, ids=[_view_name(t, q) for t, q in VIEWS])
+def test_every_view_in_whiteboard_mode_reads_from_the_back_of_the_room(server, browser, topic, query):
+    """At 1280x720 in whiteboard mode: nothing sideways, metrics and tables at least body size, no metric label or
+    figure title cut off. Saves the screen as a presenter sees it and the whole page."""
+    name = _view_name(topic, query)
+    address = f"{server}/{topic.slug}?{urllib.parse.urlencode({**query, 'whiteboard': 'true'})}"
+    context, page = open_view(browser, address)
     try:
         wait_loaded(page)
-        assert wait_charts(page, topic.charts, timeout=120) >= topic.charts
+        wait_charts(page, topic.charts if not query else 1, timeout=60)  # drawn before measuring (test_browser counts)
         assert page.locator("[data-testid=stException]").count() == 0
-        page.screenshot(path=str(artifacts_dir("screenshots") / f"{topic.slug}-whiteboard-screen.png"))
+        page.screenshot(path=str(artifacts_dir("screenshots") / f"{name}-whiteboard-screen.png"))
         sizes = _metric_and_table_sizes(page)
         assert sizes["overflow"] <= 1, "nothing sticks out sideways at 1280 px"
         assert all(m >= sizes["body"] for m in sizes["metrics"]), sizes
         assert all(c >= 16 for c in sizes["cells"]), sizes
         assert not sizes["clipped"], f"metric labels cut off: {sizes['clipped']}"
-        full_screenshot(page, f"{topic.slug}-whiteboard", SCREEN["width"])
+        assert not sizes["titles"], f"figure titles or notes cut off at the figure's edge: {sizes['titles']}"
+        full_screenshot(page, f"{name}-whiteboard", SCREEN["width"])
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
+def test_every_page_in_the_dark_theme(server, browser, topic):
+    """The whole page in the dark theme, for a person to look at (the readability test checks the colours)."""
     context, page = open_view(browser, f"{server}/{topic.slug}", viewport=TALL, scheme="dark")
     try:
         wait_loaded(page)
-        assert wait_charts(page, topic.charts, timeout=120) >= topic.charts
+        wait_charts(page, topic.charts, timeout=60)
+        assert page.locator("[data-testid=stException]").count() == 0
         full_screenshot(page, f"{topic.slug}-dark", TALL["width"])
     finally:
         context.close()
