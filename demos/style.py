@@ -198,12 +198,15 @@ def presenter_figure(fig: go.Figure) -> go.Figure:
     """A copy of `fig` for a shared screen: 20 px type, a height that fills a 720 px screen, wrapped titles."""
     out = go.Figure(fig)
     size = PRESENTER_FONT
-    title = out.layout.title.text
+    title = wrap_label(out.layout.title.text, PRESENTER_TITLE_CHARS) if out.layout.title.text else None
     out.update_layout(
         font_size=size, legend_font_size=size - 2, hoverlabel_font_size=size,
-        title=dict(text=wrap_label(title, PRESENTER_TITLE_CHARS), font_size=size + 4, automargin=True) if title else {},
         height=max(out.layout.height or 450, PRESENTER_MIN_HEIGHT),
     )
+    if title:  # pinned to the top edge, below it the legend when that sits above the plot: room for both
+        out.update_layout(title=dict(text=title, font_size=size + 4, yref="container", y=1, yanchor="top",
+                                     pad=dict(t=10)),
+                          margin_t=max(out.layout.margin.t or 0, _top_room(out, title, size)))
     out.update_xaxes(tickfont_size=size - 2, title_font_size=size, automargin=True)
     out.update_yaxes(tickfont_size=size - 2, title_font_size=size, automargin=True)
     out.update_annotations(font_size=size)
@@ -216,6 +219,19 @@ def presenter_figure(fig: go.Figure) -> go.Figure:
             trace.colorbar.tickfont.size = size - 4
             trace.colorbar.title.font.size = size - 2
     return out
+
+
+def _top_room(fig: go.Figure, title: str, size: int) -> int:
+    """Pixels above the plot for the title's lines and, if the legend sits above the plot, its rows (estimated
+    from the entries' lengths on a 1100 px wide plot)."""
+    room = (title.count("<br>") + 1) * (size + 12) + 20
+    legend = fig.layout.legend
+    if (legend.orientation == "h" and (legend.y or 0) >= 1 and legend.yref != "container"
+            and fig.layout.showlegend is not False):
+        names = [t.name or "" for t in fig.data if t.showlegend is not False and t.name]
+        width = sum(len(n) * 0.55 * (size - 2) + 50 for n in names)
+        room += max(1, -(-int(width) // 1100)) * (size + 8) if names else 0
+    return room
 
 
 def page_figure(fig: go.Figure, title_chars: int = 70) -> go.Figure:

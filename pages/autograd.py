@@ -15,7 +15,14 @@ from demos.autograd.accumulate import (
 from demos.autograd.backward import backward_view
 from demos.autograd.custom import all_custom
 from demos.autograd.expr import FUNCS, MAX_DIM, MAX_LEAVES
-from demos.autograd.graph import DEFAULT_PRESET, MAX_GRAPH_NODES, PRESETS, TORCHVIZ_LEGEND, graph_view
+from demos.autograd.graph import (
+    DEFAULT_PRESET,
+    FORWARD_LEGEND,
+    MAX_GRAPH_NODES,
+    PRESETS,
+    TORCHVIZ_LEGEND,
+    graph_view,
+)
 from demos.autograd.modes import (
     MAX_N,
     MIN_N,
@@ -128,7 +135,7 @@ def graph_section(leaves: str, expr: str, show_saved: bool) -> None:
     with left:
         st.markdown(f"**Forward: your expression** → output shape `{g.out_shape}`")
         ui.graph(g.forward_dot)
-        ui.legend(["parameter", "data", "activation"])
+        ui.legend(FORWARD_LEGEND)
         st.caption("Blue: leaf with requires_grad=True; cyan: leaf without; green: an operation and its output shape.")
     with right:
         st.markdown(f"**Backward: the graph autograd recorded** ({g.n_nodes} nodes, limit {MAX_GRAPH_NODES})")

@@ -203,7 +203,7 @@ def section_step() -> None:
                 note = " (the gradient norm was already below max_norm)"
             changed = ", ".join(r.changed) if r.changed else "nothing visible"
             st.markdown(f"**Just ran: `{r.substep}`** — changed: {changed}{note}")
-            ui.legend(["parameter", "gradient", "optimizer_state"])
+            ui.legend(step.WALK_LEGEND)
             ui.plot(cached_figure("walk", index, optimizer, lr, max_norm, seed), key="tl_walk_fig")
         ui.table(pd.DataFrame(step.parameter_table(r)), hide_index=True, width="stretch")
         ui.show_code(r.code, key="tl_walk_code", file_name="training_step.py")

@@ -142,7 +142,8 @@ def test_presenter_figure_is_large_and_leaves_the_original_alone():
                       height=300)
     big = presenter_figure(fig)
     assert big.layout.font.size == PRESENTER_FONT and big.layout.height == PRESENTER_MIN_HEIGHT
-    assert "<br>" in big.layout.title.text and big.layout.title.automargin
+    assert "<br>" in big.layout.title.text and big.layout.title.yanchor == "top"
+    assert big.layout.margin.t >= 2 * (PRESENTER_FONT + 12), "two title lines fit above the plot"
     assert big.data[0].textfont.size > 12 and big.layout.xaxis.tickfont.size >= PRESENTER_FONT - 2
     assert fig.layout.height == 300 and fig.layout.font.size is None, "the cached figure is not changed"
     short = go.Figure().update_layout(title="short")

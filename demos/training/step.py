@@ -170,12 +170,17 @@ def loop_dot(result: WalkResult) -> str:
     return "\n".join(lines)
 
 
+# The state panels' colours by what they hold, one source for the heatmaps and the colour chips above them.
+WALK_LEGEND = {"parameter": "parameter", ".grad": "gradient", "optimizer state": "optimizer_state"}
+
+
 def _state_panels(snap: Snapshot) -> list[tuple[str, list | None, str]]:
-    panels = [("parameter", snap.params[SHOWN_PARAM], "parameter"), (".grad", snap.grads[SHOWN_PARAM], "gradient")]
+    panels = [("parameter", snap.params[SHOWN_PARAM], WALK_LEGEND["parameter"]),
+              (".grad", snap.grads[SHOWN_PARAM], WALK_LEGEND[".grad"])]
     state = snap.state[SHOWN_PARAM]
     names = [k for k in ("momentum_buffer", "exp_avg", "exp_avg_sq") if k in state] or ["optimizer state"]
     for name in names[:2]:
-        panels.append((name, state.get(name), "optimizer_state"))
+        panels.append((name, state.get(name), WALK_LEGEND["optimizer state"]))
     return panels
 
 
