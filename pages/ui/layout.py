@@ -79,7 +79,7 @@ def steps(items: list[str], key: str) -> None:
     with st.container(key=f"wbsteps-{key}"):  # the presenter keys look for this mark
         st.markdown("\n".join(f"{i}. {item}" for i, item in enumerate(items[:shown], 1)))
         with st.container(horizontal=True, vertical_alignment="center"):
-            st.caption(f"Step {shown} of {len(items)}")
+            st.caption(f"Step {shown} of {len(items)}", width="content")
             if shown > 1 and st.button("Previous step", key=f"{key}_prev", icon=":material/arrow_back:"):
                 _show_steps(shown_key, shown - 1)
             if shown < len(items) and st.button("Next step", key=f"{key}_next", icon=":material/arrow_forward:"):

@@ -7,17 +7,16 @@ import urllib.parse
 
 import pytest
 from PIL import Image
-from playwright import sync_api
 
 from demos.style import PEN_COLORS
 from pages.shell.registry import registered
 from tests.browser.harness import (
     artifacts_dir,
-    launch_chromium,
+    full_screenshot,
     new_context,
     run_mark,
-    streamlit_server,
     wait_charts,
+    wait_loaded,
     wait_run,
 )
 from tests.conftest import page_views
@@ -26,7 +25,6 @@ pytestmark = pytest.mark.browser
 
 SCREEN = {"width": 1280, "height": 720}  # a projector
 TALL = {"width": 1400, "height": 900}
-MAX_SHOT_HEIGHT = 12000
 KIND_SELECTOR = {
     "plotly": "[data-testid=stPlotlyChart] .js-plotly-plot",
     "vega": "[data-testid=stVegaLiteChart] svg.marks",
@@ -41,32 +39,12 @@ DRAW_CASES = {
 RED = tuple(int(PEN_COLORS["red"][i:i + 2], 16) for i in (1, 3, 5))
 
 
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as (url, _):
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = launch_chromium(p)
-        yield b
-        b.close()
-
-
 def open_view(browser, url: str, viewport=SCREEN, scheme: str = "light"):
     context = new_context(browser, viewport=viewport, color_scheme=scheme, accept_downloads=True)
     page = context.new_page()
     page.goto(url)
     wait_run(page, timeout=120)
     return context, page
-
-
-def wait_loaded(page, timeout_ms: int = 30_000) -> None:
-    page.wait_for_function("() => document.querySelectorAll('[data-testid=stSkeleton]').length === 0",
-                           timeout=timeout_ms)
-    page.wait_for_timeout(500)
 
 
 def pick_figure(page, kind: str) -> dict:
@@ -221,7 +199,7 @@ def step_caption(page) -> str:
 def test_presenter_keys_move_steps_and_sections_and_open_the_board(server, browser):
     context, page = open_view(browser, f"{server}/tensors?whiteboard=true")
     try:
-        wait_loaded(page)
+        wait_loaded(page, 30_000)
         assert page.get_by_test_id("stSidebar").get_attribute("aria-expanded") != "true"
         assert page.get_by_test_id("stExpandSidebarButton").is_visible(), "the sidebar is folded"
         page.locator("[class*=st-key-wbsteps-tensors_bc_steps]").scroll_into_view_if_needed()
@@ -280,18 +258,6 @@ def _metric_and_table_sizes(page) -> dict:
     )
 
 
-def full_screenshot(page, name: str, width: int) -> None:
-    height = page.evaluate(
-        "() => Math.max(...['stMain', 'stAppViewContainer'].map("
-        "id => document.querySelector(`[data-testid=${id}]`)?.scrollHeight || 0))"
-    )
-    viewport = page.viewport_size
-    page.set_viewport_size({"width": width, "height": min(max(height, viewport["height"]), MAX_SHOT_HEIGHT)})
-    wait_loaded(page)
-    page.screenshot(path=str(artifacts_dir("screenshots") / f"{name}.png"), full_page=True)
-    page.set_viewport_size(viewport)
-
-
 def _view_name(topic, query: dict) -> str:
     tab = "-".join(re.sub(r"[^a-z0-9]+", "-", v.lower()).strip("-") for v in query.values())
     return topic.slug + (f"-{tab}" if tab else "")
@@ -309,7 +275,7 @@ def test_every_view_in_whiteboard_mode_reads_from_the_back_of_the_room(server, b
     address = f"{server}/{topic.slug}?{urllib.parse.urlencode({**query, 'whiteboard': 'true'})}"
     context, page = open_view(browser, address)
     try:
-        wait_loaded(page)
+        wait_loaded(page, 30_000)
         wait_charts(page, topic.charts if not query else 1, timeout=60)  # drawn before measuring (test_browser counts)
         assert page.locator("[data-testid=stException]").count() == 0
         page.screenshot(path=str(artifacts_dir("screenshots") / f"{name}-whiteboard-screen.png"))
@@ -319,7 +285,7 @@ def test_every_view_in_whiteboard_mode_reads_from_the_back_of_the_room(server, b
         assert all(c >= 16 for c in sizes["cells"]), sizes
         assert not sizes["clipped"], f"metric labels cut off: {sizes['clipped']}"
         assert not sizes["titles"], f"figure titles or notes cut off at the figure's edge: {sizes['titles']}"
-        full_screenshot(page, f"{name}-whiteboard", SCREEN["width"])
+        full_screenshot(page, f"{name}-whiteboard")
     finally:
         context.close()
 
@@ -329,9 +295,9 @@ def test_every_page_in_the_dark_theme(server, browser, topic):
     """The whole page in the dark theme, for a person to look at (the readability test checks the colours)."""
     context, page = open_view(browser, f"{server}/{topic.slug}", viewport=TALL, scheme="dark")
     try:
-        wait_loaded(page)
+        wait_loaded(page, 30_000)
         wait_charts(page, topic.charts, timeout=60)
         assert page.locator("[data-testid=stException]").count() == 0
-        full_screenshot(page, f"{topic.slug}-dark", TALL["width"])
+        full_screenshot(page, f"{topic.slug}-dark")
     finally:
         context.close()
