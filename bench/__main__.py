@@ -2,6 +2,7 @@
 
     python -m bench                      # every registered page, each also in whiteboard mode
     python -m bench --pages tensors,autograd --reruns 5
+    python -m bench --memory             # PSS of heavy demos, five visitors, idle; the upload worst case
 
 Measures: cold start (server start to first page rendered) against an app whose only page imports torch,
 first visit and warm reruns per page (in the browser, and the page script alone in AppTest), the same page's warm
@@ -25,6 +26,8 @@ from playwright.sync_api import sync_playwright
 from streamlit.testing.v1 import AppTest
 
 import demos
+from bench import memory as memory_bench
+from bench import uploads
 from pages.shell.registry import HOME, by_slug, registered
 from tests.browser.harness import (
     CHART_SELECTOR,
@@ -262,7 +265,16 @@ def main() -> None:
     parser.add_argument("--no-whiteboard", action="store_true", help="skip each page's whiteboard-mode view")
     parser.add_argument("--cases", default="", help="only heavy demo cases whose module name contains this")
     parser.add_argument("--no-cases", action="store_true", help="skip the heavy demo cases")
+    parser.add_argument("--memory", action="store_true",
+                        help="only the memory tables (bench/memory.py) and the upload worst case (bench/uploads.py)")
     args = parser.parse_args()
+    if args.memory:
+        with sync_playwright() as p:
+            browser = launch_chromium(p)
+            result = memory_bench.run(browser)
+            browser.close()
+        print(memory_bench.report(result) + "\n\n" + uploads.report(uploads.run()))
+        return
     topics = registered()
     if args.pages:
         wanted = set(args.pages.split(","))

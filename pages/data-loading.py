@@ -136,7 +136,7 @@ def run_button(label: str, key: str, params) -> bool:
 
 def with_status(label: str, fn, *args):
     """Run a process-backed demo inside st.status so the visitor sees it working."""
-    with st.status(label, expanded=False) as status:
+    with ui.queue_position(), st.status(label, expanded=False) as status:
         result = fn(*args)
         status.update(label=f"{label} done", state="complete")
     return result

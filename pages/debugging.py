@@ -141,13 +141,13 @@ def workers_part() -> None:
         "it in `worker_init_fn` from `get_worker_info().seed`; passing `generator=` to the DataLoader makes "
         "those seeds the same in every run."
     )
-    if st.button("Spawn 2 workers for each loader", key="dbg_workers_run", icon=":material/play_arrow:"):
-        with ui.input_errors(), st.status("Starting worker processes (each imports torch)…") as status:
+    if st.button("Start 2 workers for each loader", key="dbg_workers_run", icon=":material/play_arrow:"):
+        with ui.input_errors(), ui.queue_position(), st.status("Starting worker processes…") as status:
             cached_workers()
             st.session_state["dbg_workers_done"] = True
             status.update(label="Workers finished and shut down", state="complete")
     if not _workers_cached():
-        st.caption("Spawning takes a few seconds on this host, so it waits for the button.")
+        st.caption("Starting workers takes a few seconds on this host, so it waits for the button.")
         return
     with ui.input_errors():
         w = cached_workers()
@@ -158,7 +158,7 @@ def workers_part() -> None:
         ui.table(_worker_table(w.fixed), hide_index=True)
         st.caption(f"Base seed drawn from `generator=torch.Generator().manual_seed(0)` in two fresh runs: "
                    f"{w.base_seeds[0]} and {w.base_seeds[1]} (worker seed = base seed + worker id). "
-                   f"Took {w.seconds:.1f} s with spawned processes.")
+                   f"Took {w.seconds:.1f} s with worker processes forked from a fork server.")
         ui.show_code(w.code, key="dbg_workers_code", file_name="worker_seeds.py")
 
 

@@ -56,9 +56,11 @@ def run_button(demo: str, world: int, raw: dict, label: str) -> core.DistRun | N
         st.info(f"Press the button to start {world} real processes (gloo on 127.0.0.1). After the first run, "
                 "changing a setting reruns the ranks; repeated settings come from the cache.", icon=":material/info:")
         return None
-    with st.status(f"{label}: starting {world} gloo ranks…") as status:
+    with ui.queue_position(), st.status(f"{label}: starting {world} gloo ranks…") as status:
         run = cached_run(demo, world, tuple(sorted(params.items())))
         status.update(label=f"{label}: {run.source}", state="complete")
+    if run.scaled:
+        st.info(run.scaled, icon=":material/memory:")
     return run
 
 
@@ -140,8 +142,11 @@ def show_ddp(run: core.DistRun, key: str) -> None:
                 wrap_lines=True)
     with right:
         st.markdown("**With `find_unused_parameters=True`**:")
-        st.success("Two iterations ran: DDP marks unused parameters ready after each forward."
-                   if ok["ok"] else ok["error"], icon=":material/check_circle:")
+        if ok["ok"]:
+            st.success("Two iterations ran: DDP marks unused parameters ready after each forward.",
+                       icon=":material/check_circle:")
+        else:  # the recorded error text, shown literally (it may come from an uploaded file)
+            st.code(f"RuntimeError: {ok['error']}", language="text", wrap_lines=True)
 
 
 def show_sampler(run: core.DistRun, key: str) -> None:
@@ -358,7 +363,7 @@ def launch_section(world: int) -> None:
     st.code("torchrun --nproc-per-node 8 -m demos.distributed.run --demo ddp --param width=256 --out result.json",
             language="bash", wrap_lines=True)
     upload = st.file_uploader("Result file (JSON written by demos.distributed.run)", type=["json"],
-                              key="dist_upload", max_upload_size=4)
+                              key="dist_upload", max_upload_size=1)
     if upload is not None:
         with ui.input_errors():
             show_run(cached_file(upload.getvalue(), upload.name), "dist_file")

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from demos.isolated import run_isolated
 from demos.memory import stream_recorder
 from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
@@ -93,7 +94,7 @@ def cached_recompiles(shapes_text: str):
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def cached_compile_timing(size: int):
-    return time_compile(size)
+    return run_isolated(time_compile, size)  # inductor's compiler and caches leave with the child
 
 
 @st.cache_data(max_entries=1)
@@ -358,7 +359,7 @@ def compile_section() -> None:
             _show_breaks(reports)
             _show_recompiles(recompiles)
         if run_inductor:
-            with st.status("Compiling with inductor…") as status:
+            with ui.queue_position(), st.status("Compiling with inductor…") as status:
                 timing = cached_compile_timing(int(size))
                 status.update(label=f"Compiled in {timing.compile_s:.1f} s", state="complete")
             ui.plot(compile_figure(timing), key="mem_compile_fig")

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from demos.isolated import run_isolated
 from demos.saving.checkpoint import CHECKPOINT_CODE, checkpoint_contents, crash_during_save
 from demos.saving.export import export_demo, trace_vs_script
 from demos.saving.figures import checkpoint_figure, quant_figure, scales_figure, state_bytes_figure
@@ -46,7 +47,7 @@ def cached_export():
 
 @st.cache_data(max_entries=8)
 def cached_onnx(width: int, depth: int):
-    return onnx_roundtrip(width, depth)
+    return run_isolated(onnx_roundtrip, width, depth)  # onnx and onnxruntime leave with the child
 
 
 @st.cache_data(max_entries=8)
@@ -184,7 +185,8 @@ def onnx_section() -> None:
              "operators, and can keep the batch axis symbolic. onnxruntime then runs it without PyTorch.")
     width, depth = size_ui("sv_onnx", 64)
     if run_button("Export to ONNX and run onnxruntime", "sv_onnx_run"):
-        with st.status("Exporting with the dynamo exporter, then running onnxruntime…", expanded=False):
+        with ui.queue_position(), st.status("Exporting with the dynamo exporter, then running onnxruntime…",
+                                            expanded=False):
             r = cached_onnx(width, depth)
         c = st.columns(4)
         c[0].metric("export time", f"{r.export_s:.1f} s")

@@ -64,3 +64,13 @@ def assert_clean(at: AppTest) -> None:
 @pytest.fixture
 def page():
     return open_page
+
+
+@pytest.fixture
+def no_warm_helpers():
+    """Start with no warm fork server or resource tracker left by earlier tests, and no idle timer pending."""
+    from demos import guests
+
+    assert guests.stop_idle_helpers(), "no run holds the process slot"
+    if guests._idle_timer is not None:
+        guests._idle_timer.cancel()

@@ -88,7 +88,7 @@ def test_result_files_load_or_are_refused_with_a_sentence():
     at.file_uploader(key="dist_upload").set_value(("result.json", json.dumps(record).encode(), "application/json"))
     at.run()
     assert_clean(at)
-    assert any("loaded file result.json: 2 ranks" in c.value for c in at.caption)
+    assert any("loaded file `result.json`: 2 ranks" in c.value for c in at.caption)
     at.file_uploader(key="dist_upload").set_value(("bad.json", b'{"format": 1}', "application/json")).run()
     assert not at.exception
     assert any("not a result file of this page" in e for e in errors(at))

@@ -234,11 +234,11 @@ def _dot_problems(dot: str) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("page_file", [t.file for t in registered()])
-def test_every_figure_on_every_page_has_readable_text_in_both_themes(page_file):
+@pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
+def test_every_figure_on_every_page_has_readable_text_in_both_themes(topic):
     problems, figures = [], 0
-    for query in page_views(page_file):
-        at = open_page(page_file, query=query or None)
+    for query in page_views(topic.file):
+        at = open_page(topic.file, query=query or None)
         for element in at.get("plotly_chart"):
             figures += 1
             problems += [f"{query} {p}" for p in _plotly_problems(json.loads(element.proto.spec))]
@@ -246,5 +246,5 @@ def test_every_figure_on_every_page_has_readable_text_in_both_themes(page_file):
             figures += 1
             problems += [f"{query} {p}" for p in _dot_problems(element.proto.spec)]
         figures += len(at.get("vega_lite_chart"))  # Vega-Lite text takes the theme's colours
-    assert figures, "the page drew figures to check"
+    assert figures or not topic.charts, "the page drew the figures it draws at its defaults"
     assert not problems, "\n".join(sorted(set(problems)))

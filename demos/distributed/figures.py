@@ -5,9 +5,12 @@ mixed from every rank by a reduction is pink (communication). Timelines: backwar
 bucket all_reduce is pink (communication), pipeline forward is green, backward is orange (gradient), idle is grey.
 """
 
+import html
+
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from demos.distributed import core
 from demos.distributed.core import STAGE_NAMES, WORLD_SIZES, Schedule, human_bytes
 from demos.style import COLORS, REFERENCE, SERIES, badge, base_layout, dot_fill, legend_on_top, text_on
 
@@ -52,7 +55,7 @@ def collective_figure(view: dict) -> go.Figure:
                        showarrow=False, font=dict(size=13))
     for r in rows:
         if r["error"]:
-            fig.add_annotation(x=width_before + gap, y=-r["rank"], text=r["error"][:60], showarrow=False,
+            fig.add_annotation(x=width_before + gap, y=-r["rank"], text=html.escape(r["error"][:60]), showarrow=False,
                                xanchor="left", **badge("error"))
     fig.update_yaxes(tickvals=[-r["rank"] for r in rows], ticktext=[f"rank {r['rank']}" for r in rows],
                      range=[-len(rows) + 0.4, 1.2], showgrid=False, zeroline=False)
@@ -215,3 +218,23 @@ def tp_dot(view: dict, world: int) -> str:
                  f'{dot_fill(COLORS["communication"])}];')
     lines.append("}")
     return "\n".join(lines)
+
+
+def run_figures(run) -> list:
+    """Every figure (plotly or DOT) the page draws for one run, from the same views: for a loaded file, this is
+    what the file costs to draw."""
+    if run.demo == "collectives":
+        return ([collective_figure(core.collective_view(run, op)) for op in core.OPS]
+                + [ring_figure(core.ring_rows(run))])
+    if run.demo == "ddp":
+        view = core.ddp_view(run)
+        return [ddp_timeline_figure(view, (0, len(view["iterations"]) - 1))]
+    if run.demo == "sampler":
+        view = core.sampler_view(run)
+        return [sampler_figure(view, label) for label in view["views"]]
+    if run.demo == "fsdp":
+        view = core.fsdp_view(run)
+        return [fsdp_shard_figure(view), memory_figure(view)]
+    if run.demo == "tensor_parallel":
+        return [tp_dot(core.tp_view(run), run.world_size)]
+    return []

@@ -42,6 +42,12 @@ HOME = Topic(
 
 TOPICS = (
     Topic(
+        "practice", "pages/practice.py", "Practice", ":material/quiz:", "Start",
+        "Drills and mock interviews of torch-graded questions, generated fresh from a seed.",
+        "Can you predict what torch returns, under time pressure?",
+        charts=0,
+    ),
+    Topic(
         "tensors", "pages/tensors.py", "Tensors", ":material/grid_on:", "Fundamentals",
         "Broadcasting, strides and views, dtype promotion, einsum, devices.",
         "What shape does this broadcast to, and does this reshape copy?",
