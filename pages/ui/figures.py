@@ -14,12 +14,11 @@ from collections import OrderedDict
 import plotly.graph_objects as go
 import streamlit as st
 
-from demos.style import COLORS, presenter_figure
+from demos.style import COLORS, PRESENTER_FONT, presenter_figure
 from demos.style import page_figure as _page_figure
 from pages.ui.ink import figure_tools
 from pages.ui.layout import whiteboard_on
 
-WHITEBOARD_FONT = 20
 PLOTLY_CONFIG = {"displaylogo": False}
 _VIEWS: OrderedDict[tuple, tuple] = OrderedDict()  # (id(fig), whiteboard) -> (fig, view, fingerprint)
 _VIEWS_MAX = 64
@@ -63,10 +62,10 @@ def vega(spec: dict, key: str) -> None:
     """Show a Vega-Lite spec in the page theme with its tools, larger in whiteboard mode (as plot does)."""
     whiteboard = whiteboard_on()
     if whiteboard:
-        big = {"labelFontSize": WHITEBOARD_FONT - 2, "titleFontSize": WHITEBOARD_FONT}
+        big = {"labelFontSize": PRESENTER_FONT - 2, "titleFontSize": PRESENTER_FONT}
         spec = {**spec, "height": max(int(spec.get("height", 320) * 1.4), 440),
                 "config": {**spec.get("config", {}), "axis": big, "legend": big,
-                           "title": {"fontSize": WHITEBOARD_FONT + 4}}}
+                           "title": {"fontSize": PRESENTER_FONT + 4}}}
     with st.container():
         st.vega_lite_chart(spec, key=key, theme="streamlit")
         fingerprint = _fingerprint(json.dumps(spec, sort_keys=True, default=str)) if whiteboard else ""
@@ -102,4 +101,3 @@ def legend(concepts: list[str] | dict[str, str]) -> None:
         for label, c in items
     )
     st.html(f"<div class='wb-legend'>{chips}</div>")
-
