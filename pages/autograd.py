@@ -17,7 +17,14 @@ from demos.autograd.accumulate import (
 from demos.autograd.backward import backward_view
 from demos.autograd.custom import all_custom
 from demos.autograd.expr import FUNCS, MAX_DIM, MAX_LEAVES
-from demos.autograd.graph import DEFAULT_PRESET, MAX_GRAPH_NODES, PRESETS, TORCHVIZ_LEGEND, graph_view
+from demos.autograd.graph import (
+    DEFAULT_PRESET,
+    FORWARD_LEGEND,
+    MAX_GRAPH_NODES,
+    PRESETS,
+    TORCHVIZ_LEGEND,
+    graph_view,
+)
 from demos.autograd.modes import (
     MAX_N,
     MIN_N,
@@ -136,7 +143,7 @@ def graph_results(leaves: str, expr: str, show_saved: bool) -> None:
     with left:
         st.markdown(f"**Forward: your expression** → output shape `{g.out_shape}`")
         ui.graph(g.forward_dot)
-        ui.legend(["parameter", "data", "activation"])
+        ui.legend(FORWARD_LEGEND)
         st.caption("Blue: leaf with requires_grad=True; cyan: leaf without; green: an operation and its output shape.")
     with right:
         st.markdown(f"**Backward: the graph autograd recorded** ({g.n_nodes} nodes, limit {MAX_GRAPH_NODES})")
@@ -145,7 +152,7 @@ def graph_results(leaves: str, expr: str, show_saved: bool) -> None:
     for note in g.notes:
         st.info(note, icon=":material/info:")
     st.markdown("**Nodes** (a depth-first walk of `out.grad_fn.next_functions`)")
-    st.dataframe(g.nodes, hide_index=True, width="stretch")
+    ui.table(g.nodes, hide_index=True, width="stretch")
     st.caption("Intermediates do not keep .grad unless asked: section 2 calls retain_grad() on each of them.")
     ui.show_code(g.code, key="ag_graph_code", file_name="autograd_graph.py")
 
@@ -170,13 +177,13 @@ def backward_results(r) -> None:
     left, right = st.columns(2, gap="large")
     with left:
         st.markdown("**Leaves: `.grad` after backward**")
-        st.dataframe(r.leaf_grads, hide_index=True, width="stretch")
+        ui.table(r.leaf_grads, hide_index=True, width="stretch")
         st.caption(f"Max difference from `torch.autograd.grad` on a fresh run: {r.max_diff_vs_autograd_grad:.3g}")
     with right:
         st.markdown("**Order in which the engine ran the nodes**")
-        st.dataframe(r.order, hide_index=True, width="stretch", height=min(38 + 35 * len(r.order), 320))
+        ui.table(r.order, hide_index=True, width="stretch", height=min(38 + 35 * len(r.order), 320))
     st.markdown("**Every intermediate: the gradient flowing into it** (`retain_grad()` on each)")
-    st.dataframe(r.intermediate_grads, hide_index=True, width="stretch")
+    ui.table(r.intermediate_grads, hide_index=True, width="stretch")
     chain_ui(r)
     gradcheck_box(r)
     ui.show_code(r.code, key="ag_backward_code", file_name="autograd_backward.py")
@@ -219,7 +226,7 @@ def modes_section() -> None:
     )
     n = st.slider("Size n of x and W (n × n)", MIN_N, MAX_N, 128, 16, key="ag_n", bind="query-params")
     r = cached_modes(n)
-    st.dataframe(r.table, hide_index=True, width="stretch")
+    ui.table(r.table, hide_index=True, width="stretch")
     ui.plot(modes_chart(n), key="ag_modes_fig")
     ui.show_code(r.code, key="ag_modes_code", file_name="autograd_modes.py")
     sharing, version, *_ = cached_fixed_demos()

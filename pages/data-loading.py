@@ -141,8 +141,7 @@ def intro() -> None:
         f"This host has **{cores()} CPU cores**; torch warns when num_workers exceeds that, and the timeline shows "
         "why."
     )
-    ui.legend(["data", "activation", "parameter", "error", "idle"])
-    st.caption("read (I/O) · CPU transform · training step · main process starved · worker start-up")
+    ui.legend(figures.GANTT_LEGEND)
 
 
 def timeline_section() -> tuple:

@@ -71,7 +71,7 @@ def show_collectives(run: core.DistRun, key: str) -> None:
     view = core.collective_view(run, op)
     st.markdown(f"**{op}** — {view['about']}")
     ui.plot(figs.collective_figure(view), key=f"{key}_coll_fig")
-    ui.legend(["communication"])
+    ui.legend(figs.collective_legend(run.world_size))
     st.caption("Block colour = the rank the value came from (rank 0 blue, rank 1 orange, rank 2 green, rank 3 red); "
                "pink = mixed from every rank by a reduction.")
     st.subheader("The trap: reduce is not all_reduce")
@@ -91,7 +91,7 @@ def show_collectives(run: core.DistRun, key: str) -> None:
              "bandwidth cost barely grows with more ranks. The ranks below ran the ring by hand with send/recv, "
              "counted their bytes, and compared the result with `dist.all_reduce`.")
     ui.plot(figs.ring_figure(rows), key=f"{key}_ring_fig")
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    ui.table(pd.DataFrame(rows), hide_index=True)
 
 
 def show_ddp(run: core.DistRun, key: str) -> None:
@@ -106,7 +106,7 @@ def show_ddp(run: core.DistRun, key: str) -> None:
     d.metric("max |DDP grad − 1-process grad|", f"{view['max_diff_vs_single']:.1e}",
              help=f"Across ranks, gradients differ by at most {view['max_diff_across_ranks']:.1e}.")
     ui.plot(figs.ddp_timeline_figure(view, (0, last)), key=f"{key}_timeline")
-    ui.legend(["activation", "communication"])
+    ui.legend(figs.DDP_LEGEND)
     ui.steps([
         "DDP registers a hook on each parameter's gradient accumulator and groups parameters into buckets "
         "of at most `bucket_cap_mb`.",
@@ -120,7 +120,7 @@ def show_ddp(run: core.DistRun, key: str) -> None:
     with st.expander("Buckets: size and parameters, first vs last iteration"):
         for label, it in (("iteration 1", first_it), (f"iteration {last + 1}", last_it)):
             st.markdown(f"**{label}**")
-            st.dataframe(pd.DataFrame([{"bucket": bk["index"], "bytes": bk["bytes"], "parameters": ", ".join(
+            ui.table(pd.DataFrame([{"bucket": bk["index"], "bytes": bk["bytes"], "parameters": ", ".join(
                 bk["params"]), "all_reduce start ms": round(bk["start"], 3), "end ms": round(bk["end"], 3)}
                 for bk in it["buckets"]]), hide_index=True)
     st.subheader("Gradient accumulation: no_sync() vs syncing every micro-batch")
@@ -173,11 +173,11 @@ def show_fsdp(run: core.DistRun, key: str) -> None:
     st.markdown(f"Every parameter is a DTensor sharded on dim 0; the local shards partition it exactly: "
                 f"**{view['exact']}** (each local tensor equals its rows of the full parameter).")
     ui.plot(figs.fsdp_shard_figure(view), key=f"{key}_shards")
-    st.dataframe(pd.DataFrame([{"parameter": n, "full shape": str(tuple(view["shards"][n][0]["full"])),
+    ui.table(pd.DataFrame([{"parameter": n, "full shape": str(tuple(view["shards"][n][0]["full"])),
                                 **{f"rank {r}": str(tuple(s["local"])) for r, s in enumerate(view["shards"][n])}}
                                for n in view["names"]]), hide_index=True)
     st.markdown("**Collectives recorded on rank 0 during one forward and backward** (from the dispatcher):")
-    st.dataframe(pd.DataFrame([{"collective": c["op"].strip("_"), "phase": c["phase"], "output bytes": c["bytes"],
+    ui.table(pd.DataFrame([{"collective": c["op"].strip("_"), "phase": c["phase"], "output bytes": c["bytes"],
                                 "input bytes": c.get("in_bytes", ""),
                                 "ms since forward began": round(c["t_ms"], 2)} for c in view["collectives"]]),
                  hide_index=True)
@@ -185,7 +185,7 @@ def show_fsdp(run: core.DistRun, key: str) -> None:
              "`reshard_after_forward=True`), again before its backward; reduce-scatters after backward leave each "
              "rank only its shard of the gradient.")
     ui.plot(figs.memory_figure(view), key=f"{key}_memory")
-    ui.legend(["parameter", "gradient", "optimizer_state"])
+    ui.legend(figs.MEMORY_LEGEND)
 
 
 def show_tp(run: core.DistRun, key: str) -> None:
@@ -202,7 +202,7 @@ def show_tp(run: core.DistRun, key: str) -> None:
 
 
 def show_env(run: core.DistRun, key: str) -> None:
-    st.dataframe(pd.DataFrame(core.env_view(run)), hide_index=True)
+    ui.table(pd.DataFrame(core.env_view(run)), hide_index=True)
 
 
 RENDER = {"collectives": show_collectives, "ddp": show_ddp, "sampler": show_sampler, "fsdp": show_fsdp,
@@ -317,7 +317,7 @@ def zero_calculator(world: int, layers: int, width: int) -> None:
                  "total per rank": core.human_bytes(sum(core.zero_bytes(params, world, s, precision).values()))}
                 for s in core.STAGE_NAMES]
         st.markdown(f"**At {world} ranks** (weights + gradients + optimizer state; activations not included):")
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        ui.table(pd.DataFrame(rows), hide_index=True)
 
 
 def tp_pp_section(world: int) -> None:
@@ -338,8 +338,8 @@ def tp_pp_section(world: int) -> None:
     with ui.input_errors():
         scheds = [cached_schedule(stages, micro, kind) for kind in ("GPipe", "1F1B")]
         ui.plot(pipeline_figure(stages, micro), key="dist_pp_fig")
-        ui.legend(["activation", "gradient"])
-        st.dataframe(pd.DataFrame([{"schedule": s.kind, "makespan (slots)": s.makespan,
+        ui.legend(figs.PIPELINE_LEGEND)
+        ui.table(pd.DataFrame([{"schedule": s.kind, "makespan (slots)": s.makespan,
                                     "bubble (measured)": round(s.bubble, 4), "(p-1)/(m+p-1)": round(s.formula, 4),
                                     "peak micro-batches in flight per stage": str(s.peak_in_flight)}
                                    for s in scheds]), hide_index=True)
@@ -372,12 +372,12 @@ def launch_section(world: int) -> None:
             r["memory per rank"] = core.human_bytes(r["memory per rank"])
             r["communication per step"] = core.human_bytes(r["communication per step"])
         st.markdown(f"{preset}: {params:,} parameters ({how}), {world} ranks, {precision}.")
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        ui.table(pd.DataFrame(rows), hide_index=True)
         st.caption("Memory: weights, gradients and optimizer state per rank (activations excluded). Communication: "
                    "bytes each rank sends per step with ring collectives. The FSDP tab shares the model choice.")
     st.subheader("Load a result file from your own run")
     st.code("torchrun --nproc-per-node 8 -m demos.distributed.run --demo ddp --param width=256 --out result.json",
-            language="bash")
+            language="bash", wrap_lines=True)
     upload = st.file_uploader("Result file (JSON written by demos.distributed.run)", type=["json"],
                               key="dist_upload", max_upload_size=1)
     if upload is not None:

@@ -99,7 +99,7 @@ def depth_section() -> None:
         a.metric("Your setting: layer 1 / last layer", f"{first / max(last, flow.TINY):.2e}",
                  help="Ratio of the first and last hidden layers' weight-gradient norms; 1 is healthy.")
         b.metric("Full fix: layer 1 / last layer", f"{fixed_first / max(fixed_last, flow.TINY):.2e}")
-        c.metric("Loss at init", f"{r.yours.loss:.3f}", help="Cross-entropy on 10 random classes: ln 10 ≈ 2.30.")
+        c.metric("Loss at init", f"{r.yours.loss:.4g}", help="Cross-entropy on 10 random classes: ln 10 ≈ 2.30.")
         norms, stds, heatmap, hist = flow_figures(*params)
         left, right = st.columns(2)
         with left:
@@ -143,7 +143,7 @@ def clipping_section() -> None:
     left, right = st.columns(2)
     with left, ui.input_errors():
         cmp = cached_compare(max_norm, clip_value)
-        st.dataframe(
+        ui.table(
             {
                 "": ["total norm", "cosine with original"],
                 "before": [f"{cmp.norm_before:.4g}", "1"],
@@ -191,7 +191,6 @@ def dead_section() -> None:
 
 
 ui.page_header("gradient-flow")
-ui.legend(["gradient", "activation", "error"])
 depth_section()
 clipping_section()
 dead_section()

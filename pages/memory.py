@@ -12,6 +12,7 @@ from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
 from demos.memory.compiling import count_recompiles, explain_breaks, parse_shapes, time_compile
 from demos.memory.figures import (
+    CATEGORY_LEGEND,
     allocator_figure,
     blocks_figure,
     compile_figure,
@@ -60,8 +61,10 @@ def timeline_figures(spec: RunSpec, device: str, card: str):
 @st.cache_resource(max_entries=16, show_spinner=False)
 def allocator_figures(text: str, capacity_mib: int, at: int):
     classic, grown = cached_script(text, capacity_mib, False), cached_script(text, capacity_mib, True)
-    return (allocator_figure(classic), blocks_figure(classic.snapshots[min(at, len(classic.snapshots) - 1)]),
-            blocks_figure(grown.snapshots[min(at, len(grown.snapshots) - 1)]))
+    capacity = capacity_mib * 2**20
+    return (allocator_figure(classic),
+            blocks_figure(classic.snapshots[min(at, len(classic.snapshots) - 1)], capacity=capacity),
+            blocks_figure(grown.snapshots[min(at, len(grown.snapshots) - 1)], capacity=capacity))
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -148,7 +151,7 @@ def summary_metrics(t) -> None:
 def holders_table(t) -> None:
     rows = [{"category": h.category.replace("_", " "), "made by op": h.op.removesuffix(".default"),
              "shape, dtype": f"{h.shape} {h.dtype}", "bytes": fmt_bytes(h.nbytes)} for h in t.peak_holders]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    ui.table(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 
 def sweep_section(spec: RunSpec, card: str) -> None:
@@ -186,8 +189,8 @@ def training_section() -> None:
     with ui.input_errors():
         t = cached_timeline(spec, DEVICE)
         summary_metrics(t)
-        ui.legend(["parameter", "data", "gradient", "optimizer_state", "activation", "temporary"])
-        st.caption("data = the input batch and targets.")
+        ui.legend(CATEGORY_LEGEND)
+        st.caption("input = the batch and its targets.")
         timeline_fig, peak_fig = timeline_figures(spec, DEVICE, card)
         ui.plot(timeline_fig, key="mem_timeline")
         left, right = st.columns([2, 3])
@@ -323,7 +326,7 @@ def streams_section() -> None:
                    f"{p['date']}, with `{p['command']}`.")
         scenario = st.selectbox("Scenario", recording["scenarios"], key="mem_scenario", bind="query-params")
         ui.plot(streams_figure(recording, scenario), key="mem_streams_fig")
-        st.dataframe(pd.DataFrame(stream_recorder.summarize(recording)).round(3), hide_index=True, width="stretch")
+        ui.table(pd.DataFrame(stream_recorder.summarize(recording)).round(3), hide_index=True, width="stretch")
     ui.show_code(inspect.getsource(stream_recorder), key="mem_recorder_code", file_name="stream_recorder.py",
                  label="Show the recorder")
 
@@ -371,17 +374,17 @@ def _show_breaks(reports) -> None:
         with col:
             st.markdown(f"**{r.name}**: {r.graph_count} graph{'s' * (r.graph_count != 1)}, "
                         f"{r.break_count} break{'s' * (r.break_count != 1)}")
-            st.code(r.source, language="python")
+            st.code(r.source, language="python", wrap_lines=True)
             for reason in r.reasons:
                 st.caption(f"Break: {reason}")
             with st.expander("Captured FX graph code"):
                 for code in r.graph_code:
-                    st.code(code, language="python")
+                    st.code(code, language="python", wrap_lines=True)
 
 
 def _show_recompiles(rc) -> None:
     st.markdown("**Recompilation when the input shape changes** (frames compiled for `x.sin().cos() * 2`)")
-    st.dataframe(pd.DataFrame([{"setting": k, "compiles": v, "graph inputs": " | ".join(rc.graphs[k])}
+    ui.table(pd.DataFrame([{"setting": k, "compiles": v, "graph inputs": " | ".join(rc.graphs[k])}
                                for k, v in rc.compiles.items()]), hide_index=True, width="stretch")
     ui.show_code(rc.code, key="mem_recompile_code", file_name="recompiles.py")
 

@@ -167,7 +167,7 @@ def report_screen(drill: dr.Drill) -> None:
                  help="From each question appearing to its first Run it (or Skip).")
     table = pd.DataFrame([{"topic": _title(t.topic), "asked": t.asked, "right": t.correct, "close": t.close,
                            "score": f"{t.share:.0%}", "time": _clock_text(t.seconds)} for t in dr.scores(drill)])
-    st.dataframe(table, hide_index=True, width="content")
+    ui.table(table, hide_index=True, width="content")
     st.markdown("**Time per question**")
     ui.vega(dr.time_chart(drill, dr.SECONDS_PER_QUESTION if drill.mock else None), key="pr_time_chart")
     weak_links(drill)

@@ -58,7 +58,7 @@ def cached_quant(width: int, depth: int):
 
 
 def table(rows) -> None:
-    st.dataframe(pd.DataFrame(list(rows)), hide_index=True, width="stretch")
+    ui.table(pd.DataFrame(list(rows)), whole=True)  # cells hold sentences: shown whole, wrapped
 
 
 def state_dict_section() -> None:

@@ -93,7 +93,7 @@ def cached_resume(total, split, seed):
 
 def _mistakes_loss_figure(steps, lr, seed, shown):
     fig = mistakes.loss_figure(cached_mistakes(steps, lr, seed), shown)
-    fig.update_yaxes(type="log")
+    fig.update_yaxes(type="log", exponentformat="power")
     return fig
 
 
@@ -209,9 +209,9 @@ def section_step() -> None:
                 note = " (the gradient norm was already below max_norm)"
             changed = ", ".join(r.changed) if r.changed else "nothing visible"
             st.markdown(f"**Just ran: `{r.substep}`** — changed: {changed}{note}")
-            ui.legend(["parameter", "gradient", "optimizer_state"])
+            ui.legend(step.WALK_LEGEND)
             ui.plot(cached_figure("walk", index, optimizer, lr, max_norm, seed), key="tl_walk_fig")
-        st.dataframe(pd.DataFrame(step.parameter_table(r)), hide_index=True, width="stretch")
+        ui.table(pd.DataFrame(step.parameter_table(r)), hide_index=True, width="stretch")
         ui.show_code(r.code, key="tl_walk_code", file_name="training_step.py")
 
 
@@ -315,11 +315,10 @@ def section_optimizers() -> None:
             ui.plot(cached_figure("race", *race_params), key="tl_opt_fig")
         with right:
             ui.plot(cached_figure("race_loss", *race_params), key="tl_opt_loss")
-            st.dataframe(pd.DataFrame([{"optimizer": t.name, "final x": t.xs[-1], "final y": t.ys[-1],
-                                        "final loss": t.losses[-1], "diverged at": t.diverged_at} for t in r.runs]),
-                         hide_index=True, width="stretch", column_config={
-                             c: st.column_config.NumberColumn(format="%.4g") for c in ("final x", "final y",
-                                                                                       "final loss")})
+        ui.table(pd.DataFrame([{"optimizer": t.name, "final x": t.xs[-1], "final y": t.ys[-1],
+                                "final loss": t.losses[-1], "diverged at": t.diverged_at} for t in r.runs]),
+                 width="stretch", column_config={
+                     c: st.column_config.NumberColumn(format="%.4g") for c in ("final x", "final y", "final loss")})
         ui.show_code(r.code, key="tl_opt_code", file_name="optimizers_on_a_surface.py")
 
         st.markdown("##### Adam's L2 penalty vs AdamW's decoupled weight decay")
@@ -334,7 +333,7 @@ def section_optimizers() -> None:
         rows = [{"update": n, "x after step 1 (torch)": d.first_step[n][0], "y (torch)": d.first_step[n][1],
                  "x by the formula": d.first_step_formula[n][0], "y by the formula": d.first_step_formula[n][1]}
                 for n in d.first_step]
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
+        ui.table(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
             c: st.column_config.NumberColumn(format="%.9f") for c in rows[0] if c != "update"})
         if surface == "ravine":
             st.caption("On the ravine the minimum is the origin, where decay pulls anyway, so the paths differ but end "
@@ -380,7 +379,7 @@ def section_schedulers() -> None:
         ui.plot(cached_figure("schedules", params, tuple(chosen or ())), key="tl_sch_fig")
         probe = st.slider("Read the LR at step", 0, total - 1, min(30, total - 1), key="tl_sch_probe",
                           bind="query-params")
-        st.dataframe(pd.DataFrame([{"scheduler": n, f"lr at step {probe}": r.curves[n][probe]}
+        ui.table(pd.DataFrame([{"scheduler": n, f"lr at step {probe}": r.curves[n][probe]}
                                    for n in schedulers.SCHEDULERS]), hide_index=True)
         ui.show_code(r.code, key="tl_sch_code", file_name="schedulers.py")
 
@@ -433,7 +432,7 @@ def section_losses() -> None:
     target = b.segmented_control("Target", (0, 1), default=0, required=True, key="tl_bce_target", bind="query-params")
     with ui.input_errors():
         bce = cached_bce(logit, int(target or 0))
-        st.dataframe(pd.DataFrame([
+        ui.table(pd.DataFrame([
             {"computed as": name, "loss": str(v[0]), "d loss / d logit": str(v[1])}
             for name, v in zip(losses.BCE_WAYS, (bce.manual, bce.bce, bce.with_logits), strict=True)
         ]), hide_index=True, width="stretch")
@@ -490,7 +489,7 @@ def section_amp() -> None:
                        "dtypes. Matmuls (addmm, mm) run in the low-precision dtype; log_softmax and the loss run in "
                        "float32; `_to_copy` rows are the casts autocast inserted; parameters stay float32.")
         with right:
-            st.dataframe(pd.DataFrame(amp.ops_table(ops)), hide_index=True, width="stretch", height=320)
+            ui.table(pd.DataFrame(amp.ops_table(ops)), hide_index=True, width="stretch", height=320)
         ui.show_code(ops.code, key="tl_amp_ops_code", file_name="autocast_ops.py")
 
     st.markdown("##### Time and memory against float32")
@@ -534,7 +533,7 @@ def section_amp() -> None:
     values = st.text_input("Values to cast", "1e-8, 3e-5, 1.001, 7e4", key="tl_amp_values", bind="query-params")
     with ui.input_errors():
         rng = cached_ranges(values)
-        st.dataframe(pd.DataFrame(rng.rows), hide_index=True, width="stretch")
+        ui.table(pd.DataFrame(rng.rows), hide_index=True, width="stretch")
         st.caption("float16 has 5 exponent bits: small gradients underflow to 0 and values above 65504 become inf, "
                    "hence loss scaling. bfloat16 keeps float32's 8 exponent bits (same range, fewer mantissa bits), "
                    "so gradients neither underflow nor overflow where float32 would not.")

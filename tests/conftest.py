@@ -1,5 +1,7 @@
-"""Shared test helpers: AppTest for any registered page."""
+"""Shared test helpers: AppTest for any registered page, and the views (section tabs) of each page."""
 
+import ast
+import re
 import sys
 from pathlib import Path
 
@@ -33,6 +35,21 @@ def switch_tab(at: AppTest, key: str, tab: str) -> AppTest:
     at.query_params.pop(key, None)
     at.session_state[key] = tab
     return at.run()
+
+
+def page_views(page_file: str) -> list[dict]:
+    """The page at its defaults, then once per section tab: keys ending in _tab, labels from a TABS constant, an
+    st.tabs([...]) list or a section_tabs({...}) dict in the page's source."""
+    source = (ROOT / page_file).read_text()
+    keys = sorted(set(re.findall(r'key="(\w+_tab)"', source)))
+    labels = set()
+    for match in re.finditer(r"^TABS = (\(.*?\))$", source, flags=re.MULTILINE | re.DOTALL):
+        labels.update(ast.literal_eval(match.group(1)))
+    for match in re.finditer(r"st\.tabs\(\[([^\]]*)\]", source):
+        labels.update(re.findall(r'"([^"]+)"', match.group(1)))
+    for match in re.finditer(r"section_tabs\(\{(.*?)\}", source, flags=re.DOTALL):
+        labels.update(re.findall(r'"([^"]+)":', match.group(1)))
+    return [{}] + [{key: label} for key in keys for label in sorted(labels)]
 
 
 @pytest.fixture(autouse=True)

@@ -68,6 +68,8 @@ def test_steps_reveal_one_at_a_time_in_whiteboard_mode():
     assert at.markdown[0].value == "1. one\n2. two"
     at.button(key="s_next").click().run()
     assert at.markdown[0].value.endswith("3. three") and not [b for b in at.button if b.key == "s_next"]
+    at.button(key="s_prev").click().run()
+    assert at.markdown[0].value == "1. one\n2. two", "the previous step (the ← key presses this button)"
     at.button(key="s_reset").click().run()
     assert at.markdown[0].value == "1. one"
 

@@ -20,7 +20,7 @@ def test_buttons_run_exports_and_fill_the_target_table():
         assert_clean(at)
         if tab == "TorchScript vs export":
             assert any("torch.ops.higher_order.cond" in c.value for c in at.code)
-    targets = switch_tab(at, "sv_tab", "Which path?").dataframe[-1].value
+    targets = switch_tab(at, "sv_tab", "Which path?").table[-1].value
     assert not targets["measured here"].str.contains("press its button").any()
 
 

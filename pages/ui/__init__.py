@@ -7,6 +7,7 @@ from pages.ui.layout import page_header, prose, section_tabs, sidebar_controls, 
 from pages.ui.queue import queue_position
 from pages.ui.quiz import interview_corner, predict_then_run
 from pages.ui.runs import ran_with, run_button
+from pages.ui.tables import table
 
 __all__ = [
     "graph",
@@ -24,6 +25,7 @@ __all__ = [
     "show_code",
     "sidebar_controls",
     "steps",
+    "table",
     "vega",
     "whiteboard_on",
 ]

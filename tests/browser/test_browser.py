@@ -8,19 +8,19 @@ from playwright import sync_api
 from demos.tracker import export_tracker
 from pages.shell.registry import HOME, registered
 from tests.browser.harness import (
-    artifacts_dir,
+    full_screenshot,
     new_context,
     run_mark,
     run_started,
     streamlit_server,
     wait_charts,
+    wait_loaded,
     wait_run,
 )
 
 pytestmark = pytest.mark.browser
 
 VIEWPORT = {"width": 1400, "height": 900}
-MAX_SHOT_HEIGHT = 12000
 
 
 def open_app(browser, url: str, scheme: str = "light"):
@@ -29,25 +29,6 @@ def open_app(browser, url: str, scheme: str = "light"):
     page.goto(url)
     wait_run(page, timeout=120)
     return context, page
-
-
-def wait_loaded(page, timeout_ms: int = 20_000) -> None:
-    """Lazy elements (tables, charts) show skeletons until their code has loaded: wait them out."""
-    page.wait_for_function("() => document.querySelectorAll('[data-testid=stSkeleton]').length === 0",
-                           timeout=timeout_ms)
-    page.wait_for_timeout(500)
-
-
-def full_screenshot(page, name: str) -> None:
-    """Grow the viewport to the page's content height so one PNG holds the whole page."""
-    height = page.evaluate(
-        "() => Math.max(...['stMain', 'stAppViewContainer'].map("
-        "id => document.querySelector(`[data-testid=${id}]`)?.scrollHeight || 0))"
-    )
-    page.set_viewport_size({"width": VIEWPORT["width"], "height": min(max(height, 900), MAX_SHOT_HEIGHT)})
-    wait_loaded(page)
-    page.screenshot(path=str(artifacts_dir("screenshots") / f"{name}.png"), full_page=True)
-    page.set_viewport_size(VIEWPORT)
 
 
 def assert_rendered(page, topic) -> None:
@@ -76,16 +57,6 @@ def test_page_renders_from_the_sidebar(server, browser, topic):
         full_screenshot(page, topic.slug)
     finally:
         context.close()
-
-
-def test_home_in_dark_theme_and_whiteboard_mode(server, browser):
-    for scheme, query, name in (("dark", "", "home-dark"), ("light", "?whiteboard=true", "home-whiteboard")):
-        context, page = open_app(browser, server + "/" + query, scheme)
-        try:
-            assert_rendered(page, HOME)
-            full_screenshot(page, name)
-        finally:
-            context.close()
 
 
 def test_url_reproduces_the_view(server, browser):
