@@ -6,8 +6,8 @@ import pytest
 from playwright import sync_api
 
 from pages.shell.registry import registered
-from tests.browser.harness import artifacts_dir, new_context, run_mark, run_started, wait_charts, wait_run
-from tests.browser.test_browser import VIEWPORT, browser, open_app, server, wait_loaded  # noqa: F401 (fixtures)
+from tests.browser.harness import artifacts_dir, new_context, run_mark, run_started, wait_charts, wait_loaded, wait_run
+from tests.browser.test_browser import VIEWPORT, open_app
 
 pytestmark = pytest.mark.browser
 
