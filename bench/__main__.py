@@ -179,8 +179,11 @@ def bench_pages(browser, topics, reruns: int, extra_reruns: int, views: list[str
                          "script_ms": script_ms(topic, reruns)})
             print(f"  {topic.slug}: first {first:.2f} s, warm median {rows[-1]['median_ms']:.0f} ms", file=sys.stderr)
         rss_after_pages = server_rss(proc)
-        for i in range(extra_reruns):  # each visit is one rerun of that page's script
-            visit(page, url, topics[i % len(topics)])
+        # each visit is one rerun of that page's script; a sidebar click on the open page starts no run, so a
+        # single page alternates with Home
+        cycle = topics if len(topics) > 1 else [*topics, HOME]
+        for i in range(extra_reruns):
+            visit(page, url, cycle[i % len(cycle)])
         memory = {"after_pages": rss_after_pages, "after_reruns": server_rss(proc)}
         rows += bench_views(page, url, views, reruns)
         context.close()

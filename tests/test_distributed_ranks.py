@@ -54,7 +54,7 @@ def test_collectives_equal_the_arithmetic(coll):
 
 def test_barrier_releases_nobody_before_the_last_arrival(coll):
     last_arrival = max(e["ops"]["barrier"]["before"][0] for e in coll.ranks)
-    assert all(e["ops"]["barrier"]["after"][0] >= last_arrival - 1.0 for e in coll.ranks)
+    assert all(e["ops"]["barrier"]["after"][0] >= last_arrival - 0.001 for e in coll.ranks)  # rounding to µs
 
 
 def test_ring_sends_two_n_minus_one_over_n_and_matches_all_reduce(coll):

@@ -110,9 +110,16 @@ def collectives(rank: int, world: int, p: dict) -> dict:
 
 
 def barrier_times(rank: int) -> dict:
-    """Rank r arrives 40*r ms late; everyone leaves the barrier when the last one has arrived."""
+    """Rank r arrives 40*r ms late; everyone leaves the barrier when the last one has arrived.
+
+    Times count from rank 0's clock reading after a first barrier, sent to every rank: perf_counter is one
+    system-wide monotonic clock on a host, and ranks leave that first barrier at slightly different moments, so
+    a per-rank origin would skew the ranks' times against each other by however late each was scheduled.
+    """
     dist.barrier()
-    t0 = time.perf_counter()
+    t0 = torch.tensor([time.perf_counter()], dtype=torch.float64)
+    dist.broadcast(t0, src=0)
+    t0 = t0.item()
     time.sleep(0.04 * rank)
     arrive = time.perf_counter() - t0
     dist.barrier()
