@@ -193,7 +193,9 @@ def chain_ui(r) -> None:
                 hand = "—" if t.hand is None else f"{t.hand:.6g}"
                 diff = "" if t.max_abs_diff is None else f"; max |hand − engine| over the tensor: {t.max_abs_diff:.2g}"
                 st.caption(f"By hand: {hand}; what autograd passed: {t.engine:.6g}{diff}")
-    if not chain.terms:
+    if chain.note:
+        st.info(chain.note, icon=":material/content_cut:")
+    elif not chain.terms:
         st.caption("No operand of this operation needs a gradient.")
 
 
