@@ -199,9 +199,14 @@ def _binary_factors(op: str, which: int, x, y, out) -> tuple[str, list]:
 
 def _call_terms(node, a, out, g):
     f = node.func
-    if f in ("relu", "sigmoid", "tanh", "exp", "log"):
+    if f == "relu":  # torch selects rather than multiplies: an inf g stays inf where a > 0 and becomes 0 elsewhere
+        hand = torch.where(a <= 0, 0.0, g)
+        a0 = _first(a)
+        why = "≤ 0, so 0" if a0 <= 0 else "> 0, so g" if a0 > 0 else "is nan, so g"
+        return "∂L/∂a = g where a > 0, 0 where a ≤ 0 (a nan passes g on)", hand, \
+            f"a = {_num(a0)} {why} = {_first(hand):.4g}"
+    if f in ("sigmoid", "tanh", "exp", "log"):
         rule, factor = {
-            "relu": ("g · 1[a > 0]", (a > 0).to(a.dtype)),
             "sigmoid": ("g · σ(a)(1 − σ(a))", out * (1 - out)),
             "tanh": ("g · (1 − tanh²a)", 1 - out**2),
             "exp": ("g · eᵃ", out),
