@@ -4,9 +4,10 @@ import streamlit as st
 
 from demos.autograd.accumulate import (
     MAX_BATCH,
-    MAX_K,
+    default_micro_batches,
     freed_graph,
     gradient_penalty,
+    micro_batch_choices,
     micro_batches,
     micro_figure,
     repeat_figure,
@@ -278,7 +279,8 @@ def custom_section() -> None:
 def micro_ui() -> tuple[int, int]:
     a, b = st.columns(2)
     batch = a.slider("Batch size", 2, MAX_BATCH, 32, key="ag_batch", bind="query-params")
-    k = b.slider("Micro-batches k", 1, MAX_K, 4, key="ag_k", bind="query-params")
+    k = b.select_slider("Micro-batches k (the divisors of the batch)", micro_batch_choices(batch),
+                        value=default_micro_batches(batch), key="ag_k", bind="query-params")
     return batch, k
 
 

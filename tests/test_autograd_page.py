@@ -20,8 +20,9 @@ def test_preset_and_widgets_run_clean():
     at.toggle(key="ag_saved").set_value(True)
     at.selectbox(key="ag_chain").set_value(3)
     at.slider(key="ag_n").set_value(64)
-    at.slider(key="ag_batch").set_value(48)
-    at.slider(key="ag_k").set_value(6).run()
+    at.slider(key="ag_batch").set_value(48).run()
+    assert at.select_slider(key="ag_k").options == ["1", "2", "3", "4", "6", "8", "12", "16"]
+    at.select_slider(key="ag_k").set_value(6).run()
     assert_clean(at)
 
 
@@ -29,14 +30,19 @@ def test_bad_input_is_a_sentence():
     at = open_page(PAGE)
     at.text_input(key="ag_expr").input("x @ b").run()
     assert not at.exception
-    assert any("Shape mismatch in 'x @ b': (8, 3) @ (2,)" in e for e in errors(at)), errors(at)
+    assert any("Shape mismatch in `x @ b`: (8, 3) @ (2,)" in e for e in errors(at)), errors(at)
     at.text_input(key="ag_expr").input("relu(zz) % 2").run()
     assert any("'%' is not supported" in e for e in errors(at)), errors(at)
     at.text_input(key="ag_expr").input("sum(W * q)").run()
-    assert any("Unknown name 'q'" in e for e in errors(at)), errors(at)
+    assert any("Unknown name `q`" in e for e in errors(at)), errors(at)
     at.text_input(key="ag_leaves").input("x: 100,3").run()
     assert any("limit is 64" in e for e in errors(at)), errors(at)
-    at.slider(key="ag_batch").set_value(30)
-    at.slider(key="ag_k").set_value(4).run()
-    assert not at.exception
-    assert any("does not split into 4" in e for e in errors(at)), errors(at)
+    at.slider(key="ag_batch").set_value(30).run()
+    assert at.select_slider(key="ag_k").options == ["1", "2", "3", "5", "6", "10", "15"]
+    assert at.select_slider(key="ag_k").value == 3  # 4 does not divide 30: the largest divisor below it
+
+
+def test_micro_batch_k_from_the_url_is_one_of_the_divisors():
+    at = open_page(PAGE, query={"ag_batch": "30", "ag_k": "4"})
+    assert_clean(at)
+    assert at.select_slider(key="ag_k").value == 3

@@ -26,12 +26,11 @@ def test_moving_sampler_and_collate_widgets_and_typing_bad_input():
     assert_clean(at)
     at.text_input(key="dl_lengths").input("3, x").run()
     assert not at.exception
-    assert [e.value for e in at.error] == ["Entry 1 of sequence lengths must be a number such as 3, -0.5 or 1e-3, "
-                                           "not 'x'."]
+    assert [e.value for e in at.error] == ["Sequence lengths, entry 2: `x` is not a number such as 3, -0.5 or 1e-3."]
     at.text_input(key="dl_lengths").input("3, 4").run()
     at.text_input(key="dl_class_sizes").input("900, 0").run()
     assert not at.exception
-    assert [e.value for e in at.error] == ["Class size 1 must be a whole number between 1 and 10000; got 0."]
+    assert [e.value for e in at.error] == ["Class sizes, entry 2: 0 is out of range; it must be from 1 to 10000."]
 
 
 def test_settings_over_the_budget_are_refused_with_the_limit():

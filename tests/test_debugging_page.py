@@ -34,9 +34,10 @@ def test_reproducibility_tab_and_a_bad_seed():
     assert [m.value for m in at.metric[:2]] == ["False", "True"]
     at.text_input(key="dbg_seed").input("seven").run()
     assert not at.exception
-    assert any("The seed must be a whole number" in e.value for e in at.error)
+    shown = [e.value for e in at.error]
+    assert shown == ["Seed: `seven` is not a whole number; type one from 0 to 2147483647."], shown
     at.text_input(key="dbg_seed").input("99999999999").run()
-    assert any("between 0 and" in e.value for e in at.error)
+    assert any("Seed: `99999999999` is out of range" in e.value for e in at.error)
 
 
 def test_leaks_tab_moves_its_slider():

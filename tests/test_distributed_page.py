@@ -45,13 +45,14 @@ def test_bad_text_is_a_sentence_not_a_traceback():
     at = open_page(PAGE)
     at.text_input(key="dist_ring").input("10 million").run()
     assert not at.exception
-    assert any("Ring message size must be a whole number" in e for e in errors(at))
+    assert any("Ring message size: `10 million` is not a whole number" in e for e in errors(at))
     at.text_input(key="dist_ring").input("2000000").run()
-    assert any("between 1 and 1000000" in e for e in errors(at))
+    assert any("Ring message size: `2000000` is out of range; it must be from 1 to 1000000." in e
+               for e in errors(at))
     at.text_input(key="dist_bucket").input("0").run()
-    assert any("Bucket cap (MB) must be between" in e for e in errors(at))
+    assert any("bucket_cap_mb: `0` is out of range" in e for e in errors(at))
     at.text_input(key="dist_bucket").input("lots").run()
-    assert any("Bucket cap (MB) must be a number" in e for e in errors(at))
+    assert any("bucket_cap_mb: `lots` is not a number" in e for e in errors(at))
     assert not at.exception
 
 

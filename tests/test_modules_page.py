@@ -58,10 +58,10 @@ def test_hooks_tab_bad_input_is_a_sentence():
     assert not at.exception
     assert any("conv1 has 4 channels" in e for e in errors(at))
     at.text_input(key="modules_surgery_value").set_value("lots").run()
-    assert any("hook value must be a number" in e for e in errors(at))
+    assert any("Factor: `lots` is not a number" in e for e in errors(at))
     at.text_input(key="modules_channels").set_value("4, x").run()
     assert not at.exception
-    assert any("Entry 1 of channels" in e for e in errors(at))
+    assert any("Conv channels, entry 2: `x` is not a number" in e for e in errors(at))
     at.text_input(key="modules_channels").set_value("40").run()
     assert any("from 1 to 16" in e for e in errors(at))
 
@@ -79,7 +79,7 @@ def test_freezing_tab_layers_frozen():
     at.text_input(key="modules_lrs").set_value("0.1, 20").run()
     assert not at.exception
     assert any("Leave at least one layer trainable" in e for e in errors(at))
-    assert any("head learning rate is 20" in e for e in errors(at))
+    assert any("Learning rates: the head rate is 20" in e for e in errors(at))
 
 
 def test_weight_sharing_tab_largest_sizes():
@@ -101,4 +101,4 @@ def test_containers_tab_widgets_and_bad_names():
     assert not at.exception
     assert any("already an attribute of nn.Module" in e for e in errors(at))
     at.text_input(key="modules_heads").set_value("a, a").run()
-    assert any("must be unique" in e for e in errors(at))
+    assert any("`a` appears twice" in e for e in errors(at))

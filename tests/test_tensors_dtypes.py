@@ -51,7 +51,7 @@ def test_snippet_reproduces_the_matrix():
 def test_bad_choices_are_input_errors():
     with pytest.raises(InputError, match="at least one"):
         dt.promotion((), True, ("int",))
-    with pytest.raises(InputError, match="Unknown dtype or scalar 'float8'"):
+    with pytest.raises(InputError, match="Unknown dtype or scalar `float8`"):
         dt.promotion(("float8",), False, ())
 
 

@@ -88,11 +88,11 @@ def test_roles_counts_and_loop_nest():
 
 def test_errors_name_index_operand_and_limit():
     cases = {
-        ("ij,jk->ik", "(2, 3); (4, 5)"): "Index 'j' has size 3",
-        ("ij,jk->ik", "(2, 3)"): "2 operands but 1 shapes",
-        ("ijk,jk->i", "(2, 3); (3, 4)"): "Operand A ('ijk') has 3 indices",
-        ("ii->", "(3, 4)"): "Index 'i' repeats in operand A",
-        ("ij->iz", "2, 3"): "Output index 'z'",
+        ("ij,jk->ik", "(2, 3); (4, 5)"): "Index `j` has size 3",
+        ("ij,jk->ik", "(2, 3)"): "2 operands but Operand shapes lists 1",
+        ("ijk,jk->i", "(2, 3); (3, 4)"): "Operand A (`ijk`) has 3 indices",
+        ("ii->", "(3, 4)"): "Index `i` repeats in operand A",
+        ("ij->iz", "2, 3"): "Output index `z`",
         ("...ij->ij", "2, 3"): "Ellipsis",
         ("i,i,i,i->", "(2,); (2,); (2,); (2,)"): "limit is 3",
         ("abcdefghi->", "1,1,1,1,1,1"): "limit is 8",

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 
 BUGS = ("none", "unused_layer", "detached_branch", "squeeze_output", "softmax_before_ce", "dropout_always_on")
 BUG_LABELS = {
@@ -124,7 +124,7 @@ def _timed(fn, bug):
 def run_model_tests(bug: str) -> TestReport:
     """Run the four tests against the model with the chosen bug (or none)."""
     if bug not in BUGS:
-        raise InputError(f"The planted bug must be one of {', '.join(BUGS)}; got '{bug}'.")
+        raise InputError(f"The planted bug must be one of {', '.join(BUGS)}; got {quoted(bug)}.")
     rows, losses = [], []
     for name, fn in (("output shape", test_output_shape), ("overfit one batch", overfit_one_batch),
                      ("every parameter gets a gradient", every_param_gets_grad),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 
 SOURCES = ("log_zero", "div_zero", "sqrt_negative", "fp16_overflow")
 SOURCE_LABELS = {
@@ -114,7 +114,7 @@ def make_batch(seed: int = 0) -> torch.Tensor:
 
 def build(source: str, fixed: bool = False, seed: int = 0) -> NaNNet:
     if source not in SOURCES:
-        raise InputError(f"The NaN source must be one of {', '.join(SOURCES)}; got '{source}'.")
+        raise InputError(f"The NaN source must be one of {', '.join(SOURCES)}; got {quoted(source)}.")
     torch.manual_seed(seed)
     return NaNNet(source, fixed)
 

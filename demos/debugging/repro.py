@@ -51,7 +51,7 @@ def short_run(steps: int, seed: int | None) -> tuple[list[float], list[torch.Ten
 
 def parse_seed(text: str) -> int:
     """A seed typed as text: a whole number between 0 and MAX_SEED."""
-    return parse_int(text, "The seed", 0, MAX_SEED)
+    return parse_int(text, "Seed", 0, MAX_SEED)
 
 
 def digest(params: list[torch.Tensor]) -> str:
@@ -66,7 +66,7 @@ def seeded_runs(steps: int, seed: int) -> SeedResult:
     if not isinstance(steps, int) or not 2 <= steps <= MAX_STEPS:
         raise InputError(f"Steps must be between 2 and {MAX_STEPS}; got {steps}.")
     if not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise InputError(f"The seed must be a whole number between 0 and {MAX_SEED}; got {seed}.")
+        raise InputError(f"Seed: must be a whole number from 0 to {MAX_SEED}; got {seed!r}.")
     torch.seed()  # the unseeded runs start from fresh entropy, as a new process would
     ua, pa = short_run(steps, None)
     ub, pb = short_run(steps, None)

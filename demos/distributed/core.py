@@ -13,7 +13,7 @@ import torch.nn as nn
 from demos.distributed import workers
 from demos.distributed.launcher import MAX_WORLD, MIN_WORLD, run_ranks
 from demos.distributed.results import load_result
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.parsing import parse_int, parse_number
 
 # name: (low, high) for whole-number parameters of each demo
@@ -63,16 +63,17 @@ def validate_world(world_size) -> int:
 def validate_params(demo: str, world: int, raw: dict) -> dict:
     """Check every parameter of a demo against its limit; return them as plain JSON values."""
     if demo not in DEMO_PARAMS:
-        raise InputError(f"Unknown demo '{demo}'; choose one of {', '.join(DEMO_PARAMS)}.")
+        raise InputError(f"Unknown demo {quoted(demo)}; choose one of {', '.join(DEMO_PARAMS)}.")
     p = {}
     for name in DEMO_PARAMS[demo]:
         if name not in raw:
-            raise InputError(f"The {demo} demo needs the parameter '{name}'.")
+            raise InputError(f"The {demo} demo needs the parameter {quoted(name)}.")
         value = raw[name]
         if name == "bucket_cap_mb":
-            mb = parse_number(str(value), "Bucket cap (MB)")
+            mb = parse_number(str(value), "bucket_cap_mb")
             if not BUCKET_MB[0] <= mb <= BUCKET_MB[1]:
-                raise InputError(f"Bucket cap (MB) must be between {BUCKET_MB[0]} and {BUCKET_MB[1]}; got {mb:g}.")
+                raise InputError(f"bucket_cap_mb: {quoted(value)} is out of range; it must be from {BUCKET_MB[0]} "
+                                 f"to {BUCKET_MB[1]} MB.")
             p[name] = mb
         elif name in ("head_first", "shuffle", "drop_last"):
             p[name] = bool(value)
@@ -189,7 +190,7 @@ def block_origins(op: str, world: int, n: int, rank: int, count: int) -> list[in
 def collective_view(run: DistRun, op: str) -> dict:
     """Every rank's tensor before and after one collective, with where each element came from."""
     if op not in OPS:
-        raise InputError(f"Unknown collective '{op}'; choose one of {', '.join(OPS)}.")
+        raise InputError(f"Unknown collective {quoted(op)}; choose one of {', '.join(OPS)}.")
     n = int(run.params["length"])
     rows = []
     for r, entry in enumerate(run.ranks):
@@ -314,7 +315,7 @@ PRECISIONS = {
 def model_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
     """Real parameter count: the page's MLP, or transformer layers built on the meta device (no memory)."""
     if preset not in PRESETS:
-        raise InputError(f"Unknown model '{preset}'.")
+        raise InputError(f"Unknown model {quoted(preset)}.")
     if PRESETS[preset] is None:
         model = workers.Tower(_whole("layers", layers), _whole("width", width))
         return sum(p.numel() for p in model.parameters()), f"Tower({layers}, {width}) in torch"
@@ -328,7 +329,7 @@ def model_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
 
 def _precision(name: str) -> tuple[int, int, int]:
     if name not in PRECISIONS:
-        raise InputError(f"Unknown precision '{name}'.")
+        raise InputError(f"Unknown precision {quoted(name)}.")
     return PRECISIONS[name]
 
 
@@ -387,7 +388,7 @@ def pipeline_schedule(stages: int, micro: int, kind: str) -> Schedule:
     p = parse_int(str(stages), "Stages", 2, 8)
     m = parse_int(str(micro), "Micro-batches", 1, 16)
     if kind not in ("GPipe", "1F1B"):
-        raise InputError(f"Unknown schedule '{kind}'; choose GPipe or 1F1B.")
+        raise InputError(f"Unknown schedule {quoted(kind)}; choose GPipe or 1F1B.")
     orders = [_stage_order(kind, p, m, s) for s in range(p)]
     done, free, pos, tasks = {}, [0] * p, [0] * p, []
     while any(pos[s] < len(orders[s]) for s in range(p)):

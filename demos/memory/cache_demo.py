@@ -9,7 +9,7 @@ Script grammar, one action per line (or separated by ';'):
 import re
 from dataclasses import dataclass
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.memory.allocator import BlockView, CachingAllocator, OutOfMemory, fmt_bytes
 from demos.parsing import MAX_TEXT
 
@@ -72,19 +72,19 @@ def _parse_line(line: str, i: int, live: set) -> Action:
         name, number, unit = m.group(1), float(m.group(2)), m.group(3).lower()
         nbytes = int(number * UNITS[unit])
         if name in live:
-            raise InputError(f"Line {i}: '{name}' is already allocated; free it first or use another name.")
+            raise InputError(f"Line {i}: {quoted(name)} is already allocated; free it first or use another name.")
         if not 1 <= nbytes <= MAX_ALLOC:
             raise InputError(f"Line {i}: a tensor must be between 1 B and 64 GiB; got {fmt_bytes(nbytes)}.")
         live.add(name)
         return Action("alloc", name, nbytes)
     if m := _FREE.fullmatch(line):
         if m.group(1) not in live:
-            raise InputError(f"Line {i}: '{m.group(1)}' is not allocated at this point.")
+            raise InputError(f"Line {i}: {quoted(m.group(1))} is not allocated at this point.")
         live.discard(m.group(1))
         return Action("free", m.group(1))
     if _EMPTY.fullmatch(line):
         return Action("empty")
-    raise InputError(f"Line {i} ('{line[:40]}') is not 'name = 40 MiB', 'del name' or 'empty_cache()'.")
+    raise InputError(f"Line {i} ({quoted(line)}) is not `name = 40 MiB`, `del name` or `empty_cache()`.")
 
 
 def run_script(text: str, capacity_mib: int, expandable: bool) -> AllocatorRun:

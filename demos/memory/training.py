@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.memory.allocator import CachingAllocator, GiB
 from demos.memory.autocast import SimulatedAutocast
 from demos.memory.models import MODELS, build_model, loss_of, make_batch
@@ -45,16 +45,16 @@ class RunSpec:
 def validate(spec: RunSpec) -> RunSpec:
     """Check every field; an InputError names the field and its limit."""
     if spec.model not in MODELS:
-        raise InputError(f"Unknown model '{spec.model}'; choose one of: {', '.join(MODELS)}.")
+        raise InputError(f"Unknown model {quoted(spec.model)}; choose one of: {', '.join(MODELS)}.")
     kind = MODELS[spec.model].kind
     if not 1 <= spec.batch <= MAX_BATCH[kind]:
         raise InputError(f"Batch size must be between 1 and {MAX_BATCH[kind]} for this model; got {spec.batch}.")
     if kind == "transformer" and not 1 <= spec.seq_len <= MAX_SEQ:
         raise InputError(f"Sequence length must be between 1 and {MAX_SEQ}; got {spec.seq_len}.")
     if spec.dtype not in DTYPES:
-        raise InputError(f"Unknown dtype '{spec.dtype}'; choose one of: {', '.join(DTYPES)}.")
+        raise InputError(f"Unknown dtype {quoted(spec.dtype)}; choose one of: {', '.join(DTYPES)}.")
     if spec.optimizer not in OPTIMIZERS:
-        raise InputError(f"Unknown optimizer '{spec.optimizer}'; choose one of: {', '.join(OPTIMIZERS)}.")
+        raise InputError(f"Unknown optimizer {quoted(spec.optimizer)}; choose one of: {', '.join(OPTIMIZERS)}.")
     if not 1 <= spec.steps <= MAX_STEPS:
         raise InputError(f"Steps must be between 1 and {MAX_STEPS}; got {spec.steps}.")
     return spec

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import torch
 
-from demos.errors import InputError
-from demos.parsing import format_shape, parse_shape
+from demos.errors import InputError, quoted
+from demos.parsing import format_shape, parse_shape, plural, split_entries, strip_brackets, text_field
 from demos.style import COLORS, base_layout
 from demos.tensors.common import Trap, torch_error, trap
 
@@ -40,16 +40,9 @@ class BroadcastResult:
 def parse_shapes(texts: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
     """Two shapes, and a third unless its field is blank; '[]' or '()' is a scalar."""
     if not 2 <= len(texts) <= 3:
-        raise InputError("Broadcasting here takes 2 or 3 shapes.")
-    shapes = []
-    for i, text in enumerate(texts):
-        if i == 2 and not str(text).strip():
-            continue
-        try:
-            shapes.append(parse_shape(text, MAX_DIMS, MAX_DIM))
-        except InputError as err:
-            raise InputError(f"Shape {NAMES[i]}: {err}") from None
-    return tuple(shapes)
+        raise InputError(f"Broadcasting here takes 2 or 3 shapes; got {len(texts)}.")
+    return tuple(parse_shape(text, MAX_DIMS, MAX_DIM, field=f"Shape {NAMES[i]}") for i, text in enumerate(texts)
+                 if i < 2 or str(text).strip())
 
 
 def _padded(shape: tuple[int, ...], ndim: int) -> tuple[int | None, ...]:
@@ -172,23 +165,24 @@ def grid_available(r: BroadcastResult) -> bool:
 
 def parse_index(text: str, shape: tuple[int, ...]) -> tuple[int, ...]:
     """'1, 2' -> (1, 2) within the result shape; negatives count from the end; blank means the last element."""
-    body = str(text).strip().strip("()[]").strip()
-    if len(body) > 60:
-        raise InputError("The element index is too long: at most 60 characters.")
+    field = "Element of the result"
+    raw = text_field(str(text), field, limit=60)
+    body = strip_brackets(raw, field)
     if not body:
         return tuple(d - 1 for d in shape)
-    parts = [p for p in re.split(r"[,\s]+", body) if p]
+    parts = split_entries(body, field, raw)
     if len(parts) != len(shape):
-        raise InputError(f"The result has {len(shape)} dimensions, so the index needs {len(shape)} numbers; "
+        raise InputError(f"{field} {quoted(raw)}: the result {format_shape(shape)} has "
+                         f"{plural(len(shape), 'dimension')}, so the index needs {plural(len(shape), 'number')}; "
                          f"got {len(parts)}.")
     index = []
     for dim, (part, size) in enumerate(zip(parts, shape, strict=True)):
-        if not re.fullmatch(r"[+-]?\d{1,6}", part):
-            raise InputError(f"Index {dim} ('{part}') is not a whole number.")
-        value = int(part)
-        if not -size <= value < size:
-            raise InputError(f"Index {dim} is {value} but dimension {dim} has size {size} (valid: 0 to {size - 1}).")
-        index.append(value % size)
+        if not re.fullmatch(r"[+-]?\d+", part):
+            raise InputError(f"{field} {quoted(raw)}: entry {dim} ({quoted(part)}) is not a whole number.")
+        if len(part) > 12 or not -size <= int(part) < size:
+            raise InputError(f"{field} {quoted(raw)}: {quoted(part)} is out of range for dim {dim}, which has size "
+                             f"{size} (valid: {-size} to {size - 1}).")
+        index.append(int(part) % size)
     return tuple(index)
 
 

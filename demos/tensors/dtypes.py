@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.style import COLORS, base_layout
 from demos.tensors.common import Trap, trap
 
@@ -44,7 +44,7 @@ def validate(dtypes, scalars) -> None:
     """Every name must be one torch knows here; at least one tensor dtype."""
     unknown = [d for d in dtypes if d not in DTYPES] + [s for s in scalars if s not in SCALARS]
     if unknown:
-        raise InputError(f"Unknown dtype or scalar '{unknown[0]}'; choose from {', '.join([*DTYPES, *SCALARS])}.")
+        raise InputError(f"Unknown dtype or scalar {quoted(unknown[0])}; choose from {', '.join([*DTYPES, *SCALARS])}.")
     if not dtypes:
         raise InputError("Pick at least one tensor dtype for the promotion matrix.")
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
-from demos.errors import InputError
-from demos.parsing import MAX_TEXT, format_shape, parse_shape
+from demos.errors import InputError, quoted
+from demos.parsing import MAX_TEXT, format_shape, parse_shape, plural, text_field
 from demos.style import COLORS
 
 MAX_OPERANDS = 3
@@ -104,7 +104,7 @@ def parse_equation(text: str) -> Equation:
         raise InputError("Ellipsis (...) is not supported here; name every dimension with a letter.")
     bad = re.search(r"[^A-Za-z,\->]", body)
     if bad:
-        raise InputError(f"The equation may use letters, commas and '->' only; '{bad.group()}' is not allowed.")
+        raise InputError(f"The equation may use letters, commas and '->' only; {quoted(bad.group())} is not allowed.")
     if body.count("->") > 1 or body.replace("->", "").count("-") or body.replace("->", "").count(">"):
         raise InputError("The equation needs at most one '->' and no other '-' or '>'.")
     lhs, arrow, rhs = body.partition("->")
@@ -117,10 +117,10 @@ def parse_equation(text: str) -> Equation:
     if arrow:
         for ch in rhs:
             if ch not in letters:
-                raise InputError(f"Output index '{ch}' does not appear in any operand.")
+                raise InputError(f"Output index {quoted(ch)} does not appear in any operand.")
         repeated = [ch for ch in set(rhs) if rhs.count(ch) > 1]
         if repeated:
-            raise InputError(f"Output index '{repeated[0]}' appears more than once in the output.")
+            raise InputError(f"Output index {quoted(repeated[0])} appears more than once in the output.")
         return Equation(inputs, rhs, True)
     counts = lhs.replace(",", "")
     return Equation(inputs, "".join(sorted(ch for ch in letters if counts.count(ch) == 1)), False)
@@ -128,41 +128,38 @@ def parse_equation(text: str) -> Equation:
 
 def parse_shapes(text: str) -> tuple[tuple[int, ...], ...]:
     """'(2, 3); (3, 4)' or '(2, 3), (3, 4)' or '2,3; 3,4': one shape per operand."""
-    if not isinstance(text, str):
-        raise InputError("The operand shapes must be text.")
-    if len(text) > MAX_TEXT:
-        raise InputError(f"The operand shapes are too long: at most {MAX_TEXT} characters.")
-    body = re.sub(r"([)\]])\s*,\s*([(\[])", r"\1;\2", text.strip())
-    parts = body.split(";")
+    field = "Operand shapes"
+    raw = text_field(text, field, limit=MAX_TEXT)
+    parts = re.sub(r"([)\]])\s*,?\s*([(\[])", r"\1;\2", raw).split(";")  # '(2,3),(3,4)' and '(2,3) (3,4)' too
     if len(parts) > MAX_OPERANDS:
-        raise InputError(f"{len(parts)} shapes were given; einsum here takes at most {MAX_OPERANDS}.")
-    shapes = []
+        raise InputError(f"{field} {quoted(raw)}: {plural(len(parts), 'shape')}; einsum here takes at most "
+                         f"{MAX_OPERANDS}.")
     for name, part in zip(NAMES, parts, strict=False):
-        try:
-            shapes.append(parse_shape(part, 6, MAX_DIM))
-        except InputError as err:
-            raise InputError(f"Shape of {name}: {err}") from None
-    return tuple(shapes)
+        if len(parts) > 1 and not part.strip():
+            raise InputError(f"{field} {quoted(raw)}: the shape of {name} is empty; write () for a scalar.")
+    return tuple(parse_shape(part, 6, MAX_DIM, field=f"Shape of {name}") for name, part in zip(NAMES, parts,
+                                                                                               strict=False))
 
 
 def index_sizes(eq: Equation, shapes) -> dict[str, int]:
     """Each index's size, checked the way torch checks: equal within an operand, equal or 1 across operands."""
     if len(shapes) != len(eq.inputs):
-        raise InputError(f"The equation has {len(eq.inputs)} operands but {len(shapes)} shapes were given.")
+        raise InputError(f"The equation has {plural(len(eq.inputs), 'operand')} but Operand shapes lists "
+                         f"{len(shapes)}: give one shape per operand, separated by ';', as in 2,3; 3,4.")
     sizes: dict[str, int] = {}
     for name, term, shape in zip(NAMES, eq.inputs, shapes, strict=False):
         if len(term) != len(shape):
-            raise InputError(f"Operand {name} ('{term}') has {len(term)} indices but its shape "
+            raise InputError(f"Operand {name} ({quoted(term)}) has {len(term)} indices but its shape "
                              f"{format_shape(shape)} has {len(shape)} dims.")
         own: dict[str, int] = {}
         for ch, d in zip(term, shape, strict=True):
             if ch in own and own[ch] != d:
-                raise InputError(f"Index '{ch}' repeats in operand {name} with sizes {own[ch]} and {d}; "
+                raise InputError(f"Index {quoted(ch)} repeats in operand {name} with sizes {own[ch]} and {d}; "
                                  "a repeated index needs equal sizes.")
             own[ch] = d
         for ch, d in own.items():
             if ch in sizes and sizes[ch] != d and 1 not in (sizes[ch], d):
-                raise InputError(f"Index '{ch}' has size {sizes[ch]} in one operand and {d} in operand {name}; "
+                raise InputError(f"Index {quoted(ch)} has size {sizes[ch]} in one operand and {d} in operand {name}; "
                                  "sizes must match or be 1.")
             sizes[ch] = d if ch not in sizes or sizes[ch] == 1 else sizes[ch]
     return sizes

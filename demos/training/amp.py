@@ -12,7 +12,7 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from demos.errors import InputError
-from demos.parsing import parse_numbers
+from demos.parsing import parse_numbers, whole_in_range
 from demos.style import COLORS, base_layout
 from demos.training.common import HEADER, SPIRAL_SOURCE, SpiralNet, check_int, single_threaded, spiral
 
@@ -217,13 +217,9 @@ def parse_spikes(text: str, steps: int) -> tuple[int, ...]:
     """Steps at which the loss spikes (×1e9), e.g. '25, 60'; empty text means none."""
     if not str(text).strip():
         return ()
-    values = parse_numbers(text, "Spike steps", min_count=1, max_count=10)
-    out = []
-    for v in values:
-        if not float(v).is_integer() or not 0 <= v < steps:
-            raise InputError(f"Spike steps must be whole numbers from 0 to {steps - 1}; got {v:g}.")
-        out.append(int(v))
-    return tuple(sorted(set(out)))
+    values = parse_numbers(text, "Loss spike steps", min_count=1, max_count=10)
+    return tuple(sorted({whole_in_range(v, f"Loss spike steps, entry {i + 1}", 0, steps - 1)
+                         for i, v in enumerate(values)}))
 
 
 def _spiral_setup(seed: int):
@@ -317,9 +313,10 @@ class RangeResult:
 @single_threaded
 def dtype_ranges(values_text: str = "1e-8, 3e-5, 1.001, 7e4") -> RangeResult:
     """torch.finfo of float16, bfloat16, float32, and what each chosen value becomes when cast."""
-    values = parse_numbers(values_text, "Values", min_count=1, max_count=6)
-    if any(abs(v) > 1e38 for v in values):
-        raise InputError("Values must be within ±1e38 (the float32 range).")
+    values = parse_numbers(values_text, "Values to cast", min_count=1, max_count=6)
+    for i, v in enumerate(values):
+        if abs(v) > 1e38:
+            raise InputError(f"Values to cast, entry {i + 1}: {v:g} is outside ±1e38 (about float32's range).")
     rows = []
     src = torch.tensor(values, dtype=torch.float64)
     for dtype in (torch.float16, torch.bfloat16, torch.float32):

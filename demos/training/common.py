@@ -8,7 +8,7 @@ from functools import wraps
 import torch
 from torch import nn
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 
 _THREADS_LOCK = threading.Lock()
 _THREADS_USERS = [0, 0]  # [active demos, thread count to restore]
@@ -63,7 +63,7 @@ def check_int(value, name: str, low: int, high: int) -> int:
 def check_choice(value, name: str, options) -> str:
     """Return value if it is one of options, else an InputError listing them."""
     if value not in options:
-        raise InputError(f"{name} must be one of {', '.join(options)}; got '{value}'.")
+        raise InputError(f"{name} must be one of {', '.join(options)}; got {quoted(value)}.")
     return value
 
 

@@ -66,8 +66,10 @@ class ReductionResult:
 def parse_logits(text: str) -> tuple[float, ...]:
     """2 to 10 logits, each of size at most MAX_LOGIT."""
     logits = parse_numbers(text, "Logits", min_count=2, max_count=10)
-    if any(abs(v) > MAX_LOGIT for v in logits):
-        raise InputError(f"Each logit must be between -{MAX_LOGIT:g} and {MAX_LOGIT:g}.")
+    for i, v in enumerate(logits):
+        if abs(v) > MAX_LOGIT:
+            raise InputError(f"Logits, entry {i + 1}: {v:g} is out of range; each logit must be from "
+                             f"-{MAX_LOGIT:g} to {MAX_LOGIT:g}.")
     return logits
 
 
