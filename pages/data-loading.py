@@ -13,7 +13,6 @@ from demos.data.timeline import (
     MAX_BATCH,
     MAX_IO_MS,
     MAX_PREFETCH,
-    MAX_SAMPLES,
     MAX_STEP_MS,
     MAX_TRANSFORM_MS,
     MAX_WORKERS,
@@ -22,7 +21,9 @@ from demos.data.timeline import (
     Workload,
     compare,
     cores,
+    default_samples,
     epoch_boundaries,
+    sample_choices,
     validate,
 )
 from pages import ui
@@ -93,10 +94,18 @@ def cached_pin(megabytes: int):
 
 # ---------- widgets ----------
 
+def batch_before_drawn(key: str) -> int:
+    """A batch_size slider's value before it is drawn this run: its state, else its URL value, else 4."""
+    try:
+        value = int(st.session_state.get(key, st.query_params.get(key, 4)))
+    except (TypeError, ValueError):
+        value = 4
+    return min(max(value, 1), MAX_BATCH)
+
+
 def workload_ui() -> tuple:
     st.markdown("**The workload** (shared by both configurations)")
     c1, c2, c3, c4 = st.columns(4)
-    samples = c1.slider("Samples", 4, MAX_SAMPLES, 32, 4, key="dl_samples", bind="query-params")
     io_ms = c2.slider("I/O latency per sample (ms)", 0, MAX_IO_MS, 20, key="dl_io", bind="query-params",
                       help="__getitem__ sleeps this long: a read from disk or network.")
     transform_ms = c3.slider("CPU transform per sample (ms)", 0, MAX_TRANSFORM_MS, 5, key="dl_cpu",
@@ -104,6 +113,12 @@ def workload_ui() -> tuple:
                              "sized to take about this long on one idle core.")
     step_ms = c4.slider("Training step per batch (ms)", 0, MAX_STEP_MS, 15, 5, key="dl_step", bind="query-params",
                         help="The main process sleeps this long, like a CPU waiting for a GPU step.")
+    # only sample counts whose run without workers fits the budget, at the smallest batch size below
+    smallest = min(batch_before_drawn(k) for k in ("dl_a_batch", "dl_b_batch", "dl_epoch_batch"))
+    choices = sample_choices(io_ms, transform_ms, step_ms, smallest)
+    samples = c1.select_slider("Samples", choices, value=default_samples(choices), key="dl_samples",
+                               bind="query-params", help=f"Counts whose run without workers stays under "
+                               f"{SERIAL_BUDGET_MS / 1000:g} s with these costs: up to {choices[-1]} now.")
     return samples, float(io_ms), float(transform_ms), float(step_ms)
 
 

@@ -2,6 +2,7 @@
 
 import psutil
 
+from demos.data.timeline import sample_choices
 from tests.conftest import assert_clean, open_page
 
 PAGE = "pages/data-loading.py"
@@ -33,19 +34,29 @@ def test_moving_sampler_and_collate_widgets_and_typing_bad_input():
     assert [e.value for e in at.error] == ["Class sizes, entry 2: 0 is out of range; it must be from 1 to 10000."]
 
 
-def test_settings_over_the_budget_are_refused_with_the_limit():
+def test_samples_are_offered_only_where_the_run_fits_the_budget():
     at = open_page(PAGE)
-    at.slider(key="dl_samples").set_value(64)
     at.slider(key="dl_io").set_value(100).run()
-    assert not at.exception
-    assert len(at.error) >= 1 and "under 1.5 s" in at.error[0].value
+    assert_clean(at)
+    offered = [int(o) for o in at.select_slider(key="dl_samples").options]
+    assert offered == list(sample_choices(100, 5, 15, 4)) and max(offered) < 32
+    assert at.select_slider(key="dl_samples").value == max(offered), "32 no longer fits: the largest that does"
+    at.slider(key="dl_a_batch").set_value(1).run()  # more batches, more steps: fewer samples fit
+    assert_clean(at)
+    assert [int(o) for o in at.select_slider(key="dl_samples").options] == list(sample_choices(100, 5, 15, 1))
+
+
+def test_an_over_budget_url_falls_back_to_a_count_that_fits():
+    at = open_page(PAGE, query={"dl_samples": "64", "dl_io": "100", "dl_step": "200"})
+    assert_clean(at)
+    assert at.select_slider(key="dl_samples").value in sample_choices(100, 5, 200, 4)
 
 
 def test_buttons_run_real_workers_and_leave_no_process():
     before = [p.pid for p in psutil.Process().children(recursive=True)]
     at = open_page(PAGE)
     for key, value in SMALL_WORKLOAD.items():
-        at.slider(key=key).set_value(value)
+        (at.select_slider if key == "dl_samples" else at.slider)(key=key).set_value(value)
     at.slider(key="dl_b_workers").set_value(2)
     at.slider(key="dl_stream_len").set_value(6)
     at.run()

@@ -146,7 +146,21 @@ def validate(workload: Workload, config: LoaderConfig, budget_ms: float = SERIAL
 
 def _check_range(name: str, value, low, high) -> None:
     if not low <= value <= high:
-        raise InputError(f"{name} must be between {low} and {high}; got {value}.")
+        raise InputError(f"{name}: {value} is out of range; it must be from {low} to {high}.")
+
+
+def sample_choices(io_ms: float, transform_ms: float, step_ms: float, batch_size: int) -> tuple[int, ...]:
+    """The sample counts (multiples of 4) whose run without workers fits SERIAL_BUDGET_MS at this batch size.
+
+    4 samples always fit (4 x (100 + 20) + 4 x 200 = 1280 ms at the limits), so the tuple is never empty.
+    """
+    return tuple(n for n in range(4, MAX_SAMPLES + 1, 4)
+                 if serial_estimate_ms(Workload(n, io_ms, transform_ms, step_ms), batch_size) <= SERIAL_BUDGET_MS)
+
+
+def default_samples(choices: tuple[int, ...], wanted: int = Workload.samples) -> int:
+    """The wanted count if it fits, else the largest that does (choices run from 4 up in steps of 4)."""
+    return min(wanted, choices[-1])
 
 
 def serial_estimate_ms(w: Workload, batch_size: int) -> float:
