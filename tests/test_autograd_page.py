@@ -1,5 +1,7 @@
 """The autograd page in AppTest: a preset, moved widgets, and bad input answered with a sentence."""
 
+import pytest
+
 from demos.autograd.graph import PRESETS
 from tests.conftest import assert_clean, open_page
 
@@ -46,3 +48,23 @@ def test_micro_batch_k_from_the_url_is_one_of_the_divisors():
     at = open_page(PAGE, query={"ag_batch": "30", "ag_k": "4"})
     assert_clean(at)
     assert at.select_slider(key="ag_k").value == 3
+
+
+@pytest.mark.parametrize("leaves, expr", [
+    ("W: 3,2 grad", "W / 0"),
+    ("W: 3,2 grad", "sum(W) / 0"),
+    ("w: 3 grad", "sum(w * (w * 2).detach())"),
+    ("x: 3,3 grad", "sum(x.T.detach() @ x)"),
+])
+def test_reported_crashes_render_every_section_from_a_shared_link(leaves, expr):
+    at = open_page(PAGE, query={"ag_leaves": leaves, "ag_expr": expr})
+    assert_clean(at)
+    assert any(s.value.startswith("2. Backward") for s in at.header)
+    for i in range(len(at.selectbox(key="ag_chain").options)):
+        at.selectbox(key="ag_chain").set_value(i).run()
+        assert_clean(at)
+    if "detach" in expr:
+        at.selectbox(key="ag_chain").set_value(0).run()
+        assert any("No gradient reaches this operation" in note.value for note in at.info)
+    else:
+        assert any("inf" in str(df.value) for df in at.dataframe)

@@ -207,7 +207,8 @@ class Parser:
                 self.take(")")
                 value = self.node(Detach(value))
             else:
-                raise InputError(f"'.{name.text}' is not supported after a tensor; only .detach() and .T are.")
+                raise InputError(f"{quoted('.' + name.text)} is not supported after a tensor; only .detach() "
+                                 "and .T are.")
         return value
 
     def index_items(self) -> tuple:

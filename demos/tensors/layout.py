@@ -244,8 +244,8 @@ def layout(base_text: str, chain_text: str) -> LayoutResult:
             error, failed = torch_error(err), f"step {i + 1}: {step.code}"
             break
         if t.numel() > MAX_NUMEL:
-            raise InputError(f"Step {i + 1} ({step.code}) makes {t.numel()} elements; this view draws at most "
-                             f"{MAX_NUMEL}.")
+            raise InputError(f"Op chain, step {i + 1} ({quoted(step.code)}) makes {t.numel()} elements; this view "
+                             f"draws at most {MAX_NUMEL}.")
         expr += step.code
         views.append(_describe(expr, t, x))
     return LayoutResult(base_shape, tuple(views), error, failed, tuple(notes), _code(base_shape, steps, len(views) - 1))
