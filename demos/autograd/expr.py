@@ -15,6 +15,7 @@ Leaves are declared as 'x: 4,3; W: 3,2 grad' (name, shape, and 'grad' for requir
 import functools
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 
 import torch
@@ -60,7 +61,9 @@ def tokenize(text: str) -> list[Token]:
             if bad:
                 raise InputError(f"The operator {bad} is not supported; use + - * / @ ** and the functions "
                                  f"{', '.join(FUNCS)}.")
-            raise InputError(f"Unexpected character {quoted(text[start])} at position {start + 1} of the expression.")
+            name = unicodedata.name(text[start], "").lower()
+            raise InputError(f"Unexpected character {quoted(text[start])}{f' ({name})' if name else ''} at position "
+                             f"{start + 1} of the expression.")
         kind = m.lastgroup
         if kind == "op" and m.group("op") == "/" and text[m.end():m.end() + 1] == "/":
             raise InputError(f"The operator {_BAD_OPS['//']} is not supported; use + - * / @ **.")
