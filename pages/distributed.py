@@ -245,7 +245,9 @@ def ddp_section(world: int) -> None:
     a, b, c = st.columns(3)
     raw["bucket_cap_mb"] = a.text_input("bucket_cap_mb", "0.02", key="dist_bucket", bind="query-params",
                                         help=f"{core.BUCKET_MB[0]} to {core.BUCKET_MB[1]} MB")
-    raw["micro_batches"] = b.slider("Micro-batches (no_sync)", 1, 8, 4, key="dist_micro", bind="query-params")
+    micro = core.micro_batch_choices(raw["per_rank"])  # at most one micro-batch per sample
+    raw["micro_batches"] = b.select_slider("Micro-batches (no_sync)", micro, core.nearest_choice(micro, 4),
+                                           key="dist_micro", bind="query-params")
     raw["head_first"] = c.toggle("Register the head first", True, key="dist_head_first", bind="query-params",
                                  help="Registration order ≠ use order: iteration 1's buckets follow registration.")
     raw["seed"] = 0
@@ -302,8 +304,11 @@ def tp_pp_section(world: int) -> None:
              "outputs; row-parallel splits the input features and all-reduces partial sums. Both are checked "
              "against the full `F.linear` on the same inputs.")
     a, b, c = st.columns(3)
-    raw = {"d_in": a.slider("Input features", 2, 256, 8, 2, key="dist_d_in", bind="query-params"),
-           "d_out": b.slider("Output features", 2, 256, 8, 2, key="dist_d_out", bind="query-params"),
+    features = core.feature_choices(world)  # multiples of the world size: every rank gets an equal shard
+    raw = {"d_in": a.select_slider("Input features", features, core.nearest_choice(features, 8), key="dist_d_in",
+                                   bind="query-params"),
+           "d_out": b.select_slider("Output features", features, core.nearest_choice(features, 8), key="dist_d_out",
+                                    bind="query-params"),
            "batch": c.slider("Batch", 1, 16, 2, key="dist_batch", bind="query-params"), "seed": 0}
     with ui.input_errors():
         show_run(run_button("tensor_parallel", world, raw, "tensor parallel"), "dist_tp")

@@ -56,10 +56,21 @@ def test_bad_text_is_a_sentence_not_a_traceback():
     assert not at.exception
 
 
-def test_indivisible_tensor_parallel_split_is_explained():
-    at = open_page(PAGE, query={"dist_world": "3"})
-    assert not at.exception
-    assert any("must be divisible by the number of ranks (3)" in e for e in errors(at))
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_tensor_parallel_offers_only_features_that_split_evenly(world):
+    at = open_page(PAGE, query={"dist_world": str(world), "dist_d_in": "10"})  # 10 does not split into 3 or 4
+    assert_clean(at)
+    for key in ("dist_d_in", "dist_d_out"):
+        offered = [int(o) for o in at.select_slider(key=key).options]
+        assert offered and all(n % world == 0 for n in offered) and len(offered) == 256 // world
+    assert at.select_slider(key="dist_d_in").value == (10 if world == 2 else 6 if world == 3 else 8)
+
+
+def test_ddp_micro_batches_never_exceed_the_samples_per_rank():
+    at = open_page(PAGE, query={"dist_ddp_per_rank": "3", "dist_micro": "8"})
+    assert_clean(at)
+    assert at.select_slider(key="dist_micro").options == ["1", "2", "3"]
+    assert at.select_slider(key="dist_micro").value == 3
 
 
 def test_pipeline_and_zero_widgets_move(at):

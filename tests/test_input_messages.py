@@ -14,11 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import demos
+from demos.autograd.accumulate import default_micro_batches, micro_batch_choices, micro_batches
 from demos.autograd.expr import parse_expression, parse_leaves
 from demos.data.collate import parse_lengths
 from demos.data.samplers import parse_class_sizes
 from demos.debugging.repro import parse_seed
-from demos.distributed.core import validate_params
+from demos.distributed.core import feature_choices, validate_params
+from demos.distributed.core import micro_batch_choices as ddp_micro_choices
 from demos.errors import InputError
 from demos.gradient_flow.clipping import parse_lr
 from demos.home import softmax_temperature
@@ -121,3 +123,37 @@ def test_the_reported_messages(name, text, words):
     with pytest.raises(InputError) as err:
         PARSERS[name](text)
     assert words in str(err.value)
+
+
+# ---- constrained choices: a page offers exactly the values its validator accepts -------------------------------
+
+def _accepted(call) -> bool:
+    try:
+        call()
+    except InputError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_tensor_parallel_feature_choices_are_what_validation_accepts(world):
+    def tp(n):
+        return lambda: validate_params("tensor_parallel", world, {"d_in": n, "d_out": 8 - 8 % world or world,
+                                                                  "batch": 2, "seed": 0})
+    offered = set(feature_choices(world))
+    assert offered == {n for n in range(2, 257) if _accepted(tp(n))}
+
+
+@pytest.mark.parametrize("per_rank", [2, 3, 8, 32])
+def test_ddp_micro_batch_choices_are_what_validation_accepts(per_rank):
+    def ddp(m):
+        return lambda: validate_params("ddp", 2, {"layers": 2, "width": 8, "per_rank": per_rank, "bucket_cap_mb": 1,
+                                                  "micro_batches": m, "head_first": False, "seed": 0})
+    assert set(ddp_micro_choices(per_rank)) == {m for m in range(1, 9) if _accepted(ddp(m))}
+
+
+@pytest.mark.parametrize("batch", [2, 7, 30, 32, 256])
+def test_micro_batch_k_choices_are_what_the_demo_accepts(batch):
+    offered = set(micro_batch_choices(batch))
+    assert offered == {k for k in range(1, 17) if _accepted(lambda k=k: micro_batches(batch, k))}
+    assert default_micro_batches(batch) in offered

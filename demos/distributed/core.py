@@ -56,6 +56,23 @@ def _whole(name: str, value) -> int:
     return parse_int(str(value), LABELS[name], low, high)
 
 
+def feature_choices(world: int) -> tuple[int, ...]:
+    """Tensor-parallel feature counts each rank can hold an equal share of: the multiples of the world size."""
+    low, high = LIMITS["d_in"]
+    return tuple(n for n in range(low, high + 1) if n % world == 0)
+
+
+def micro_batch_choices(per_rank: int) -> tuple[int, ...]:
+    """DDP micro-batch counts that give every micro-batch at least one sample."""
+    low, high = LIMITS["micro_batches"]
+    return tuple(range(low, min(high, per_rank) + 1))
+
+
+def nearest_choice(choices: tuple[int, ...], wanted: int) -> int:
+    """The largest choice not above `wanted`, else the smallest choice."""
+    return max((c for c in choices if c <= wanted), default=choices[0])
+
+
 def validate_world(world_size) -> int:
     return parse_int(str(world_size), "World size", MIN_WORLD, MAX_WORLD)
 
@@ -81,12 +98,14 @@ def validate_params(demo: str, world: int, raw: dict) -> dict:
             p[name] = _whole(name, value)
     if demo == "ddp":
         if p["micro_batches"] > p["per_rank"]:
-            raise InputError(f"Micro-batches ({p['micro_batches']}) cannot exceed samples per rank ({p['per_rank']}).")
+            raise InputError(f"Micro-batches: {p['micro_batches']} is more than the {p['per_rank']} samples per rank, "
+                             "so some micro-batch would be empty.")
         p["iterations"] = DDP_ITERATIONS
     if demo == "tensor_parallel":
         for name in ("d_in", "d_out"):
             if p[name] % world:
-                raise InputError(f"{LABELS[name]} ({p[name]}) must be divisible by the number of ranks ({world}).")
+                raise InputError(f"{LABELS[name]}: {p[name]} does not split into {world} equal shards; use a "
+                                 f"multiple of {world}.")
     return p
 
 
