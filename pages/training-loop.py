@@ -354,8 +354,8 @@ def schedule_ui():
     step_size = c.number_input("StepLR step_size", 1, schedulers.MAX_TOTAL, 30, key="tl_sch_step",
                                bind="query-params")
     gamma = d.slider("StepLR gamma", 0.05, 1.0, 0.5, 0.05, key="tl_sch_gamma", bind="query-params")
-    warmup = e.number_input("Warmup steps", 1, schedulers.MAX_TOTAL - 1, 10, key="tl_sch_warmup",
-                            bind="query-params")
+    warmup = e.number_input("Warmup steps", 1, total - 1, min(10, total - 1), key="tl_sch_warmup",
+                            bind="query-params", help="Fewer than the total steps.")
     return total, base_lr, int(step_size), gamma, int(warmup)
 
 
