@@ -50,3 +50,21 @@ def test_an_unexpected_exception_is_one_sentence_and_the_page_goes_on(monkeypatc
     assert not at.exception
     assert len(at.error) == 1 and BUG_NOTE in at.error[0].value and "KeyError" in at.error[0].value
     assert at.markdown[-1].value == "below"
+
+
+SHELL_APP = """
+import streamlit as st
+from pages.shell import entry
+entry.navigation_pages = lambda: {{"Start": [st.Page({page!r}, title="Broken", default=True)]}}
+entry.main()
+"""
+
+
+def test_a_page_that_raises_outside_its_blocks_is_one_sentence_in_the_shell(monkeypatch, tmp_path):
+    monkeypatch.undo()  # the bug box is what this test wants to see
+    page = tmp_path / "broken.py"
+    page.write_text('import streamlit as st\nst.write("above")\n{}["missing"]\n')
+    at = AppTest.from_string(SHELL_APP.format(page=str(page))).run()
+    assert not at.exception
+    assert len(at.error) == 1 and BUG_NOTE in at.error[0].value and "KeyError" in at.error[0].value
+    assert at.markdown[0].value == "above"

@@ -13,6 +13,7 @@ import torch
 from pages.shell.heap import freeze_loaded_code
 from pages.shell.registry import HOME, SECTIONS, registered
 from pages.ui import sidebar_controls
+from pages.ui.errors import input_errors
 
 _inside = threading.local()  # each script run has its own thread: a mark set while the shell runs a page
 
@@ -46,7 +47,8 @@ def main() -> None:
     sidebar_controls()
     _inside.active = True
     try:
-        page.run()
+        with input_errors():  # anything a page's own blocks did not catch: a sentence, never a traceback
+            page.run()
     finally:
         _inside.active = False
     freeze_loaded_code()
