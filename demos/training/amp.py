@@ -330,6 +330,34 @@ def dtype_ranges(values_text: str = "1e-8, 3e-5, 1.001, 7e4") -> RangeResult:
     return RangeResult(tuple(rows), values)
 
 
+# CUDA autocast runs these in float32 (torch.amp docs, "CUDA Ops that can autocast to float32"); CPU autocast does not
+CUDA_FLOAT32_OPS = ("native_layer_norm", "layer_norm", "_softmax", "softmax", "exp", "sum", "pow", "norm")
+
+
+def ops_caption(result: OpsResult) -> str:
+    """What the recording shows: which computing ops ran low precision, which float32, and which list it was."""
+    low = _op_names(result, result.dtype)
+    high = _op_names(result, "float32")
+    said = (f"Recorded while running by a TorchDispatchMode: every aten op with its input and output dtypes. In "
+            f"{result.dtype}: {', '.join(low) or 'none'}. In float32: {', '.join(high) or 'none'}. `_to_copy` rows "
+            "are the casts autocast inserted; parameters stay float32.")
+    if result.device != "cpu":
+        return said
+    differ = [op for op in _op_names(result, result.dtype, phase="forward") if op in CUDA_FLOAT32_OPS]
+    said += (" These are CPU autocast's op lists: CUDA autocast has its own (float16 by default), and they differ")
+    if differ:
+        return said + (f": on CUDA the forward {', '.join(differ)} would run in float32, not {result.dtype} as here "
+                       "(autocast chooses forward ops only; backward follows the forward's dtypes).")
+    return said + " (CUDA runs layer_norm, softmax, exp and sum in float32, for example)."
+
+
+def _op_names(result: OpsResult, dtype: str, phase: str | None = None) -> list[str]:
+    """Computing ops (casts and fills left out) whose output had this dtype, each named once, in order."""
+    skip = ("_to_copy", "ones_like", "t", "view", "detach")
+    return list(dict.fromkeys(op for ph, op, _, out in result.ops
+                              if out == dtype and op not in skip and phase in (None, ph)))
+
+
 def ops_table(result: OpsResult) -> list[dict]:
     """One row per recorded op, in the order it ran."""
     return [{"#": i, "phase": phase, "op (aten)": op, "inputs": ins, "output dtype": out}
