@@ -45,7 +45,7 @@ def test_bad_input_is_a_sentence():
 
 
 def test_micro_batch_k_from_the_url_is_one_of_the_divisors():
-    at = open_page(PAGE, query={"ag_batch": "30", "ag_k": "4"})
+    at = open_page(PAGE, query={"ag_tab": "Accumulation", "ag_batch": "30", "ag_k": "4"})  # ag_tab: once tabbed
     assert_clean(at)
     assert at.select_slider(key="ag_k").value == 3
 
@@ -57,7 +57,7 @@ def test_micro_batch_k_from_the_url_is_one_of_the_divisors():
     ("x: 3,3 grad", "sum(x.T.detach() @ x)"),
 ])
 def test_reported_crashes_render_every_section_from_a_shared_link(leaves, expr):
-    at = open_page(PAGE, query={"ag_leaves": leaves, "ag_expr": expr})
+    at = open_page(PAGE, query={"ag_tab": "Backward", "ag_leaves": leaves, "ag_expr": expr})
     assert_clean(at)
     assert any(s.value.startswith("2. Backward") for s in at.header)
     for i in range(len(at.selectbox(key="ag_chain").options)):
