@@ -255,6 +255,20 @@ def test_every_section_agrees_with_autograd_grad(case):
         assert chain.upstream == preview(g)
         check_chain_terms(tree, node, chain, env)
     assert len(shown.order) == len(set(shown.order["node"]))
+    check_snippet(shown)
+
+
+def check_snippet(shown) -> None:
+    """The backward snippet, run alone, prints the engine order and every gradient the page shows."""
+    printed = {}
+    exec(compile(shown.code, "<snippet>", "exec"), {"print": lambda label, value: printed.setdefault(label, value)})
+    assert printed["engine order:"] == list(shown.order["grad_fn"])
+    temps = [label for label in printed if label.startswith("t") and label.endswith(".grad")]
+    shown_rows = list(shown.intermediate_grads["gradient flowing in (.grad)"])
+    assert [CUT_BY_DETACH if printed[t] is None else preview(printed[t]) for t in temps] == shown_rows
+    for leaf, row in shown.leaf_grads.set_index("leaf").iterrows():
+        if f"{leaf}.grad" in printed:
+            assert preview(printed[f"{leaf}.grad"]) == row[".grad"]
 
 
 def label_case(text: str, shown) -> None:
@@ -307,6 +321,13 @@ def test_zero_divisor_gives_infinite_gradients_like_torch():
     (term,) = shown.chains[0].terms
     assert term.hand == term.engine == float("inf") and term.max_abs_diff == 0.0
     assert "inf or nan" in shown.gradcheck_message
+
+
+def test_equal_sub_expressions_get_their_own_temporaries_in_the_snippet():
+    """x * 2 + x * 2 is two multiplications: the snippet once reused one temporary for both (t3 = t2 + t2)."""
+    shown = backward_view("x: 3 grad", "sum(x * 2 + x * 2)")
+    assert "t3 = t1 + t2" in shown.code
+    check_snippet(shown)
 
 
 def test_detached_intermediate_says_no_gradient_reaches_it():

@@ -372,9 +372,8 @@ def _or_zeros(grad: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
 def backward_code(b, expr_text: str) -> str:
     """A runnable script: named intermediates with retain_grad, order hooks, backward, gradcheck."""
     lines = ["import torch", "", leaves_code(b.leaves), "", f"# {expr_text.strip()}"]
-    temps: dict = {}
-    for i, s in enumerate(b.steps, 1):
-        temps[s.node] = f"t{i}"
+    # keyed by id: two equal sub-expressions (x * 2 + x * 2) are two operations, each with its own temporary
+    temps = {id(s.node): f"t{i}" for i, s in enumerate(b.steps, 1)}
     for i, s in enumerate(b.steps, 1):
         lines.append(f"t{i} = {_code_with_temps(s.node, temps, top=True)}")
         if s.out.requires_grad:
@@ -403,11 +402,11 @@ def backward_code(b, expr_text: str) -> str:
 
 def _code_with_temps(node, temps: dict, top: bool = False) -> str:
     """torch code for one operation, its operands replaced by their temporaries."""
-    if not top and node in temps:
-        return temps[node]
+    if not top and id(node) in temps:
+        return temps[id(node)]
     def sub(child):
         text = _code_with_temps(child, temps)
-        return text if child in temps or isinstance(child, (E.Name, E.Num)) else f"({text})"
+        return text if id(child) in temps or isinstance(child, (E.Name, E.Num)) else f"({text})"
 
     if isinstance(node, E.Num):
         return E.to_source(node)

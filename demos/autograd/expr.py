@@ -562,7 +562,9 @@ def _index(a, items, text: str):
         if isinstance(item, int) and not -a.shape[d] <= item < a.shape[d]:
             raise InputError(f"Index {item} is out of range in {quoted(text)}: dimension {d} has size {a.shape[d]}.")
     key = tuple(item if isinstance(item, int) else slice(*item) for item in items)
-    return a[key]
+    # x[:] passes a slice, x[0, :] a tuple, and torch records them differently (SliceBackward0 vs AliasBackward0):
+    # index exactly as the printed code does
+    return a[key[0]] if len(key) == 1 else a[key]
 
 
 def evaluate(tree, tensors: dict[str, torch.Tensor], steps: list | None = None):
