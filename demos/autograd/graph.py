@@ -215,10 +215,18 @@ def graph_code(leaves, expr_text: str, tree, show_saved: bool) -> str:
         "import torch\nfrom torchviz import make_dot\n\n"
         f"{leaves_code(leaves)}\n"
         f"out = {to_source(tree, torch_style=True)}  # {expr_text.strip()}\n"
-        f"dot = make_dot(out, params={{{params}}}, show_saved={show_saved})\n"
-        "print(dot.source)  # or dot.render('graph', format='png') with the dot binary\n"
-        "fn = out.grad_fn\n"
-        "print(type(fn).__name__, fn.next_functions)\n"
+        f"dot = make_dot(out, params={{{params}}}, show_saved={show_saved})  # dot.render('graph', format='png') "
+        "draws it\n\n"
+        "# the node table: a depth-first walk of next_functions, numbering each node the first time it is met\n"
+        "order, stack = [], [out.grad_fn]\n"
+        "while stack:\n"
+        "    fn = stack.pop()\n"
+        "    if fn is not None and fn not in order:\n"
+        "        order.append(fn)\n"
+        "        stack.extend(reversed([n for n, _ in fn.next_functions if n is not None]))\n"
+        "for i, fn in enumerate(order):\n"
+        "    nxt = [f'#{order.index(n)} {type(n).__name__}' for n, _ in fn.next_functions if n is not None]\n"
+        "    print(f'#{i}', type(fn).__name__, '->', ', '.join(nxt) or '—')\n"
     )
 
 

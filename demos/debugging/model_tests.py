@@ -139,7 +139,15 @@ def run_model_tests(bug: str) -> TestReport:
 TEST_CODE = '''import torch
 from torch import nn
 
-from mymodel import Classifier  # your model
+
+class Classifier(nn.Module):  # the page's correct model: import yours here instead
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(10, 32)
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
 
 
 def test_output_shape():
@@ -151,13 +159,15 @@ def test_output_shape():
 def test_overfits_one_batch():
     torch.manual_seed(0)
     model = Classifier()
-    x, y = torch.randn(8, 10), torch.randint(0, 4, (8,))
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(8, 10, generator=g), torch.randint(0, 4, (8,), generator=g)
     opt = torch.optim.Adam(model.parameters(), lr=0.02)
     for _ in range(150):
         loss = nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
+    print(f"final loss {loss.item():.4f}")
     assert loss.item() < 0.05
 
 
@@ -176,4 +186,17 @@ def test_deterministic_under_seed():
     b = Classifier().eval()
     with torch.no_grad():
         assert torch.equal(a(x), b(x)) and torch.equal(a(x), a(x))
+
+
+if __name__ == "__main__":  # pytest this_file.py runs the same four tests
+    tests = [test_output_shape, test_overfits_one_batch, test_every_parameter_gets_a_gradient,
+             test_deterministic_under_seed]
+    passed = 0
+    for test in tests:
+        try:
+            test()
+            passed += 1
+        except AssertionError as err:
+            print(test.__name__, "failed:", err)
+    print(f"{passed} of {len(tests)} passed")
 '''

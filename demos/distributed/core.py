@@ -409,6 +409,24 @@ def pipeline_schedule(stages: int, micro: int, kind: str) -> Schedule:
     if kind not in ("GPipe", "1F1B"):
         raise InputError(f"Unknown schedule {quoted(kind)}; choose GPipe or 1F1B.")
     orders = [_stage_order(kind, p, m, s) for s in range(p)]
+    tasks = run_schedule(orders)
+    makespan = max(start + 1 for _, start, _, _ in tasks)
+    peak = peak_in_flight(tasks, p)
+    code = (inspect.getsource(_stage_order) + "\n\n" + inspect.getsource(run_schedule) + "\n\n"
+            + inspect.getsource(peak_in_flight) + "\n\n"
+            f"orders = [_stage_order({kind!r}, {p}, {m}, s) for s in range({p})]\n"
+            "tasks = run_schedule(orders)\n"
+            "makespan = max(start + 1 for _, start, _, _ in tasks)\n"
+            f"print('makespan', makespan, 'time units; bubble', 1 - 2 * {m} / makespan, "
+            f"'; formula (p-1)/(m+p-1) =', ({p} - 1) / ({m} + {p} - 1))\n"
+            f"print('peak micro-batches in flight per stage', peak_in_flight(tasks, {p}))\n")
+    return Schedule(kind, p, m, tuple(sorted(tasks, key=lambda t: (t[1], t[0]))), makespan, 1 - (2 * m) / makespan,
+                    (p - 1) / (m + p - 1), tuple(peak), code)
+
+
+def run_schedule(orders: list) -> list[tuple[int, int, str, int]]:
+    """(stage, start, F or B, micro-batch) for every task: unit-time tasks, each as early as its dependencies allow."""
+    p = len(orders)
     done, free, pos, tasks = {}, [0] * p, [0] * p, []
     while any(pos[s] < len(orders[s]) for s in range(p)):
         progressed = False
@@ -428,8 +446,11 @@ def pipeline_schedule(stages: int, micro: int, kind: str) -> Schedule:
                 progressed = True
         if not progressed:
             raise RuntimeError("schedule deadlocked")  # a bug in the orders, never user input
-    makespan = max(free)
-    bubble = 1 - (2 * m) / makespan
+    return tasks
+
+
+def peak_in_flight(tasks: list, p: int) -> tuple[int, ...]:
+    """Per stage, the most micro-batches forwarded but not yet backwarded (their activations are held)."""
     peak = []
     for s in range(p):
         live, best = 0, 0
@@ -437,11 +458,7 @@ def pipeline_schedule(stages: int, micro: int, kind: str) -> Schedule:
             live += 1 if what == "F" else -1
             best = max(best, live)
         peak.append(best)
-    code = (f"# stage s runs its tasks in this order; a task waits for its dependency on the neighbour stage\n"
-            f"orders = [_stage_order({kind!r}, {p}, {m}, s) for s in range({p})]\n"
-            f"bubble = 1 - 2 * {m} / makespan   # formula: ({p}-1)/({m}+{p}-1) = {(p - 1) / (m + p - 1):.4f}\n")
-    return Schedule(kind, p, m, tuple(sorted(tasks, key=lambda t: (t[1], t[0]))), makespan, bubble,
-                    (p - 1) / (m + p - 1), tuple(peak), inspect.getsource(_stage_order) + "\n" + code)
+    return tuple(peak)
 
 
 def tradeoff_rows(params: int, world: int, layers: int, width: int, tokens: int, precision: str) -> list[dict]:

@@ -127,6 +127,10 @@ def script_code(actions: tuple[Action, ...], expandable: bool) -> str:
         f"os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:{expandable}'  # before CUDA starts",
         "import torch",
         "",
+        "if not torch.cuda.is_available():",
+        "    raise SystemExit('No CUDA GPU here: this script measures the CUDA caching allocator; run it on a machine "
+        "with an NVIDIA GPU.')",
+        "",
         "def show(what):",
         "    allocated, reserved = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()",
         "    print(f'{what:24s} allocated {allocated:>12,}  reserved {reserved:>12,}')",

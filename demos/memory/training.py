@@ -297,7 +297,8 @@ def largest_fitting(batches: tuple[int, ...], peaks: tuple[int, ...], capacity: 
 
 def snippet(spec: RunSpec) -> str:
     """A runnable script that reproduces the timeline with the same tracker, on meta tensors or CUDA."""
-    return f'''import torch
+    return f'''# Run from the repository root: it uses this app's storage tracker (demos/memory/tracker.py).
+import torch
 from demos.memory.training import RunSpec, simulate, default_device
 
 spec = RunSpec(model={spec.model!r}, batch={spec.batch}, seq_len={spec.seq_len}, dtype={spec.dtype!r},
@@ -338,7 +339,7 @@ class LoggingTrap:
     code: str
 
 
-def _live_after_batches(model_name: str, batch: int, batches: int, grad: bool) -> tuple[int, ...]:
+def live_after_batches(model_name: str, batch: int, batches: int, grad: bool) -> tuple[int, ...]:
     preset = MODELS[model_name]
     torch.manual_seed(0)
     tracker = StorageTracker("meta")
@@ -358,15 +359,22 @@ def logging_trap(model_name: str = "MLP (4 x 2048)", batch: int = 256, batches: 
     """A validation loop that sums loss tensors with grad on keeps every batch's graph; under no_grad it does not."""
     validate(RunSpec(model=model_name, batch=batch))
     code = (
-        "total = 0.0\n"
-        "for x, y in val_loader:                # trap: grad is on and the loss tensor is kept\n"
-        "    total = total + loss_fn(model(x), y)   # each batch's graph (and its saved activations) stays alive\n"
-        "\n"
-        "with torch.no_grad():                  # correct: no graph is recorded\n"
-        "    total = sum(loss_fn(model(x), y).item() for x, y in val_loader)\n"
+        "# Run from the repository root: it uses this app's storage tracker on meta tensors (no memory is used).\n"
+        "from demos.memory.allocator import fmt_bytes\n"
+        "from demos.memory.training import live_after_batches\n\n"
+        "# The two validation loops it measures, in your code:\n"
+        "#   total = 0.0\n"
+        "#   for x, y in val_loader:                    # trap: grad is on and the loss tensor is kept\n"
+        "#       total = total + loss_fn(model(x), y)   # each batch's graph (and its saved activations) stays\n"
+        "#   with torch.no_grad():                      # correct: no graph is recorded\n"
+        "#       total = sum(loss_fn(model(x), y).item() for x, y in val_loader)\n"
+        "for name, grad in (('trap', True), ('no_grad', False)):\n"
+        f"    live = live_after_batches({model_name!r}, {batch}, {batches}, grad)\n"
+        "    growth = fmt_bytes(live[-1] - live[0])\n"
+        "    print(f'{name}: live after {len(live)} batches {fmt_bytes(live[-1])}, +{growth} since batch 1')\n"
     )
-    return LoggingTrap(_live_after_batches(model_name, batch, batches, True),
-                       _live_after_batches(model_name, batch, batches, False), code)
+    return LoggingTrap(live_after_batches(model_name, batch, batches, True),
+                       live_after_batches(model_name, batch, batches, False), code)
 
 
 BENCH_CASES = {

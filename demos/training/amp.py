@@ -294,13 +294,14 @@ for step in range({steps}):
     opt.zero_grad()
     with torch.autocast(device, dtype=torch.float16):
         loss = nn.functional.cross_entropy(model(x), y)
+    logged = loss.item()
     if step in {set(spikes) or "set()"}:
         loss = loss * 1e9                     # provoke an overflow on purpose
     scale = scaler.get_scale()
     scaler.scale(loss).backward()             # backward of loss × scale: small grads survive float16
     scaler.step(opt)                          # unscale; skip the step if any grad is inf/NaN
     scaler.update()                           # halve on overflow; double after {growth_interval} clean steps
-    print(step, scale, "->", scaler.get_scale())
+    print(step, f"scale 2^{{math.log2(scale):g}} -> 2^{{math.log2(scaler.get_scale()):g}}", f"loss {{logged:.4g}}")
 """
 
 

@@ -248,6 +248,7 @@ def reduction_scaling(max_batch: int = 256, seed: int = 0) -> ReductionResult:
     check_int(max_batch, "Largest batch", 2, 4096)
     check_int(seed, "Seed", 0, 10_000)
     sizes = [2**k for k in range(int(math.log2(max_batch)) + 1)]
+    torch.manual_seed(seed)  # the Linear's initial weights
     g = torch.Generator().manual_seed(seed)
     model = nn.Linear(8, 1)
     x = torch.randn(sizes[-1], 8, generator=g)
@@ -265,6 +266,7 @@ def reduction_code(max_batch, seed) -> str:
     return f"""import torch
 from torch import nn
 
+torch.manual_seed({seed})  # the Linear's initial weights
 g = torch.Generator().manual_seed({seed})
 model = nn.Linear(8, 1)
 x, y = torch.randn({max_batch}, 8, generator=g), torch.randn({max_batch}, 1, generator=g)
