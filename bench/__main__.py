@@ -1,10 +1,12 @@
 """Benchmark the real app in headless Chromium and print a markdown table.
 
-    python -m bench                      # every registered page
+    python -m bench                      # every registered page, each also in whiteboard mode
     python -m bench --pages tensors,autograd --reruns 5
+    python -m bench --memory             # PSS of heavy demos, five visitors, idle; the upload worst case
 
 Measures: cold start (server start to first page rendered) against an app whose only page imports torch,
-first visit and warm reruns per page (in the browser, and the page script alone in AppTest), server RSS
+first visit and warm reruns per page (in the browser, and the page script alone in AppTest), the same page's warm
+reruns in whiteboard mode (a view, ?whiteboard=true), server RSS
 (children included) after all pages and after 50 more reruns, and the time of each heavy demo case that a
 demos module lists in BENCH_CASES.
 """
@@ -24,6 +26,8 @@ from playwright.sync_api import sync_playwright
 from streamlit.testing.v1 import AppTest
 
 import demos
+from bench import memory as memory_bench
+from bench import uploads
 from pages.shell.registry import HOME, by_slug, registered
 from tests.browser.harness import (
     CHART_SELECTOR,
@@ -258,9 +262,19 @@ def main() -> None:
     parser.add_argument("--cold-repeat", type=int, default=3)
     parser.add_argument("--views", default="",
                         help="comma-separated extra views to time, e.g. tensors?tensors_tab=dtypes")
+    parser.add_argument("--no-whiteboard", action="store_true", help="skip each page's whiteboard-mode view")
     parser.add_argument("--cases", default="", help="only heavy demo cases whose module name contains this")
     parser.add_argument("--no-cases", action="store_true", help="skip the heavy demo cases")
+    parser.add_argument("--memory", action="store_true",
+                        help="only the memory tables (bench/memory.py) and the upload worst case (bench/uploads.py)")
     args = parser.parse_args()
+    if args.memory:
+        with sync_playwright() as p:
+            browser = launch_chromium(p)
+            result = memory_bench.run(browser)
+            browser.close()
+        print(memory_bench.report(result) + "\n\n" + uploads.report(uploads.run()))
+        return
     topics = registered()
     if args.pages:
         wanted = set(args.pages.split(","))
@@ -277,7 +291,8 @@ def main() -> None:
         cold = {"app": statistics.median(cold_app), "torch_only": statistics.median(cold_torch),
                 "repeat": args.cold_repeat}
         print(f"  cold start: app {cold['app']:.2f} s, torch-only {cold['torch_only']:.2f} s", file=sys.stderr)
-        views = [v for v in args.views.split(",") if v]
+        views = [] if args.no_whiteboard else [f"{t.slug}?whiteboard=true" for t in topics]
+        views += [v for v in args.views.split(",") if v]
         rows, memory = bench_pages(browser, topics, args.reruns, args.extra_reruns, views)
         memory["reruns"] = args.extra_reruns
         browser.close()

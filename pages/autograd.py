@@ -1,5 +1,7 @@
 """Autograd: the graph torch records, backward step by step, no_grad vs detach, custom Functions, accumulation."""
 
+from functools import partial
+
 import streamlit as st
 
 from demos.autograd.accumulate import (
@@ -16,7 +18,14 @@ from demos.autograd.accumulate import (
 from demos.autograd.backward import backward_view
 from demos.autograd.custom import all_custom
 from demos.autograd.expr import FUNCS, MAX_DIM, MAX_LEAVES
-from demos.autograd.graph import DEFAULT_PRESET, MAX_GRAPH_NODES, PRESETS, TORCHVIZ_LEGEND, graph_view
+from demos.autograd.graph import (
+    DEFAULT_PRESET,
+    FORWARD_LEGEND,
+    MAX_GRAPH_NODES,
+    PRESETS,
+    TORCHVIZ_LEGEND,
+    graph_view,
+)
 from demos.autograd.modes import (
     MAX_N,
     MIN_N,
@@ -80,8 +89,8 @@ def _load_preset() -> None:
     st.session_state["ag_expr"] = expr
 
 
-def graph_ui() -> tuple[str, str, bool]:
-    """Preset gallery, leaf declarations, the expression and the saved-tensor switch."""
+def expression_ui() -> tuple[str, str]:
+    """Preset gallery, leaf declarations and the expression: the Graph and Backward tabs both draw them."""
     default_leaves, default_expr = PRESETS[DEFAULT_PRESET]
     top = st.columns([2, 5], vertical_alignment="bottom")
     top[0].selectbox("Preset", list(PRESETS), key="ag_preset", on_change=_load_preset, bind="query-params",
@@ -96,9 +105,7 @@ def graph_ui() -> tuple[str, str, bool]:
         help=f"+ - * / @ **, functions {', '.join(FUNCS)} (sum/mean/softmax take a dim, e.g. sum(x, 1)), "
              ".detach(), .T and indexing such as x[0, 1:3].",
     )
-    show_saved = st.toggle("Show saved tensors in the backward graph", key="ag_saved", bind="query-params",
-                           help="make_dot(show_saved=True): draw what each node saved for backward.")
-    return leaves, expr, show_saved
+    return leaves, expr
 
 
 def trap_box(text: str, icon: str = ":material/cancel:") -> None:
@@ -116,7 +123,15 @@ def legend_chips(items) -> None:
     st.html(f"<div style='font-size:0.85rem'>{chips}</div>")
 
 
-def graph_section(leaves: str, expr: str, show_saved: bool) -> None:
+def graph_section() -> None:
+    leaves, expr = expression_ui()
+    show_saved = st.toggle("Show saved tensors in the backward graph", key="ag_saved", bind="query-params",
+                           help="make_dot(show_saved=True): draw what each node saved for backward.")
+    with ui.input_errors():
+        graph_results(leaves, expr, show_saved)
+
+
+def graph_results(leaves: str, expr: str, show_saved: bool) -> None:
     st.header("1. The graph torch records", divider="gray")
     ui.prose(
         "Every operation on a tensor that requires grad appends a node to a **backward** graph: the output's "
@@ -129,7 +144,7 @@ def graph_section(leaves: str, expr: str, show_saved: bool) -> None:
     with left:
         st.markdown(f"**Forward: your expression** → output shape `{g.out_shape}`")
         ui.graph(g.forward_dot)
-        ui.legend(["parameter", "data", "activation"])
+        ui.legend(FORWARD_LEGEND)
         st.caption("Blue: leaf with requires_grad=True; cyan: leaf without; green: an operation and its output shape.")
     with right:
         st.markdown(f"**Backward: the graph autograd recorded** ({g.n_nodes} nodes, limit {MAX_GRAPH_NODES})")
@@ -138,12 +153,13 @@ def graph_section(leaves: str, expr: str, show_saved: bool) -> None:
     for note in g.notes:
         st.info(note, icon=":material/info:")
     st.markdown("**Nodes** (a depth-first walk of `out.grad_fn.next_functions`)")
-    st.dataframe(g.nodes, hide_index=True, width="stretch")
+    ui.table(g.nodes, hide_index=True, width="stretch")
     st.caption("Intermediates do not keep .grad unless asked: section 2 calls retain_grad() on each of them.")
     ui.show_code(g.code, key="ag_graph_code", file_name="autograd_graph.py")
 
 
-def backward_section(leaves: str, expr: str, graph_ok: bool) -> None:
+def backward_section() -> None:
+    leaves, expr = expression_ui()
     st.header("2. Backward, step by step", divider="gray")
     ui.steps([
         "`out.backward(torch.ones_like(out))` seeds the output's gradient with ones (for a scalar, just 1).",
@@ -153,10 +169,8 @@ def backward_section(leaves: str, expr: str, graph_ok: bool) -> None:
         "`next_functions`: the chain rule.",
         "`AccumulateGrad` nodes add into the leaves' `.grad`; intermediates keep theirs only after `retain_grad()`.",
     ], key="ag_backward_steps")
-    if not graph_ok:
-        st.info("Fix the leaves or the expression above to run backward.", icon=":material/info:")
-        return
     with ui.input_errors():
+        cached_graph(leaves, expr, False)  # backward runs only on what the Graph tab accepts; its sentence if not
         backward_results(cached_backward(leaves, expr))
 
 
@@ -164,13 +178,13 @@ def backward_results(r) -> None:
     left, right = st.columns(2, gap="large")
     with left:
         st.markdown("**Leaves: `.grad` after backward**")
-        st.dataframe(r.leaf_grads, hide_index=True, width="stretch")
+        ui.table(r.leaf_grads, hide_index=True, width="stretch")
         st.caption(f"Max difference from `torch.autograd.grad` on a fresh run: {r.max_diff_vs_autograd_grad:.3g}")
     with right:
         st.markdown("**Order in which the engine ran the nodes**")
-        st.dataframe(r.order, hide_index=True, width="stretch", height=min(38 + 35 * len(r.order), 320))
+        ui.table(r.order, hide_index=True, width="stretch", height=min(38 + 35 * len(r.order), 320))
     st.markdown("**Every intermediate: the gradient flowing into it** (`retain_grad()` on each)")
-    st.dataframe(r.intermediate_grads, hide_index=True, width="stretch")
+    ui.table(r.intermediate_grads, hide_index=True, width="stretch")
     chain_ui(r)
     gradcheck_box(r)
     ui.show_code(r.code, key="ag_backward_code", file_name="autograd_backward.py")
@@ -215,7 +229,7 @@ def modes_section() -> None:
     )
     n = st.slider("Size n of x and W (n × n)", MIN_N, MAX_N, 128, 16, key="ag_n", bind="query-params")
     r = cached_modes(n)
-    st.dataframe(r.table, hide_index=True, width="stretch")
+    ui.table(r.table, hide_index=True, width="stretch")
     ui.plot(modes_chart(n), key="ag_modes_fig")
     ui.show_code(r.code, key="ag_modes_code", file_name="autograd_modes.py")
     sharing, version, *_ = cached_fixed_demos()
@@ -248,19 +262,7 @@ def custom_section() -> None:
     ui.prose("A `torch.autograd.Function` defines both passes. Each example is checked two ways: "
              "`gradcheck` (finite differences in float64) and the gradient autograd derives for a plain version.")
     _, _, (examples, trap), *_ = cached_fixed_demos()
-    tabs = st.tabs([e.name for e in examples])
-    for tab, e in zip(tabs, examples, strict=True):
-        with tab:
-            st.caption(e.what)
-            a, b = st.columns(2, gap="large")
-            a.markdown(f"forward: `{e.forward}`  \ncustom backward: `{e.custom_grad}`")
-            b.markdown(f"{e.plain_name}: `{e.plain_grad}`  \nmax |custom − plain|: `{e.max_abs_diff:.3g}`")
-            for label, value in e.extra:
-                st.markdown(f"- {label}: `{value}`")
-            (st.success if e.gradcheck_ok else st.warning)(
-                f"gradcheck {'passes' if e.gradcheck_ok else 'fails'}: {e.gradcheck_message}.",
-                icon=":material/function:")
-            st.code(e.code, language="python")
+    ui.section_tabs({e.name: partial(custom_example, e) for e in examples}, key="ag_custom")
     st.subheader("The trap: a backward that forgets grad_out")
     naive_col, check_col = st.columns(2, gap="large")
     with naive_col:
@@ -274,6 +276,18 @@ def custom_section() -> None:
         trap_box(f"gradcheck {'passes' if trap.gradcheck_ok else 'fails'}: {trap.gradcheck_message}.",
                  icon=":material/cancel:")
     ui.show_code(trap.code, key="ag_trap_code", file_name="wrong_backward.py")
+
+
+def custom_example(e) -> None:
+    st.caption(e.what)
+    a, b = st.columns(2, gap="large")
+    a.markdown(f"forward: `{e.forward}`  \ncustom backward: `{e.custom_grad}`")
+    b.markdown(f"{e.plain_name}: `{e.plain_grad}`  \nmax |custom − plain|: `{e.max_abs_diff:.3g}`")
+    for label, value in e.extra:
+        st.markdown(f"- {label}: `{value}`")
+    (st.success if e.gradcheck_ok else st.warning)(
+        f"gradcheck {'passes' if e.gradcheck_ok else 'fails'}: {e.gradcheck_message}.", icon=":material/function:")
+    st.code(e.code, language="python")
 
 
 def micro_ui() -> tuple[int, int]:
@@ -328,13 +342,6 @@ ui.prose(
     "Type your own expression below, or load a preset; every graph, gradient and error on this page "
     "comes from torch running it now."
 )
-leaves_text, expr_text, show_saved_tensors = graph_ui()
-graph_drawn = False
-with ui.input_errors():
-    graph_section(leaves_text, expr_text, show_saved_tensors)
-    graph_drawn = True
-backward_section(leaves_text, expr_text, graph_drawn)
-modes_section()
-custom_section()
-accumulation_section()
+ui.section_tabs({"Graph": graph_section, "Backward": backward_section, "no_grad & detach": modes_section,
+                 "Custom Functions": custom_section, "Accumulation": accumulation_section}, key="ag_tab")
 ui.interview_corner("autograd", QUESTIONS)

@@ -135,23 +135,9 @@ def config_ui(prefix: str, title: str, workers: int) -> tuple:
     return num_workers, batch_size, prefetch, persistent, pin
 
 
-def ran(key: str, params) -> bool:
-    """Whether the button was pressed for exactly these parameters (the result then comes from the cache)."""
-    return st.session_state.get(key) == params
-
-
-def run_button(label: str, key: str, params) -> bool:
-    if st.button(label, key=f"{key}_button", type="primary", icon=":material/play_arrow:"):
-        st.session_state[key] = params
-        return True
-    if st.session_state.get(key) not in (None, params):
-        st.info("The settings changed since the last run: press the button to run them.", icon=":material/info:")
-    return False
-
-
 def with_status(label: str, fn, *args):
     """Run a process-backed demo inside st.status so the visitor sees it working."""
-    with st.status(label, expanded=False) as status:
+    with ui.queue_position(), st.status(label, expanded=False) as status:
         result = fn(*args)
         status.update(label=f"{label} done", state="complete")
     return result
@@ -170,8 +156,7 @@ def intro() -> None:
         f"This host has **{cores()} CPU cores**; torch warns when num_workers exceeds that, and the timeline shows "
         "why."
     )
-    ui.legend(["data", "activation", "parameter", "error", "idle"])
-    st.caption("read (I/O) · CPU transform · training step · main process starved · worker start-up")
+    ui.legend(figures.GANTT_LEGEND)
 
 
 def timeline_section() -> tuple:
@@ -193,8 +178,7 @@ def timeline_section() -> tuple:
     with ui.input_errors():
         for cfg in (a, b):
             validate(Workload(*workload), LoaderConfig(*cfg))
-        clicked = run_button("Run both loaders", "dl_timeline", params)
-        if not (clicked or ran("dl_timeline", params)):
+        if not ui.run_button("Run both loaders", "dl_timeline", params, type="primary"):
             st.info(f"Press the button to run both DataLoaders (a few seconds on an idle host: the workload "
                     f"without workers is capped at {SERIAL_BUDGET_MS / 1000:g} s, and every run has a time limit).",
                     icon=":material/play_circle:")
@@ -245,8 +229,7 @@ def epochs_section(workload: tuple) -> None:
     params = (workload, config)
     with ui.input_errors():
         validate(Workload(*workload), LoaderConfig(*config))
-        clicked = run_button("Run two epochs, off and on", "dl_epochs", params)
-        if not (clicked or ran("dl_epochs", params)):
+        if not ui.run_button("Run two epochs, off and on", "dl_epochs", params, type="primary"):
             st.info("Uses the workload from section 1; press the button to run two epochs twice.",
                     icon=":material/play_circle:")
             return
@@ -270,8 +253,7 @@ def streams_section() -> None:
     workers = c2.slider("num_workers", 1, MAX_WORKERS, 3, key="dl_stream_workers", bind="query-params")
     params = (length, workers)
     with ui.input_errors():
-        clicked = run_button("Load both streams", "dl_streams", params)
-        if not (clicked or ran("dl_streams", params)):
+        if not ui.run_button("Load both streams", "dl_streams", params, type="primary"):
             st.info("Press the button to load the unsharded and the sharded stream with real workers.",
                     icon=":material/play_circle:")
             return

@@ -65,7 +65,7 @@ def nan_section() -> None:
             st.code(nan_trace.PLANTED_LINE[source], language="python", wrap_lines=True)
             st.markdown(f"loss = `{r.loss}`. Forward-hook tracer: first non-finite output in "
                         f"**`{r.first_bad or 'none'}`**.")
-            st.dataframe([{"module": h.module, "type": h.kind, "finite": h.finite, "non-finite": h.nonfinite}
+            ui.table([{"module": h.module, "type": h.kind, "finite": h.finite, "non-finite": h.nonfinite}
                           for h in r.hook_rows], hide_index=True)
             st.markdown("`detect_anomaly` raised:")
             st.code(r.error or "(no error)", language="text", wrap_lines=True)
@@ -119,7 +119,7 @@ def repro_section() -> None:
         with left:
             ui.plot(figures.seed_figure(r), key="dbg_seed_fig")
         with right:
-            st.dataframe([{"run": x.label, "final loss": x.losses[-1], "sha256 of final weights": x.digest}
+            ui.table([{"run": x.label, "final loss": x.losses[-1], "sha256 of final weights": x.digest}
                           for x in r.runs], hide_index=True)
         ui.show_code(r.code, key="dbg_seed_code", file_name="seeds.py")
     workers_part()
@@ -141,24 +141,24 @@ def workers_part() -> None:
         "it in `worker_init_fn` from `get_worker_info().seed`; passing `generator=` to the DataLoader makes "
         "those seeds the same in every run."
     )
-    if st.button("Spawn 2 workers for each loader", key="dbg_workers_run", icon=":material/play_arrow:"):
-        with ui.input_errors(), st.status("Starting worker processes (each imports torch)…") as status:
+    if st.button("Start 2 workers for each loader", key="dbg_workers_run", icon=":material/play_arrow:"):
+        with ui.input_errors(), ui.queue_position(), st.status("Starting worker processes…") as status:
             cached_workers()
             st.session_state["dbg_workers_done"] = True
             status.update(label="Workers finished and shut down", state="complete")
     if not _workers_cached():
-        st.caption("Spawning takes a few seconds on this host, so it waits for the button.")
+        st.caption("Starting workers takes a few seconds on this host, so it waits for the button.")
         return
     with ui.input_errors():
         w = cached_workers()
         st.markdown(f"**Bug** — {w.bug.duplicates} of {len(w.bug.rows)} 'random' values repeat: worker 1 draws "
                     "exactly what worker 0 draws")
-        st.dataframe(_worker_table(w.bug), hide_index=True)
+        ui.table(_worker_table(w.bug), hide_index=True)
         st.markdown(f"**Fix** — {w.fixed.duplicates} repeated values")
-        st.dataframe(_worker_table(w.fixed), hide_index=True)
+        ui.table(_worker_table(w.fixed), hide_index=True)
         st.caption(f"Base seed drawn from `generator=torch.Generator().manual_seed(0)` in two fresh runs: "
                    f"{w.base_seeds[0]} and {w.base_seeds[1]} (worker seed = base seed + worker id). "
-                   f"Took {w.seconds:.1f} s with spawned processes.")
+                   f"Took {w.seconds:.1f} s with worker processes forked from a fork server.")
         ui.show_code(w.code, key="dbg_workers_code", file_name="worker_seeds.py")
 
 
@@ -181,11 +181,11 @@ def determinism_part() -> None:
     b.markdown(f"flag on: `{d.empty_deterministic}`")
     why = {name: reason for name, _fn, reason in repro.CHECKS}
     cuda = {c.op: c for c in d.cuda_checks}
-    st.dataframe(
+    ui.table(
         [{"op": c.op, "what deterministic mode does": why[c.op], "CPU here": c.outcome,
           "CUDA": (cuda[c.op].outcome if c.op in cuda else "not run: no CUDA on this host"),
           "message": c.detail or (cuda[c.op].detail if c.op in cuda else "")} for c in d.cpu_checks],
-        hide_index=True,
+        whole=True,
     )
     if not d.cuda:
         st.info("No CUDA on this host: the CUDA column runs automatically where a GPU is present.",
@@ -232,8 +232,8 @@ def tests_section() -> None:
         for col, rep, title in ((left, good, "Correct model"), (right, bad, model_tests.BUG_LABELS[bug])):
             with col:
                 st.markdown(f"**{title}**: {rep.passed} of {len(rep.rows)} passed")
-                st.dataframe([{"test": t.test, "result": "✅ pass" if t.passed else "❌ fail", "detail": t.detail,
-                               "ms": round(t.ms, 1)} for t in rep.rows], hide_index=True)
+                ui.table([{"test": t.test, "result": "pass" if t.passed else "FAIL", "detail": t.detail,
+                           "ms": round(t.ms, 1)} for t in rep.rows], whole=True)
         ui.plot(figures.overfit_figure((good, bad), ("correct model", model_tests.BUG_LABELS[bug])),
                 key="dbg_overfit")
         ui.show_code(model_tests.TEST_CODE, key="dbg_tests_code", file_name="test_model.py",
@@ -258,7 +258,7 @@ def profiler_section() -> None:
         for col, phase in zip(cols, profiling.PHASES, strict=True):
             col.metric(f"{phase} (record_function)", f"{r.phase_us.get(phase, 0) / 1000:.2f} ms")
         ui.plot(figures.gantt_figure(r), key="dbg_gantt")
-        st.dataframe([{"op": o.name, "self CPU (µs)": round(o.self_us, 1), "total CPU (µs)": round(o.total_us, 1),
+        ui.table([{"op": o.name, "self CPU (µs)": round(o.self_us, 1), "total CPU (µs)": round(o.total_us, 1),
                        "calls": o.calls} for o in r.top_ops], hide_index=True)
         st.download_button("Download the Chrome trace (JSON)", r.trace_json, file_name="train_step_trace.json",
                            mime="application/json", key="dbg_trace_download", on_click="ignore",
@@ -268,8 +268,5 @@ def profiler_section() -> None:
 
 ui.page_header("debugging")
 SECTIONS = dict(zip(TABS, (nan_section, repro_section, leaks_section, tests_section, profiler_section), strict=True))
-chosen = st.segmented_control("Section", TABS, default=TABS[0], required=True, key="dbg_tab", bind="query-params",
-                              label_visibility="collapsed", width="stretch")
-st.subheader(chosen, divider="gray")
-SECTIONS[chosen]()  # only the chosen section computes
+ui.section_tabs(SECTIONS, key="dbg_tab")  # only the open section computes
 ui.interview_corner("debugging", QUESTIONS)

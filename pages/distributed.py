@@ -1,5 +1,7 @@
 """Distributed: real gloo process groups on this server — collectives, DDP, sampler, FSDP, TP/PP, launch."""
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
@@ -46,19 +48,18 @@ def cached_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
 
 
 def run_button(demo: str, world: int, raw: dict, label: str) -> core.DistRun | None:
-    """Validate now; start ranks only after the section's button was pressed once (then every change reruns)."""
-    params = core.validate_params(demo, world, raw)
-    armed = f"dist_{demo}_armed"
-    if st.button(f"Run {label} on {world} ranks", key=f"dist_{demo}_run", icon=":material/play_arrow:",
-                 type="primary"):
-        st.session_state[armed] = True
-    if not st.session_state.get(armed):
-        st.info(f"Press the button to start {world} real processes (gloo on 127.0.0.1). After the first run, "
-                "changing a setting reruns the ranks; repeated settings come from the cache.", icon=":material/info:")
+    """Validate now; start ranks when the section's button is pressed, and show that run until its inputs change."""
+    params = tuple(sorted(core.validate_params(demo, world, raw).items()))
+    if not ui.run_button(f"Run {label} on {world} ranks", f"dist_{demo}", (world, params), type="primary"):
+        if ui.ran_with(f"dist_{demo}") is None:
+            st.info(f"Press the button to start {world} real processes (gloo on 127.0.0.1). Each setting's result "
+                    "is cached, so running it again is instant.", icon=":material/info:")
         return None
-    with st.status(f"{label}: starting {world} gloo ranks…") as status:
-        run = cached_run(demo, world, tuple(sorted(params.items())))
+    with ui.queue_position(), st.status(f"{label}: starting {world} gloo ranks…") as status:
+        run = cached_run(demo, world, params)
         status.update(label=f"{label}: {run.source}", state="complete")
+    if run.scaled:
+        st.info(run.scaled, icon=":material/memory:")
     return run
 
 
@@ -70,7 +71,7 @@ def show_collectives(run: core.DistRun, key: str) -> None:
     view = core.collective_view(run, op)
     st.markdown(f"**{op}** — {view['about']}")
     ui.plot(figs.collective_figure(view), key=f"{key}_coll_fig")
-    ui.legend(["communication"])
+    ui.legend(figs.collective_legend(run.world_size))
     st.caption("Block colour = the rank the value came from (rank 0 blue, rank 1 orange, rank 2 green, rank 3 red); "
                "pink = mixed from every rank by a reduction.")
     st.subheader("The trap: reduce is not all_reduce")
@@ -90,7 +91,7 @@ def show_collectives(run: core.DistRun, key: str) -> None:
              "bandwidth cost barely grows with more ranks. The ranks below ran the ring by hand with send/recv, "
              "counted their bytes, and compared the result with `dist.all_reduce`.")
     ui.plot(figs.ring_figure(rows), key=f"{key}_ring_fig")
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    ui.table(pd.DataFrame(rows), hide_index=True)
 
 
 def show_ddp(run: core.DistRun, key: str) -> None:
@@ -105,7 +106,7 @@ def show_ddp(run: core.DistRun, key: str) -> None:
     d.metric("max |DDP grad − 1-process grad|", f"{view['max_diff_vs_single']:.1e}",
              help=f"Across ranks, gradients differ by at most {view['max_diff_across_ranks']:.1e}.")
     ui.plot(figs.ddp_timeline_figure(view, (0, last)), key=f"{key}_timeline")
-    ui.legend(["activation", "communication"])
+    ui.legend(figs.DDP_LEGEND)
     ui.steps([
         "DDP registers a hook on each parameter's gradient accumulator and groups parameters into buckets "
         "of at most `bucket_cap_mb`.",
@@ -119,7 +120,7 @@ def show_ddp(run: core.DistRun, key: str) -> None:
     with st.expander("Buckets: size and parameters, first vs last iteration"):
         for label, it in (("iteration 1", first_it), (f"iteration {last + 1}", last_it)):
             st.markdown(f"**{label}**")
-            st.dataframe(pd.DataFrame([{"bucket": bk["index"], "bytes": bk["bytes"], "parameters": ", ".join(
+            ui.table(pd.DataFrame([{"bucket": bk["index"], "bytes": bk["bytes"], "parameters": ", ".join(
                 bk["params"]), "all_reduce start ms": round(bk["start"], 3), "end ms": round(bk["end"], 3)}
                 for bk in it["buckets"]]), hide_index=True)
     st.subheader("Gradient accumulation: no_sync() vs syncing every micro-batch")
@@ -140,8 +141,11 @@ def show_ddp(run: core.DistRun, key: str) -> None:
                 wrap_lines=True)
     with right:
         st.markdown("**With `find_unused_parameters=True`**:")
-        st.success("Two iterations ran: DDP marks unused parameters ready after each forward."
-                   if ok["ok"] else ok["error"], icon=":material/check_circle:")
+        if ok["ok"]:
+            st.success("Two iterations ran: DDP marks unused parameters ready after each forward.",
+                       icon=":material/check_circle:")
+        else:  # the recorded error text, shown literally (it may come from an uploaded file)
+            st.code(f"RuntimeError: {ok['error']}", language="text", wrap_lines=True)
 
 
 def show_sampler(run: core.DistRun, key: str) -> None:
@@ -169,11 +173,11 @@ def show_fsdp(run: core.DistRun, key: str) -> None:
     st.markdown(f"Every parameter is a DTensor sharded on dim 0; the local shards partition it exactly: "
                 f"**{view['exact']}** (each local tensor equals its rows of the full parameter).")
     ui.plot(figs.fsdp_shard_figure(view), key=f"{key}_shards")
-    st.dataframe(pd.DataFrame([{"parameter": n, "full shape": str(tuple(view["shards"][n][0]["full"])),
+    ui.table(pd.DataFrame([{"parameter": n, "full shape": str(tuple(view["shards"][n][0]["full"])),
                                 **{f"rank {r}": str(tuple(s["local"])) for r, s in enumerate(view["shards"][n])}}
                                for n in view["names"]]), hide_index=True)
     st.markdown("**Collectives recorded on rank 0 during one forward and backward** (from the dispatcher):")
-    st.dataframe(pd.DataFrame([{"collective": c["op"].strip("_"), "phase": c["phase"], "output bytes": c["bytes"],
+    ui.table(pd.DataFrame([{"collective": c["op"].strip("_"), "phase": c["phase"], "output bytes": c["bytes"],
                                 "input bytes": c.get("in_bytes", ""),
                                 "ms since forward began": round(c["t_ms"], 2)} for c in view["collectives"]]),
                  hide_index=True)
@@ -181,7 +185,7 @@ def show_fsdp(run: core.DistRun, key: str) -> None:
              "`reshard_after_forward=True`), again before its backward; reduce-scatters after backward leave each "
              "rank only its shard of the gradient.")
     ui.plot(figs.memory_figure(view), key=f"{key}_memory")
-    ui.legend(["parameter", "gradient", "optimizer_state"])
+    ui.legend(figs.MEMORY_LEGEND)
 
 
 def show_tp(run: core.DistRun, key: str) -> None:
@@ -198,7 +202,7 @@ def show_tp(run: core.DistRun, key: str) -> None:
 
 
 def show_env(run: core.DistRun, key: str) -> None:
-    st.dataframe(pd.DataFrame(core.env_view(run)), hide_index=True)
+    ui.table(pd.DataFrame(core.env_view(run)), hide_index=True)
 
 
 RENDER = {"collectives": show_collectives, "ddp": show_ddp, "sampler": show_sampler, "fsdp": show_fsdp,
@@ -216,13 +220,38 @@ def show_run(run: core.DistRun | None, key: str) -> None:
 
 # ---- sections -------------------------------------------------------------------------------------------------
 
+def layers_slider(column, prefix: str) -> int:
+    return column.slider("Layers", 1, 6, 3, key=f"{prefix}_layers", bind="query-params")
+
+
+def width_slider(column, prefix: str) -> int:
+    return column.slider("Width", 8, 256, 64, 8, key=f"{prefix}_width", bind="query-params")
+
+
 def model_ui(prefix: str) -> dict:
     a, b, c = st.columns(3)
     return {
-        "layers": a.slider("Layers", 1, 6, 3, key=f"{prefix}_layers", bind="query-params"),
-        "width": b.slider("Width", 8, 256, 64, 8, key=f"{prefix}_width", bind="query-params"),
+        "layers": layers_slider(a, prefix),
+        "width": width_slider(b, prefix),
         "per_rank": c.slider("Samples per rank", 2, 32, 8, key=f"{prefix}_per_rank", bind="query-params"),
     }
+
+
+def model_choice_ui() -> tuple[str, str]:
+    """The model and precision of the memory calculators: the FSDP and Launch tabs share them (same keys)."""
+    a, b = st.columns(2)
+    preset = a.selectbox("Model", list(core.PRESETS), key="dist_model", bind="query-params")
+    precision = b.selectbox("Precision and optimizer", list(core.PRECISIONS), key="dist_precision",
+                            bind="query-params")
+    return preset, precision
+
+
+def mlp_shape(preset: str) -> tuple[int, int]:
+    """Layers and width of the chosen model; for the page's MLP, the FSDP tab's sliders, drawn here too."""
+    if core.PRESETS[preset] is not None:
+        return core.PRESETS[preset][:2]
+    a, b, _ = st.columns(3)
+    return layers_slider(a, "dist_fsdp"), width_slider(b, "dist_fsdp")
 
 
 def collectives_section(world: int) -> None:
@@ -276,16 +305,11 @@ def fsdp_section(world: int) -> None:
     with ui.input_errors():
         show_run(run_button("fsdp", world, raw, "FSDP"), "dist_fsdp")
     st.subheader("ZeRO stages: memory per rank")
-    zero_calculator(world)
+    zero_calculator(world, raw["layers"], raw["width"])
 
 
-def zero_calculator(world: int) -> None:
-    a, b = st.columns(2)
-    preset = a.selectbox("Model", list(core.PRESETS), key="dist_model", bind="query-params")
-    precision = b.selectbox("Precision and optimizer", list(core.PRECISIONS), key="dist_precision",
-                            bind="query-params")
-    layers = st.session_state.get("dist_fsdp_layers", 3)
-    width = st.session_state.get("dist_fsdp_width", 64)
+def zero_calculator(world: int, layers: int, width: int) -> None:
+    preset, precision = model_choice_ui()
     with ui.input_errors():
         params, how = cached_param_count(preset, layers, width)
         st.caption(f"Parameter count {params:,} from torch: {how}.")
@@ -295,7 +319,7 @@ def zero_calculator(world: int) -> None:
                  "total per rank": core.human_bytes(sum(core.zero_bytes(params, world, s, precision).values()))}
                 for s in core.STAGE_NAMES]
         st.markdown(f"**At {world} ranks** (weights + gradients + optimizer state; activations not included):")
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        ui.table(pd.DataFrame(rows), hide_index=True)
 
 
 def tp_pp_section(world: int) -> None:
@@ -319,8 +343,8 @@ def tp_pp_section(world: int) -> None:
     with ui.input_errors():
         scheds = [cached_schedule(stages, micro, kind) for kind in ("GPipe", "1F1B")]
         ui.plot(pipeline_figure(stages, micro), key="dist_pp_fig")
-        ui.legend(["activation", "gradient"])
-        st.dataframe(pd.DataFrame([{"schedule": s.kind, "makespan (slots)": s.makespan,
+        ui.legend(figs.PIPELINE_LEGEND)
+        ui.table(pd.DataFrame([{"schedule": s.kind, "makespan (slots)": s.makespan,
                                     "bubble (measured)": round(s.bubble, 4), "(p-1)/(m+p-1)": round(s.formula, 4),
                                     "peak micro-batches in flight per stage": str(s.peak_in_flight)}
                                    for s in scheds]), hide_index=True)
@@ -343,37 +367,27 @@ def launch_section(world: int) -> None:
                    "failed workers (`--max-restarts`), and spans nodes (`--nnodes`, rendezvous).")
     right.code(TORCHRUN_CODE, language="python")
     st.subheader("Trade-offs for the chosen model")
-    a, b = st.columns(2)
-    tokens = a.slider("Tokens (samples) per step", 1, 8192, 2048, key="dist_tokens", bind="query-params")
-    preset = st.session_state.get("dist_model", list(core.PRESETS)[0])
-    precision = st.session_state.get("dist_precision", list(core.PRECISIONS)[0])
+    preset, precision = model_choice_ui()
+    layers, width = mlp_shape(preset)
+    tokens = st.slider("Tokens (samples) per step", 1, 8192, 2048, key="dist_tokens", bind="query-params")
     with ui.input_errors():
-        params, how = cached_param_count(preset, st.session_state.get("dist_fsdp_layers", 3),
-                                         st.session_state.get("dist_fsdp_width", 64))
-        layers, width = _shape_of(preset)
+        params, how = cached_param_count(preset, layers, width)
         rows = core.tradeoff_rows(params, world, layers, width, tokens, precision)
         for r in rows:
             r["memory per rank"] = core.human_bytes(r["memory per rank"])
             r["communication per step"] = core.human_bytes(r["communication per step"])
-        b.markdown(f"{preset}: {params:,} parameters, {world} ranks, {precision}.")
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        st.markdown(f"{preset}: {params:,} parameters ({how}), {world} ranks, {precision}.")
+        ui.table(pd.DataFrame(rows), hide_index=True)
         st.caption("Memory: weights, gradients and optimizer state per rank (activations excluded). Communication: "
-                   "bytes each rank sends per step with ring collectives. The model is chosen in the FSDP tab.")
+                   "bytes each rank sends per step with ring collectives. The FSDP tab shares the model choice.")
     st.subheader("Load a result file from your own run")
     st.code("torchrun --nproc-per-node 8 -m demos.distributed.run --demo ddp --param width=256 --out result.json",
-            language="bash")
+            language="bash", wrap_lines=True)
     upload = st.file_uploader("Result file (JSON written by demos.distributed.run)", type=["json"],
-                              key="dist_upload", max_upload_size=4)
+                              key="dist_upload", max_upload_size=1)
     if upload is not None:
         with ui.input_errors():
             show_run(cached_file(upload.getvalue(), upload.name), "dist_file")
-
-
-def _shape_of(preset: str) -> tuple[int, int]:
-    shape = core.PRESETS[preset]
-    if shape is None:
-        return st.session_state.get("dist_fsdp_layers", 3), st.session_state.get("dist_fsdp_width", 64)
-    return shape[0], shape[1]
 
 
 SPAWN_CODE = '''import os
@@ -407,18 +421,7 @@ ui.prose("Everything below runs in real `torch.distributed` process groups: 2–
          "torchrun on GPUs, and the Launch tab loads the result file of such a run. One distributed run at a time per "
          "server; results are cached by their settings.")
 world = st.segmented_control("Ranks (world size)", [2, 3, 4], default=2, key="dist_world", bind="query-params") or 2
-tabs = st.tabs(["Collectives", "DDP", "DistributedSampler", "FSDP & ZeRO", "Tensor & pipeline", "Launch"],
-               key="dist_tab", bind="query-params")
-with tabs[0]:
-    collectives_section(world)
-with tabs[1]:
-    ddp_section(world)
-with tabs[2]:
-    sampler_section(world)
-with tabs[3]:
-    fsdp_section(world)
-with tabs[4]:
-    tp_pp_section(world)
-with tabs[5]:
-    launch_section(world)
+SECTIONS = {"Collectives": collectives_section, "DDP": ddp_section, "DistributedSampler": sampler_section,
+            "FSDP & ZeRO": fsdp_section, "Tensor & pipeline": tp_pp_section, "Launch": launch_section}
+ui.section_tabs({title: partial(section, world) for title, section in SECTIONS.items()}, key="dist_tab")
 ui.interview_corner(SLUG, QUESTIONS)

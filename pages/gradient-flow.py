@@ -103,7 +103,7 @@ def depth_section() -> None:
         a, b, c = st.columns(3)
         ratio_metric(a, "Your setting: layer 1 / last layer", r.yours)
         ratio_metric(b, "Full fix: layer 1 / last layer", r.fixed)
-        c.metric("Loss at init", f"{r.yours.loss:.3f}", help="Cross-entropy on 10 random classes: ln 10 ≈ 2.30.")
+        c.metric("Loss at init", f"{r.yours.loss:.4g}", help="Cross-entropy on 10 random classes: ln 10 ≈ 2.30.")
         warning = flow.health_warning(r)
         if warning:
             st.warning(warning, icon=":material/warning:")
@@ -155,7 +155,7 @@ def clipping_section() -> None:
     left, right = st.columns(2)
     with left, ui.input_errors():
         cmp = cached_compare(max_norm, clip_value)
-        st.dataframe(
+        ui.table(
             {
                 "": ["total norm", "cosine with original"],
                 "before": [f"{cmp.norm_before:.4g}", "1"],
@@ -203,7 +203,6 @@ def dead_section() -> None:
 
 
 ui.page_header("gradient-flow")
-ui.legend(["gradient", "activation", "error"])
 depth_section()
 clipping_section()
 dead_section()

@@ -8,7 +8,8 @@ from demos.style import COLORS
 from demos.tracker import export_tracker, import_tracker
 from pages import ui
 from pages.shell.entry import require_shell
-from pages.shell.registry import TOPICS, registered
+from pages.shell.registry import registered
+from pages.ui import progress
 
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
@@ -46,7 +47,8 @@ def how_to_use() -> None:
     alone, board, share = st.columns(3)
     alone.markdown(
         "**Study alone.** On each page, predict first (shape, dtype, gradient, memory), press *Run it*, and "
-        "read why. Tick concepts in the tracker below; export it to carry on later."
+        "read why, or drill mixed questions on *Practice*. Tick concepts in the tracker below; its progress link "
+        "carries them to your next visit."
     )
     board.markdown(
         "**Explain on a shared screen.** Turn on *Whiteboard mode* in the sidebar: large figures and type, "
@@ -93,59 +95,63 @@ def _tracker_key(slug: str, index: int) -> str:
     return f"track__{slug}__{index}"
 
 
-def _known_concepts() -> dict[str, tuple[str, ...]]:
-    return {t.slug: t.concepts for t in TOPICS if t.exists}
+def _tracker_box(slug: str, index: int, concept: str) -> None:
+    """A concept's checkbox, showing the session's progress (which Practice, an import or a link may change)."""
+    key = _tracker_key(slug, index)
+    ticked = concept in progress.progress().done.get(slug, ())
+    if st.session_state.get(key) != ticked:
+        st.session_state[key] = ticked
+    st.checkbox(concept, key=key, on_change=_on_tick, args=(slug, concept, key))
 
 
-def _done_concepts() -> dict[str, list[str]]:
-    return {
-        slug: [c for i, c in enumerate(concepts) if st.session_state.get(_tracker_key(slug, i))]
-        for slug, concepts in _known_concepts().items()
-    }
+def _on_tick(slug: str, concept: str, key: str) -> None:
+    progress.set_ticked(slug, concept, st.session_state[key])
 
 
 def _on_tracker_upload() -> None:
-    """Runs before the page: load the uploaded tracker into the checkboxes, or keep them and say why."""
+    """Runs before the page: load the uploaded tracker into the session's progress, or keep it and say why."""
     upload = st.session_state.get("home_tracker_upload")
     st.session_state.pop("home_tracker_error", None)
     if upload is None:
         return
     try:
-        done = import_tracker(upload.getvalue(), _known_concepts())
+        progress.set_progress(import_tracker(upload.getvalue(), progress.known_concepts()))
     except InputError as err:
         st.session_state["home_tracker_error"] = str(err)
-        return
-    for slug, concepts in _known_concepts().items():
-        for i, concept in enumerate(concepts):
-            st.session_state[_tracker_key(slug, i)] = concept in done.get(slug, [])
 
 
 def tracker() -> None:
     st.header("Study tracker", divider="gray")
-    known = _known_concepts()
+    known = progress.known_concepts()
     if not known:
         st.info("The tracker lists the concepts of each topic page once topic pages are installed.")
         return
+    titles = {t.slug: t.title for t in registered()}
     columns = st.columns(min(3, len(known)))
     for i, (slug, concepts) in enumerate(known.items()):
         with columns[i % len(columns)]:
-            st.markdown(f"**{next(t.title for t in TOPICS if t.slug == slug)}**")
+            st.markdown(f"**{titles[slug]}**")
             for j, concept in enumerate(concepts):
-                st.checkbox(concept, key=_tracker_key(slug, j))
+                _tracker_box(slug, j, concept)
+    current = progress.progress()
     total = sum(len(c) for c in known.values())
-    ticked = sum(len(c) for c in _done_concepts().values())
-    st.progress(ticked / total, text=f"{ticked} of {total} concepts studied")
+    st.progress(current.ticked() / total, text=f"{current.ticked()} of {total} concepts studied")
+    st.caption("Ticks stay for this visit on every page; Practice ticks a concept once you master its questions.")
+    progress.progress_link_panel()
     export, load = st.columns(2)
     export.download_button(
-        "Export tracker (JSON)", export_tracker(_done_concepts()), file_name="whiteboard-tracker.json",
-        mime="application/json", key="home_tracker_export", on_click="ignore", icon=":material/download:",
+        "Export tracker (JSON)", export_tracker(dict(current.done), current.review),
+        file_name="whiteboard-tracker.json", mime="application/json", key="home_tracker_export", on_click="ignore",
+        icon=":material/download:",
     )
     load.file_uploader("Import a tracker file", type=["json"], key="home_tracker_upload", on_change=_on_tracker_upload)
     if "home_tracker_error" in st.session_state:
         load.error(st.session_state["home_tracker_error"], icon=":material/error:")
 
 
+progress.load_link_from_url()
 intro()
+progress.show_link_notice()
 topic_map()
 how_to_use()
 components_demo()

@@ -6,11 +6,13 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from demos.isolated import run_isolated
 from demos.memory import stream_recorder
 from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
-from demos.memory.compiling import count_recompiles, explain_breaks, time_compile
+from demos.memory.compiling import count_recompiles, explain_breaks, parse_shapes, time_compile
 from demos.memory.figures import (
+    CATEGORY_LEGEND,
     allocator_figure,
     blocks_figure,
     compile_figure,
@@ -59,8 +61,10 @@ def timeline_figures(spec: RunSpec, device: str, card: str):
 @st.cache_resource(max_entries=16, show_spinner=False)
 def allocator_figures(text: str, capacity_mib: int, at: int):
     classic, grown = cached_script(text, capacity_mib, False), cached_script(text, capacity_mib, True)
-    return (allocator_figure(classic), blocks_figure(classic.snapshots[min(at, len(classic.snapshots) - 1)]),
-            blocks_figure(grown.snapshots[min(at, len(grown.snapshots) - 1)]))
+    capacity = capacity_mib * 2**20
+    return (allocator_figure(classic),
+            blocks_figure(classic.snapshots[min(at, len(classic.snapshots) - 1)], capacity=capacity),
+            blocks_figure(grown.snapshots[min(at, len(grown.snapshots) - 1)], capacity=capacity))
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -90,7 +94,7 @@ def cached_recompiles(shapes_text: str):
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def cached_compile_timing(size: int):
-    return time_compile(size)
+    return run_isolated(time_compile, size)  # inductor's compiler and caches leave with the child
 
 
 @st.cache_data(max_entries=1)
@@ -147,13 +151,13 @@ def summary_metrics(t) -> None:
 def holders_table(t) -> None:
     rows = [{"category": h.category.replace("_", " "), "made by op": h.op.removesuffix(".default"),
              "shape, dtype": f"{h.shape} {h.dtype}", "bytes": fmt_bytes(h.nbytes)} for h in t.peak_holders]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    ui.table(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 
 def sweep_section(spec: RunSpec, card: str) -> None:
     st.markdown("**Peak memory vs batch size**: the same steps at several batch sizes, with and without "
                 "checkpointing and autocast, against the card.")
-    if not st.button("Run the batch sweep", key="mem_sweep_run", icon=":material/play_arrow:"):
+    if not ui.run_button("Run the batch sweep", "mem_sweep", spec):
         return
     batches = sweep_batches(spec)
     peaks: dict[str, list[int]] = {}
@@ -185,8 +189,8 @@ def training_section() -> None:
     with ui.input_errors():
         t = cached_timeline(spec, DEVICE)
         summary_metrics(t)
-        ui.legend(["parameter", "data", "gradient", "optimizer_state", "activation", "temporary"])
-        st.caption("data = the input batch and targets.")
+        ui.legend(CATEGORY_LEGEND)
+        st.caption("input = the batch and its targets.")
         timeline_fig, peak_fig = timeline_figures(spec, DEVICE, card)
         ui.plot(timeline_fig, key="mem_timeline")
         left, right = st.columns([2, 3])
@@ -238,9 +242,8 @@ def allocator_ui() -> tuple[str, int, bool]:
         capacity = st.number_input("Device capacity (MiB)", MIN_CAPACITY_MIB, MAX_CAPACITY_MIB, 128,
                                    key="mem_capacity", bind="query-params")
     with left:
-        if "mem_script" not in st.session_state:
-            st.session_state["mem_script"] = PRESETS["Fragmentation"]
-        script = st.text_area("Script: `name = 40 MiB`, `del name`, `empty_cache()`", key="mem_script", height=180)
+        script = st.text_area("Script: `name = 40 MiB`, `del name`, `empty_cache()`", PRESETS["Fragmentation"],
+                              key="mem_script", height=180, bind="query-params")
     return script, int(capacity), False
 
 
@@ -323,7 +326,7 @@ def streams_section() -> None:
                    f"{p['date']}, with `{p['command']}`.")
         scenario = st.selectbox("Scenario", recording["scenarios"], key="mem_scenario", bind="query-params")
         ui.plot(streams_figure(recording, scenario), key="mem_streams_fig")
-        st.dataframe(pd.DataFrame(stream_recorder.summarize(recording)).round(3), hide_index=True, width="stretch")
+        ui.table(pd.DataFrame(stream_recorder.summarize(recording)).round(3), hide_index=True, width="stretch")
     ui.show_code(inspect.getsource(stream_recorder), key="mem_recorder_code", file_name="stream_recorder.py",
                  label="Show the recorder")
 
@@ -340,22 +343,24 @@ def compile_section() -> None:
     with left:
         st.markdown("**Graph breaks and recompiles** (dynamo only, a few seconds)")
         shapes = st.text_input("Input shapes, one per ';'", "8; 16; 32", key="mem_shapes", bind="query-params")
-        run_dynamo = st.button("Explain and count", key="mem_explain", icon=":material/play_arrow:")
+        run_dynamo = False
+        with ui.input_errors():
+            parse_shapes(shapes)  # bad text is answered now, not after the button
+            run_dynamo = ui.run_button("Explain and count", "mem_explain", shapes)
     with right:
         st.markdown("**Eager vs compiled** (inductor: compiling takes tens of seconds on 2 cores)")
         size = st.select_slider("Matrix size", [64, 128, 256, 512, 1024], 256, key="mem_size", bind="query-params")
-        run_inductor = st.button("Compile and time", key="mem_time", icon=":material/timer:")
+        run_inductor = ui.run_button("Compile and time", "mem_time", size, icon=":material/timer:")
     with ui.input_errors():
-        if run_dynamo or st.session_state.get("mem_dynamo_done"):
+        if run_dynamo:
             with st.status("Running torch._dynamo.explain…") as status:
                 reports = cached_explain()
                 recompiles = cached_recompiles(shapes)
                 status.update(label="Dynamo done", state="complete")
-            st.session_state["mem_dynamo_done"] = True
             _show_breaks(reports)
             _show_recompiles(recompiles)
         if run_inductor:
-            with st.status("Compiling with inductor…") as status:
+            with ui.queue_position(), st.status("Compiling with inductor…") as status:
                 timing = cached_compile_timing(int(size))
                 status.update(label=f"Compiled in {timing.compile_s:.1f} s", state="complete")
             ui.plot(compile_figure(timing), key="mem_compile_fig")
@@ -369,17 +374,17 @@ def _show_breaks(reports) -> None:
         with col:
             st.markdown(f"**{r.name}**: {r.graph_count} graph{'s' * (r.graph_count != 1)}, "
                         f"{r.break_count} break{'s' * (r.break_count != 1)}")
-            st.code(r.source, language="python")
+            st.code(r.source, language="python", wrap_lines=True)
             for reason in r.reasons:
                 st.caption(f"Break: {reason}")
             with st.expander("Captured FX graph code"):
                 for code in r.graph_code:
-                    st.code(code, language="python")
+                    st.code(code, language="python", wrap_lines=True)
 
 
 def _show_recompiles(rc) -> None:
     st.markdown("**Recompilation when the input shape changes** (frames compiled for `x.sin().cos() * 2`)")
-    st.dataframe(pd.DataFrame([{"setting": k, "compiles": v, "graph inputs": " | ".join(rc.graphs[k])}
+    ui.table(pd.DataFrame([{"setting": k, "compiles": v, "graph inputs": " | ".join(rc.graphs[k])}
                                for k, v in rc.compiles.items()]), hide_index=True, width="stretch")
     ui.show_code(rc.code, key="mem_recompile_code", file_name="recompiles.py")
 

@@ -89,7 +89,7 @@ def params_section() -> None:
     show_source(params.Tagged)
     table = run_demo("registry")
     frame = params.registry_frame(table)
-    st.dataframe(frame, hide_index=True, width="stretch", height=35 * (len(frame) + 1) + 3)
+    ui.table(frame, hide_index=True, width="stretch", height=35 * (len(frame) + 1) + 3)
     st.caption(f"No accelerator on this host, so `.to('{table.device}')` stands in for `.to('cuda')`: "
                "both go through the same `Module._apply` that moves parameters and buffers and nothing else.")
     ui.show_code(table.code, key="modules_registry_code", file_name="parameters_buffers.py")
@@ -165,7 +165,7 @@ def hooks_section() -> None:
         pictures = hook_pictures(*net)
         ui.plot(pictures["images"], key="modules_images_fig")
         st.subheader("Forward hooks: what every layer produced")
-        st.dataframe(layer_table(run), hide_index=True, width="stretch")
+        ui.table(layer_table(run), hide_index=True, width="stretch")
         st.caption(f"{run.hooks_registered} hooks were registered for this run; after `handle.remove()` on each, "
                    f"{run.hooks_left} remain.")
         conv_layer = st.selectbox("Feature maps of image 0 (one heatmap per channel) from",
@@ -187,7 +187,7 @@ def hooks_section() -> None:
                    "orange ■ full backward. Hover a marker for what the hook received.")
         ui.plot(pictures["timeline"], key="modules_timeline_fig")
         with st.expander("Every hook call, in order"):
-            st.dataframe(pd.DataFrame([e.__dict__ for e in run.events]), hide_index=True, width="stretch")
+            ui.table(pd.DataFrame([e.__dict__ for e in run.events]), hide_index=True, width="stretch")
         ui.show_code(run.code, key="modules_hooks_code", file_name="hooks_every_layer.py")
         pre_hook_part(net)
         zero_channel_part(net, run)
@@ -203,7 +203,7 @@ def pre_hook_part(net) -> None:
     effect = run_demo("pre_hook", *net, kind)
     titles = [f"conv1 received image {i}" for i in range(len(effect.images_seen))]
     ui.plot(figs.images_figure(effect.images_seen, titles), key="modules_pre_fig")
-    st.dataframe(pd.DataFrame({"logits without hook": [str([round(v, 4) for v in r]) for r in effect.logits_plain],
+    ui.table(pd.DataFrame({"logits without hook": [str([round(v, 4) for v in r]) for r in effect.logits_plain],
                                "logits with pre-hook": [str([round(v, 4) for v in r]) for r in effect.logits_hooked]}),
                  hide_index=True, width="stretch")
     verdict(effect.equals_transformed_input,
@@ -303,12 +303,12 @@ def freezing_section() -> None:
     with ui.input_errors():
         step = run_demo("freeze", frozen, optimizer)
         ui.plot(figs.freeze_figure(step), key="modules_freeze_fig")
-        st.dataframe(pd.DataFrame([{
+        ui.table(pd.DataFrame([{
             "parameter": p.name, "requires_grad": p.requires_grad, ".grad is None": p.grad_is_none,
             "‖grad‖": p.grad_norm, "‖change‖": p.change_norm, "bit-identical after step": p.bit_identical,
         } for p in step.params]), hide_index=True, width="stretch")
         st.markdown("**What the optimizer's param groups hold**")
-        st.dataframe(groups_frame(step.groups), hide_index=True, width="stretch")
+        ui.table(groups_frame(step.groups), hide_index=True, width="stretch")
         if "bn" in step.frozen:
             st.info(f"BatchNorm is frozen, yet its running_mean moved by {fmt(step.bn_running_mean_change)}: "
                     "running statistics are buffers updated by forward in train() mode, not by the optimizer. "
@@ -318,7 +318,7 @@ def freezing_section() -> None:
     st.subheader("eval() does not freeze")
     result = run_demo("eval_vs_freeze")
     columns = ["after one step", "model.eval()", "backbone requires_grad_(False)"]
-    st.dataframe(pd.DataFrame(result.rows, columns=columns), hide_index=True, width="stretch")
+    ui.table(pd.DataFrame(result.rows, columns=columns), hide_index=True, width="stretch")
     st.markdown("`eval()` switches behaviour (dropout off, BatchNorm reads its running statistics); gradients and "
                 "updates go on. `requires_grad_(False)` stops updates but leaves dropout and the running statistics "
                 "active. Fine-tuning a frozen backbone usually wants both.")
@@ -345,7 +345,7 @@ def freezing_section() -> None:
     with ui.input_errors():
         groups = run_demo("group_lrs", lr_text)
         ui.plot(figs.group_lr_figure(groups), key="modules_lr_fig")
-        st.dataframe(groups_frame(groups.groups), hide_index=True, width="stretch")
+        ui.table(groups_frame(groups.groups), hide_index=True, width="stretch")
         verdict(groups.verified, "Checked: with plain SGD each parameter moved by exactly −lr · grad of its own "
                                  "group.")
         ui.show_code(groups.code, key="modules_lr_code", file_name="per_group_lr.py")
@@ -429,7 +429,7 @@ def containers_section() -> None:
         st.subheader("Correct vs trap: nn.ModuleList vs a plain list")
         show_source(containers.ListNet)
         lists = run_demo("lists", n_layers, width)
-        st.dataframe(pd.DataFrame(lists.rows, columns=["", "plain list (trap)", "nn.ModuleList"]), hide_index=True,
+        ui.table(pd.DataFrame(lists.rows, columns=["", "plain list (trap)", "nn.ModuleList"]), hide_index=True,
                      width="stretch")
         st.markdown("The plain list's layers even get a `.grad` (autograd follows the computation), but the "
                     "optimizer never saw them, so they do not change; they are not saved and not moved.")
@@ -455,7 +455,7 @@ def containers_section() -> None:
         heads_text = st.text_input("Head names (1–6 identifiers)", "cls, box", key="modules_heads",
                                    bind="query-params")
         heads = run_demo("module_dict", heads_text, width)
-        st.dataframe(pd.DataFrame(heads.rows, columns=["head", "state_dict keys", "output shape", "parameters"]),
+        ui.table(pd.DataFrame(heads.rows, columns=["head", "state_dict keys", "output shape", "parameters"]),
                      hide_index=True, width="stretch")
         ui.show_code(heads.code, key="modules_heads_code", file_name="module_dict.py")
 

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from demos.isolated import run_isolated
 from demos.saving.checkpoint import checkpoint_code, checkpoint_contents, crash_during_save
 from demos.saving.export import export_demo, trace_vs_script
 from demos.saving.figures import checkpoint_figure, quant_figure, scales_figure, state_bytes_figure
@@ -17,6 +18,8 @@ from pages.shell.entry import require_shell
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 WIDTHS = (16, 32, 64, 128, 256, 512)
+TRACE_X = -3.0  # the trace-vs-script test input until the visitor sets one
+TABS = ("state_dict", "Checkpoints", "TorchScript vs export", "ONNX", "Quantization", "Which path?")
 
 
 @st.cache_data(max_entries=1)
@@ -46,7 +49,7 @@ def cached_export():
 
 @st.cache_data(max_entries=8)
 def cached_onnx(width: int, depth: int):
-    return onnx_roundtrip(width, depth)
+    return run_isolated(onnx_roundtrip, width, depth)  # onnx and onnxruntime leave with the child
 
 
 @st.cache_data(max_entries=8)
@@ -55,14 +58,7 @@ def cached_quant(width: int, depth: int):
 
 
 def table(rows) -> None:
-    st.dataframe(pd.DataFrame(list(rows)), hide_index=True, width="stretch")
-
-
-def run_button(label: str, key: str) -> bool:
-    """A button whose press is remembered for the session, so the result stays on screen on reruns."""
-    if st.button(label, key=key, icon=":material/play_arrow:"):
-        st.session_state[f"{key}_done"] = True
-    return st.session_state.get(f"{key}_done", False)
+    ui.table(pd.DataFrame(list(rows)), whole=True)  # cells hold sentences: shown whole, wrapped
 
 
 def state_dict_section() -> None:
@@ -144,7 +140,7 @@ def export_section() -> None:
              "branch, but TorchScript is **deprecated in this PyTorch** (the warnings below are torch's own). "
              "The modern path is `torch.export`, which refuses data-dependent Python control flow outright and "
              "takes `torch.cond` instead.")
-    value = st.number_input("Test input: every entry equals", -100.0, 100.0, -3.0, 1.0, key="sv_trace_x",
+    value = st.number_input("Test input: every entry equals", -100.0, 100.0, TRACE_X, 1.0, key="sv_trace_x",
                             bind="query-params")
     with ui.input_errors():
         r = cached_trace(float(value))
@@ -158,7 +154,7 @@ def export_section() -> None:
         b.code(r.scripted_code, language="python")
         ui.show_code(r.code, key="sv_trace_code", file_name="trace_vs_script.py")
     st.subheader("torch.export, dynamic shapes and torch.cond")
-    if run_button("Run torch.export (a few seconds)", "sv_export"):
+    if ui.run_button("Run torch.export (a few seconds)", "sv_export"):
         with st.spinner("Exporting…"):
             e = cached_export()
         st.markdown("`torch.export.export` on the model with the Python `if`:")
@@ -183,8 +179,9 @@ def onnx_section() -> None:
     ui.prose("The dynamo-based `torch.onnx.export` captures the model with `torch.export`, translates it to ONNX "
              "operators, and can keep the batch axis symbolic. onnxruntime then runs it without PyTorch.")
     width, depth = size_ui("sv_onnx", 64)
-    if run_button("Export to ONNX and run onnxruntime", "sv_onnx_run"):
-        with st.status("Exporting with the dynamo exporter, then running onnxruntime…", expanded=False):
+    if ui.run_button("Export to ONNX and run onnxruntime", "sv_onnx_run", (width, depth)):
+        with ui.queue_position(), st.status("Exporting with the dynamo exporter, then running onnxruntime…",
+                                            expanded=False):
             r = cached_onnx(width, depth)
         c = st.columns(4)
         c[0].metric("export time", f"{r.export_s:.1f} s")
@@ -208,7 +205,7 @@ def quant_section() -> None:
              "held-out accuracy and latency are measured. Per-channel scales fit each output row's range, so "
              "they lose less than one scale for the whole tensor.")
     width, depth = size_ui("sv_quant", 256)
-    if run_button("Train, quantize and measure", "sv_quant_run"):
+    if ui.run_button("Train, quantize and measure", "sv_quant_run", (width, depth)):
         with st.status("Training for 150 steps, quantizing, timing…", expanded=False):
             q, s = cached_quant(width, depth)
         table(q.rows)
@@ -224,34 +221,26 @@ def quant_section() -> None:
 
 
 def targets_section() -> None:
-    done = st.session_state.get
+    """Each row quotes what this page measured: the last run behind each button, the trace at the default input.
+
+    The trace row does not follow the other tab's input: only the open tab's widgets are in the URL, so a link to
+    this tab could not carry it.
+    """
+    export, onnx, quant = ui.ran_with("sv_export"), ui.ran_with("sv_onnx_run"), ui.ran_with("sv_quant_run")
     table(deployment_table(
         state=cached_state(),
-        trace=cached_trace(float(st.session_state.get("sv_trace_x", -3.0))),
-        export=cached_export() if done("sv_export_done") else None,
-        onnx=cached_onnx(*_size("sv_onnx", 64)) if done("sv_onnx_run_done") else None,
-        quant=cached_quant(*_size("sv_quant", 256))[0] if done("sv_quant_run_done") else None,
+        trace=cached_trace(TRACE_X),
+        export=cached_export() if export is not None else None,
+        onnx=cached_onnx(*onnx) if onnx is not None else None,
+        quant=cached_quant(*quant)[0] if quant is not None else None,
     ))
-
-
-def _size(prefix: str, width: int) -> tuple[int, int]:
-    return st.session_state.get(f"{prefix}_width", width), st.session_state.get(f"{prefix}_depth", 2)
+    st.caption(f"TorchScript row: the trace example and a test input of {TRACE_X:g}, which takes the other branch. "
+               "The other rows quote the last run of each tab's button in this session.")
 
 
 ui.page_header("saving")
 ui.prose("What to save for recovery, what to ship for serving, and which export path fits which target. Every "
          "export below really runs; every claim of equivalence is a measured difference.")
-tabs = st.tabs(["state_dict", "Checkpoints", "TorchScript vs export", "ONNX", "Quantization", "Which path?"])
-with tabs[0]:
-    state_dict_section()
-with tabs[1]:
-    checkpoint_section()
-with tabs[2]:
-    export_section()
-with tabs[3]:
-    onnx_section()
-with tabs[4]:
-    quant_section()
-with tabs[5]:
-    targets_section()
+SECTIONS = (state_dict_section, checkpoint_section, export_section, onnx_section, quant_section, targets_section)
+ui.section_tabs(dict(zip(TABS, SECTIONS, strict=True)), key="sv_tab")
 ui.interview_corner("saving", list(QUESTIONS))

@@ -229,7 +229,7 @@ def layout_section() -> None:
     base, chain = layout_ui()
     with ui.input_errors():
         r = cached_layout(base, chain)
-        st.dataframe(layout_table(r), hide_index=True, width="stretch")
+        ui.table(layout_table(r), hide_index=True, width="stretch")
         if r.error:
             st.warning(f"torch refused {r.failed}:", icon=":material/block:")
             st.code(r.error, language="text", wrap_lines=True)
@@ -278,7 +278,7 @@ def dtypes_section() -> None:
         ui.show_code(r.code, key="tensors_dt_code", file_name="result_type.py")
     st.markdown("**Range and precision** (from `torch.finfo`)")
     finfo = cached_finfo()
-    st.dataframe(finfo.map(lambda v: f"{v:.6g}" if isinstance(v, float) else v), hide_index=True, width="stretch")
+    ui.table(finfo.map(lambda v: f"{v:.6g}" if isinstance(v, float) else v), hide_index=True, width="stretch")
     st.subheader("Silent traps")
     show_traps("dtypes")
 
@@ -313,7 +313,7 @@ def einsum_section() -> None:
         st.markdown(f"`torch.einsum('{r.equation}', ...)` → **output shape `{format_shape(r.out_shape)}`**")
         left, right = st.columns(2, gap="large")
         with left:
-            st.dataframe(pd.DataFrame([{"index": i.name, "size": i.size, "in": ", ".join(i.operands),
+            ui.table(pd.DataFrame([{"index": i.name, "size": i.size, "in": ", ".join(i.operands),
                                         "role": i.role} for i in r.indices]), hide_index=True, width="stretch")
             muls = f"{r.multiplies:,} multiplies and {r.adds:,} adds" if r.multiplies else f"{r.adds:,} adds"
             st.markdown(f"Loop nest: **{r.iterations:,} iterations** ({muls}).")

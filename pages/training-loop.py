@@ -12,7 +12,7 @@ require_shell()  # a direct run (a fresh server's first deep link) runs the app 
 
 SLUG = "training-loop"
 TABS = ("One step", "Mistakes", "Optimizers", "Schedulers", "Losses", "Mixed precision", "Resume")
-WALK_KEY = "tl_walk_index"
+WALK_KEY = "tl_walk"  # the sub-step on screen, counted from 1; in the URL, so a link opens at "sub-step 6"
 
 
 # Cached demo calls: plain parameters in, frozen results out.
@@ -93,7 +93,7 @@ def cached_resume(total, split, seed):
 
 def _mistakes_loss_figure(steps, lr, seed, shown):
     fig = mistakes.loss_figure(cached_mistakes(steps, lr, seed), shown)
-    fig.update_yaxes(type="log")
+    fig.update_yaxes(type="log", exponentformat="power")
     return fig
 
 
@@ -137,13 +137,15 @@ def side_by_side(left_title: str, left_code: str, right_title: str, right_code: 
 # 1. One step, in order ------------------------------------------------------------------------------------------
 
 
+WALK_LAST = step.MAX_ITERATIONS * len(step.SUBSTEPS)
+
+
 def _move_walk(delta: int) -> None:
-    last = step.MAX_ITERATIONS * len(step.SUBSTEPS) - 1
-    st.session_state[WALK_KEY] = min(max(st.session_state.get(WALK_KEY, 0) + delta, 0), last)
+    st.session_state[WALK_KEY] = min(max(st.session_state.get(WALK_KEY, 1) + delta, 1), WALK_LAST)
 
 
 def _reset_walk() -> None:
-    st.session_state[WALK_KEY] = 0
+    st.session_state[WALK_KEY] = 1
 
 
 def walk_ui():
@@ -157,14 +159,19 @@ def walk_ui():
     return optimizer, lr, max_norm, int(seed)
 
 
-def walk_buttons() -> None:
-    with st.container(horizontal=True):
+def walk_position() -> int:
+    """The walk's buttons and the sub-step slider they move; returns the index of the sub-step shown (from 0)."""
+    with st.container(horizontal=True, vertical_alignment="bottom"):
         st.button("Back", key="tl_walk_back", icon=":material/arrow_back:", on_click=_move_walk, args=(-1,))
         st.button("Next sub-step", key="tl_walk_next", icon=":material/arrow_forward:", type="primary",
                   on_click=_move_walk, args=(1,))
         st.button("Next iteration", key="tl_walk_iter", icon=":material/fast_forward:", on_click=_move_walk,
                   args=(len(step.SUBSTEPS),))
         st.button("Start over", key="tl_walk_reset", icon=":material/restart_alt:", on_click=_reset_walk)
+        # no value=: the buttons set this key from their callbacks, and a default here would clash with that
+        position = st.slider(f"Sub-step ({len(step.SUBSTEPS)} per iteration)", 1, WALK_LAST, key=WALK_KEY,
+                             bind="query-params")
+    return position - 1
 
 
 def section_step() -> None:
@@ -184,8 +191,7 @@ def section_step() -> None:
         "`scheduler.step()` — the learning rate for the next step is set. Always after `optimizer.step()`.",
     ], key="tl_order_steps")
     optimizer, lr, max_norm, seed = walk_ui()
-    walk_buttons()
-    index = st.session_state.get(WALK_KEY, 0)
+    index = walk_position()
     with ui.input_errors():
         r = cached_walk(index, optimizer, lr, max_norm, seed)
         graph_col, state_col = st.columns([1, 3], gap="medium")
@@ -193,7 +199,7 @@ def section_step() -> None:
             ui.graph(step.loop_dot(r))
         with state_col:
             m1, m2, m3, m4 = st.columns(4)
-            m1.metric("Iteration", r.iteration)
+            m1.metric("Iteration", r.iteration + 1, help="Counted from 1, like the sub-step.")
             m2.metric("Loss", "—" if r.after.loss is None else f"{r.after.loss:.4f}")
             norm = r.after.grad_norm
             m3.metric("Grad norm (before clip)", "—" if norm is None else f"{norm:.4f}")
@@ -203,9 +209,9 @@ def section_step() -> None:
                 note = " (the gradient norm was already below max_norm)"
             changed = ", ".join(r.changed) if r.changed else "nothing visible"
             st.markdown(f"**Just ran: `{r.substep}`** — changed: {changed}{note}")
-            ui.legend(["parameter", "gradient", "optimizer_state"])
+            ui.legend(step.WALK_LEGEND)
             ui.plot(cached_figure("walk", index, optimizer, lr, max_norm, seed), key="tl_walk_fig")
-        st.dataframe(pd.DataFrame(step.parameter_table(r)), hide_index=True, width="stretch")
+        ui.table(pd.DataFrame(step.parameter_table(r)), hide_index=True, width="stretch")
         ui.show_code(r.code, key="tl_walk_code", file_name="training_step.py")
 
 
@@ -236,7 +242,7 @@ def section_mistakes() -> None:
     with ui.input_errors():
         result = cached_mistakes(steps, lr, seed)
         shown = st.multiselect("Mistakes on the chart", mistakes.MISTAKES, default=list(mistakes.MISTAKES),
-                               format_func=mistakes.VARIANTS.get, key="tl_mis_shown")
+                               format_func=mistakes.VARIANTS.get, key="tl_mis_shown", bind="query-params")
         ui.plot(cached_figure("mistakes", steps, lr, seed, tuple(shown)), key="tl_mis_fig")
         correct = result.runs["correct"]
         st.table(pd.DataFrame([
@@ -308,11 +314,10 @@ def section_optimizers() -> None:
             ui.plot(cached_figure("race", *race_params), key="tl_opt_fig")
         with right:
             ui.plot(cached_figure("race_loss", *race_params), key="tl_opt_loss")
-            st.dataframe(pd.DataFrame([{"optimizer": t.name, "final x": t.xs[-1], "final y": t.ys[-1],
-                                        "final loss": t.losses[-1], "diverged at": t.diverged_at} for t in r.runs]),
-                         hide_index=True, width="stretch", column_config={
-                             c: st.column_config.NumberColumn(format="%.4g") for c in ("final x", "final y",
-                                                                                       "final loss")})
+        ui.table(pd.DataFrame([{"optimizer": t.name, "final x": t.xs[-1], "final y": t.ys[-1],
+                                "final loss": t.losses[-1], "diverged at": t.diverged_at} for t in r.runs]),
+                 width="stretch", column_config={
+                     c: st.column_config.NumberColumn(format="%.4g") for c in ("final x", "final y", "final loss")})
         ui.show_code(r.code, key="tl_opt_code", file_name="optimizers_on_a_surface.py")
 
         st.markdown("##### Adam's L2 penalty vs AdamW's decoupled weight decay")
@@ -327,7 +332,7 @@ def section_optimizers() -> None:
         rows = [{"update": n, "x after step 1 (torch)": d.first_step[n][0], "y (torch)": d.first_step[n][1],
                  "x by the formula": d.first_step_formula[n][0], "y by the formula": d.first_step_formula[n][1]}
                 for n in d.first_step]
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
+        ui.table(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
             c: st.column_config.NumberColumn(format="%.9f") for c in rows[0] if c != "update"})
         if surface == "ravine":
             st.caption("On the ravine the minimum is the origin, where decay pulls anyway, so the paths differ but end "
@@ -369,10 +374,11 @@ def section_schedulers() -> None:
         params = (total, base_lr, step_size, gamma, warmup)
         r = cached_schedules(*params)
         chosen = st.pills("Curves", schedulers.SCHEDULERS, selection_mode="multi", default=list(schedulers.SCHEDULERS),
-                          key="tl_sch_shown")
+                          key="tl_sch_shown", bind="query-params")
         ui.plot(cached_figure("schedules", params, tuple(chosen or ())), key="tl_sch_fig")
-        probe = st.slider("Read the LR at step", 0, total - 1, min(30, total - 1), key="tl_sch_probe")
-        st.dataframe(pd.DataFrame([{"scheduler": n, f"lr at step {probe}": r.curves[n][probe]}
+        probe = st.slider("Read the LR at step", 0, total - 1, min(30, total - 1), key="tl_sch_probe",
+                          bind="query-params")
+        ui.table(pd.DataFrame([{"scheduler": n, f"lr at step {probe}": r.curves[n][probe]}
                                    for n in schedulers.SCHEDULERS]), hide_index=True)
         ui.show_code(r.code, key="tl_sch_code", file_name="schedulers.py")
 
@@ -425,7 +431,7 @@ def section_losses() -> None:
     target = b.segmented_control("Target", (0, 1), default=0, required=True, key="tl_bce_target", bind="query-params")
     with ui.input_errors():
         bce = cached_bce(logit, int(target or 0))
-        st.dataframe(pd.DataFrame([
+        ui.table(pd.DataFrame([
             {"computed as": name, "loss": str(v[0]), "d loss / d logit": str(v[1])}
             for name, v in zip(losses.BCE_WAYS, (bce.manual, bce.bce, bce.with_logits), strict=True)
         ]), hide_index=True, width="stretch")
@@ -480,7 +486,7 @@ def section_amp() -> None:
             ui.plot(cached_figure("ops", hidden, batch), key="tl_amp_ops_fig")
             st.caption(amp.ops_caption(ops))
         with right:
-            st.dataframe(pd.DataFrame(amp.ops_table(ops)), hide_index=True, width="stretch", height=320)
+            ui.table(pd.DataFrame(amp.ops_table(ops)), hide_index=True, width="stretch", height=320)
         ui.show_code(ops.code, key="tl_amp_ops_code", file_name="autocast_ops.py")
 
     st.markdown("##### Time and memory against float32")
@@ -490,20 +496,16 @@ def section_amp() -> None:
     m_batch = b.select_slider("Batch ", (32, 64, 128, 256, 512), value=256, key="tl_amp_m_batch", bind="query-params")
     reps = c.slider("Repeats", 1, amp.MAX_REPS, 5, key="tl_amp_reps", bind="query-params")
     params = (m_hidden, m_batch, reps)
-    if st.button("Measure float32 vs autocast", key="tl_amp_measure", icon=":material/timer:"):
-        with st.status("Timing forward + backward, interleaved…", expanded=False) as status:
-            with ui.input_errors():
-                cached_measure(*params)
-                st.session_state["tl_amp_measured"] = params
-            status.update(label="Measured", state="complete")
-    if st.session_state.get("tl_amp_measured") == params:
+    if ui.run_button("Measure float32 vs autocast", "tl_amp_measure", params, icon=":material/timer:"):
         with ui.input_errors():
-            speed = cached_measure(*params)
+            with st.status("Timing forward + backward, interleaved…", expanded=False) as status:
+                speed = cached_measure(*params)
+                status.update(label="Measured", state="complete")
             ui.plot(cached_figure("speed", *params), key="tl_amp_speed_fig")
             st.caption(f"Median of {reps} interleaved runs on one CPU thread; memory = bytes autograd saved for "
                        "backward (saved_tensors_hooks), the part of a step's memory that autocast halves.")
             ui.show_code(speed.code, key="tl_amp_speed_code", file_name="amp_time_memory.py")
-    else:
+    elif ui.ran_with("tl_amp_measure") is None:
         st.caption("Press the button to time both on this machine (a few seconds at the largest sizes).")
 
     st.markdown("##### GradScaler over steps: scale, skipped steps, growth")
@@ -528,7 +530,7 @@ def section_amp() -> None:
     values = st.text_input("Values to cast", "1e-8, 3e-5, 1.001, 7e4", key="tl_amp_values", bind="query-params")
     with ui.input_errors():
         rng = cached_ranges(values)
-        st.dataframe(pd.DataFrame(rng.rows), hide_index=True, width="stretch")
+        ui.table(pd.DataFrame(rng.rows), hide_index=True, width="stretch")
         st.caption("float16 has 5 exponent bits: small gradients underflow to 0 and values above 65504 become inf, "
                    "hence loss scaling. bfloat16 keeps float32's 8 exponent bits (same range, fewer mantissa bits), "
                    "so gradients neither underflow nor overflow where float32 would not.")
@@ -557,7 +559,8 @@ def section_resume() -> None:
             col.metric(f"max |Δθ|, {resume.SHORT[v]}", f"{run.max_diff:.3g}",
                        help=f"{run.name}: max |θ_resumed − θ_straight| at step N")
         shown = st.pills("Runs on the chart", tuple(resume.VARIANTS), selection_mode="multi",
-                         default=list(resume.VARIANTS), format_func=resume.VARIANTS.get, key="tl_res_shown")
+                         default=list(resume.VARIANTS), format_func=resume.VARIANTS.get, key="tl_res_shown",
+                         bind="query-params")
         ui.plot(cached_figure("resume", (total, split, int(seed)), tuple(shown or ())), key="tl_res_fig")
         st.caption(f"Checkpoint: {', '.join(r.checkpoint_keys)} — {r.checkpoint_bytes:,} bytes. Without the "
                    "optimizer, Adam restarts its moments (and bias correction); without the RNG state dropout masks "

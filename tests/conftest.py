@@ -1,5 +1,7 @@
-"""Shared test helpers: AppTest for any registered page."""
+"""Shared test helpers: AppTest for any registered page, and the views (section tabs) of each page."""
 
+import ast
+import re
 import sys
 from pathlib import Path
 
@@ -22,6 +24,32 @@ def open_page(page_file: str, timeout: float = 120, query: dict | None = None) -
     if page_file != "pages/home.py":
         at.switch_page(page_file).run()
     return at
+
+
+def switch_tab(at: AppTest, key: str, tab: str) -> AppTest:
+    """Open another tab of a URL-bound tab set, as a click would (AppTest has no tab click).
+
+    AppTest passes its query_params as the URL on every run, and a URL value wins over session state, so the
+    tab's parameter leaves the URL first.
+    """
+    at.query_params.pop(key, None)
+    at.session_state[key] = tab
+    return at.run()
+
+
+def page_views(page_file: str) -> list[dict]:
+    """The page at its defaults, then once per section tab: keys ending in _tab, labels from a TABS constant, an
+    st.tabs([...]) list or a section_tabs({...}) dict in the page's source."""
+    source = (ROOT / page_file).read_text()
+    keys = sorted(set(re.findall(r'key="(\w+_tab)"', source)))
+    labels = set()
+    for match in re.finditer(r"^TABS = (\(.*?\))$", source, flags=re.MULTILINE | re.DOTALL):
+        labels.update(ast.literal_eval(match.group(1)))
+    for match in re.finditer(r"st\.tabs\(\[([^\]]*)\]", source):
+        labels.update(re.findall(r'"([^"]+)"', match.group(1)))
+    for match in re.finditer(r"section_tabs\(\{(.*?)\}", source, flags=re.DOTALL):
+        labels.update(re.findall(r'"([^"]+)":', match.group(1)))
+    return [{}] + [{key: label} for key in keys for label in sorted(labels)]
 
 
 @pytest.fixture(autouse=True)
@@ -47,3 +75,13 @@ def assert_clean(at: AppTest) -> None:
 @pytest.fixture
 def page():
     return open_page
+
+
+@pytest.fixture
+def no_warm_helpers():
+    """Start with no warm fork server or resource tracker left by earlier tests, and no idle timer pending."""
+    from demos import guests
+
+    assert guests.stop_idle_helpers(), "no run holds the process slot"
+    if guests._idle_timer is not None:
+        guests._idle_timer.cancel()

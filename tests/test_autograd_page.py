@@ -3,9 +3,10 @@
 import pytest
 
 from demos.autograd.graph import PRESETS
-from tests.conftest import assert_clean, open_page
+from tests.conftest import assert_clean, open_page, switch_tab
 
 PAGE = "pages/autograd.py"
+TABS = ("Graph", "Backward", "no_grad & detach", "Custom Functions", "Accumulation")
 
 
 def errors(at) -> list[str]:
@@ -19,13 +20,32 @@ def test_preset_and_widgets_run_clean():
     assert_clean(at)
     assert at.text_input(key="ag_expr").value == PRESETS["Attention scores"][1]
     assert any("SoftmaxBackward0" in str(df.value) for df in at.dataframe)
-    at.toggle(key="ag_saved").set_value(True)
-    at.selectbox(key="ag_chain").set_value(3)
-    at.slider(key="ag_n").set_value(64)
-    at.slider(key="ag_batch").set_value(48).run()
+    at.toggle(key="ag_saved").set_value(True).run()
+    assert_clean(at)
+    at = switch_tab(at, "ag_tab", "Backward")
+    assert at.text_input(key="ag_expr").value == PRESETS["Attention scores"][1], "both tabs share the expression"
+    at.selectbox(key="ag_chain").set_value(3).run()
+    assert_clean(at)
+    switch_tab(at, "ag_tab", "no_grad & detach").slider(key="ag_n").set_value(64).run()
+    assert_clean(at)
+    at = switch_tab(at, "ag_tab", "Accumulation")
+    at.slider(key="ag_batch").set_value(48)
     assert at.select_slider(key="ag_k").options == ["1", "2", "3", "4", "6", "8", "12", "16"]
     at.select_slider(key="ag_k").set_value(6).run()
     assert_clean(at)
+
+
+def test_each_tab_is_its_own_view():
+    """Only the open tab runs: each tab's own widgets are on the page, the others' are not."""
+    own = {"Graph": "ag_saved", "Backward": "ag_chain", "no_grad & detach": "ag_n", "Accumulation": "ag_k"}
+    for tab in TABS:
+        at = open_page(PAGE, query={"ag_tab": tab})
+        assert_clean(at)
+        keys = {w.key for w in [*at.toggle, *at.selectbox, *at.slider, *at.select_slider]}
+        assert {k for k in own.values() if k in keys} == ({own[tab]} if tab in own else set()), tab
+    at = open_page(PAGE, query={"ag_tab": "Custom Functions", "ag_custom": "Numerically stable log-sum-exp"})
+    assert_clean(at)
+    assert [c.value.split("class ")[1].split("(")[0] for c in at.code if "class " in c.value] == ["StableLogSumExp"]
 
 
 def test_bad_input_is_a_sentence():
@@ -39,13 +59,14 @@ def test_bad_input_is_a_sentence():
     assert any("Unknown name `q`" in e for e in errors(at)), errors(at)
     at.text_input(key="ag_leaves").input("x: 100,3").run()
     assert any("limit is 64" in e for e in errors(at)), errors(at)
+    at = open_page(PAGE, query={"ag_tab": "Accumulation"})
     at.slider(key="ag_batch").set_value(30).run()
     assert at.select_slider(key="ag_k").options == ["1", "2", "3", "5", "6", "10", "15"]
     assert at.select_slider(key="ag_k").value == 3  # 4 does not divide 30: the largest divisor below it
 
 
 def test_micro_batch_k_from_the_url_is_one_of_the_divisors():
-    at = open_page(PAGE, query={"ag_tab": "Accumulation", "ag_batch": "30", "ag_k": "4"})  # ag_tab: once tabbed
+    at = open_page(PAGE, query={"ag_tab": "Accumulation", "ag_batch": "30", "ag_k": "4"})
     assert_clean(at)
     assert at.select_slider(key="ag_k").value == 3
 

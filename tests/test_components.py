@@ -68,6 +68,8 @@ def test_steps_reveal_one_at_a_time_in_whiteboard_mode():
     assert at.markdown[0].value == "1. one\n2. two"
     at.button(key="s_next").click().run()
     assert at.markdown[0].value.endswith("3. three") and not [b for b in at.button if b.key == "s_next"]
+    at.button(key="s_prev").click().run()
+    assert at.markdown[0].value == "1. one\n2. two", "the previous step (the ← key presses this button)"
     at.button(key="s_reset").click().run()
     assert at.markdown[0].value == "1. one"
 
@@ -127,5 +129,71 @@ def test_interview_corner_shows_one_question_and_marks_answers():
     assert "Correct" in at.success[0].value
     at.radio(key="tensors_q_pick").set_value(1).run()
     assert len(at.code) == 1 and ".dtype" in at.code[0].value
-    assert at.radio(key="tensors_q_pick").options[0] == "1 ✓"
+    picker = at.radio(key="tensors_q_pick")
+    assert picker.options == ["1", "2"] and list(picker.proto.captions) == ["✓", ""]
     assert at.expander and not at.exception, "model answers follow the questions"
+
+
+def test_the_picker_keeps_its_question_in_the_url_after_answering():
+    """The URL stores the question's number; answering (which adds a ✓ caption) must not move the picker."""
+    at = AppTest.from_function(corner_app, default_timeout=60)
+    at.query_params["tensors_q_pick"] = "2"
+    at.run()
+    assert at.radio(key="tensors_q_pick").value == 1 and ".dtype" in at.code[0].value
+    labels = at.radio(key="tensors_q_pick").options
+    at.radio(key="tensors_q_second_pick").set_value("torch.int64").run()
+    at.button(key="tensors_q_second_run").click().run()
+    assert "Correct" in at.success[0].value
+    at.run()
+    assert at.radio(key="tensors_q_pick").options == labels, "the stored value is a label: labels never change"
+    assert at.radio(key="tensors_q_pick").value == 1, "still on question 2"
+    assert at.query_params["tensors_q_pick"] == "2"
+
+
+def test_a_verdict_belongs_to_its_prediction_and_try_again_clears_it():
+    at = AppTest.from_function(quiz_app, default_timeout=60).run()
+    at.text_input(key="t_typed").set_value("torch.Size([3, 5])").run()
+    at.button(key="t_run").click().run()
+    assert "Correct" in at.success[0].value
+    at.text_input(key="t_typed").set_value("(5, 3)").run()
+    assert not at.success and not at.warning, "the old verdict judged another prediction"
+    at.button(key="t_run").click().run()
+    assert "torch returned `(3, 5)`" in at.warning[0].value
+    at.button(key="t_retry").click().run()
+    assert at.text_input(key="t_typed").value == "" and not at.warning and not at.success
+    assert not [b for b in at.button if b.key == "t_retry"], "Try again shows only beside a verdict"
+    at.text_input(key="t_typed").set_value("[3, 5]").run()
+    at.button(key="t_run").click().run()
+    assert "Correct" in at.success[0].value and not at.exception
+
+
+def number_app():
+    import torch
+
+    from demos.quiz import Question
+    from pages import ui
+
+    def tiny():
+        return torch.sigmoid(torch.tensor(0.0)) ** 10 / 1024  # about 9.5e-7
+
+    ui.predict_then_run(Question("n", "How small?", tiny, "About 9.5e-7.", kind="number"), key="n")
+
+
+def test_an_order_of_magnitude_answer_is_close():
+    at = AppTest.from_function(number_app, default_timeout=60).run()
+    at.text_input(key="n_typed").set_value("1e-6").run()
+    at.button(key="n_run").click().run()
+    assert at.info[0].value.startswith("Close: torch says `9.53674e-07`")
+    at.text_input(key="n_typed").set_value("9.5e-7").run()
+    at.button(key="n_run").click().run()
+    assert "Correct" in at.success[0].value
+
+
+def test_whiteboard_mode_reveals_the_answer_as_a_step():
+    at = AppTest.from_function(quiz_app, default_timeout=60)
+    at.session_state["whiteboard"] = True
+    at.run()
+    assert at.subheader[0].value == "Shape?"
+    assert "torch returned" not in " ".join(m.value for m in at.markdown)
+    at.button(key="t_reveal_next").click().run()
+    assert "torch returned `(3, 5)`" in at.markdown[-1].value

@@ -6,6 +6,7 @@ from collections import Counter
 
 import psutil
 import pytest
+import torch.utils.data
 
 from demos.data.procs import RunTimeout
 from demos.data.streams import stream_demo
@@ -85,3 +86,31 @@ def test_run_deadline_stops_a_slow_main_loop(no_children_left):
     with pytest.raises(RunTimeout):
         record_run(Workload(samples=16, io_ms=40.0, transform_ms=0.0, step_ms=0.0), LoaderConfig(batch_size=2),
                    time_limit_s=0.1)
+
+
+class _Stuck(torch.utils.data.Dataset):
+    """A dataset whose worker never answers in time, like a forked worker blocked on a copied lock."""
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        time.sleep(30)
+        return i
+
+
+def test_quiz_snippets_that_fork_workers_have_a_timeout_and_it_becomes_a_sentence(no_children_left):
+    from demos.data import questions
+
+    forking = [q for q in questions.QUESTIONS if 'multiprocessing_context="fork"' in q.snippet]
+    assert forking and all(f"timeout={questions.SNIPPET_TIMEOUT_S}" in q.snippet for q in forking)
+
+    @questions._one_run_at_a_time
+    def stuck():
+        loader = torch.utils.data.DataLoader(_Stuck(), num_workers=1, multiprocessing_context="fork", timeout=1)
+        return list(loader)
+
+    start = time.perf_counter()
+    with pytest.raises(InputError, match="gave no batch within"):
+        stuck()
+    assert time.perf_counter() - start < 10

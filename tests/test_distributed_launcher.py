@@ -1,5 +1,6 @@
 """The launcher always cleans up (success, failure, timeout), and torchrun writes a result file the page loads."""
 
+import contextlib
 import json
 import os
 import socket
@@ -124,7 +125,7 @@ def test_a_valid_record_loads_and_bad_ones_are_refused():
             core.from_file(json.dumps({**good_record(), **change}).encode())
     with pytest.raises(InputError, match="only finite numbers"):
         load_result(json.dumps({**good_record(), "x": float("nan")}).encode())
-    with pytest.raises(InputError, match="malformed"):
+    with pytest.raises(InputError, match=r"ranks\[0\] has no 'seen'"):
         core.from_file(json.dumps({**good_record(), "ranks": [{"rank": 0}]}).encode())
 
 
@@ -168,16 +169,53 @@ def test_any_parameter_text_is_parsed_or_refused(bucket, ring, world):
         assert not 2 <= world <= 4
 
 
-def test_idle_fork_server_stops_by_itself(monkeypatch):
+def test_no_child_process_is_left_after_the_idle_window(monkeypatch, no_warm_helpers):
+    """The warm fork servers and multiprocessing's resource tracker stop once the server has idled for the window."""
     import time
+    from multiprocessing import resource_tracker
 
     import demos.distributed.launcher as launcher
+    from demos import guests
+    from demos.debugging.workers import worker_seeds
 
-    monkeypatch.setattr(launcher, "IDLE_STOP_S", 0.3)
+    monkeypatch.setattr(guests, "IDLE_WINDOW_S", 1.0)
+    before = children_now()
     run_ranks("env", 2, {})
+    worker_seeds()  # DataLoader workers from the data pages' fork server, in the same window
     pid = launcher.fork_server_pid()
-    assert pid is not None
-    deadline = time.monotonic() + 10
-    while launcher.fork_server_pid() is not None and time.monotonic() < deadline:
+    assert pid is not None and pid in children_now(), "the distributed fork server stays warm between runs"
+    assert resource_tracker._resource_tracker._pid is not None, "its resource tracker too"
+    deadline = time.monotonic() + 15
+    while children_now() - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not children_now() - before, [psutil.Process(p).cmdline()[-1][:80] for p in children_now() - before]
+    assert launcher.fork_server_pid() is None and resource_tracker._resource_tracker._pid is None
+    run_ranks("env", 2, {})  # and the next run starts them again
+
+
+def listening_sockets(pids: set[int]) -> set[tuple[int, str]]:
+    """(pid, address) of every listening TCP socket that one of these processes owns."""
+    return {(c.pid, c.laddr.ip) for c in psutil.net_connections("inet")
+            if c.status == psutil.CONN_LISTEN and c.pid in pids}
+
+
+def test_a_run_opens_no_listening_socket_beyond_loopback():
+    """Rank 0 meets its peers through a FileStore (no TCPStore on every interface); gloo binds to loopback."""
+    import ipaddress
+    import threading
+    import time
+
+    def sleep_on_two_ranks():
+        with contextlib.suppress(InputError):  # the test worker's record is no page demo: refused after the run
+            run_ranks("sleep", 2, {"seconds": 3})
+
+    seen: set[tuple[int, str]] = set()
+    runner = threading.Thread(target=sleep_on_two_ranks)
+    runner.start()
+    while runner.is_alive():
+        seen |= listening_sockets(children_now())
         time.sleep(0.1)
-    assert launcher.fork_server_pid() is None and gone(pid)
+    runner.join()
+    assert seen, "the ranks' gloo connections were observed listening"
+    outside = {(pid, ip) for pid, ip in seen if not ipaddress.ip_address(ip).is_loopback}
+    assert not outside, outside

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.conftest import assert_clean, open_page
+from tests.conftest import assert_clean, open_page, switch_tab
 
 PAGE = "pages/distributed.py"
 
@@ -12,33 +12,62 @@ def at():
     return open_page(PAGE)
 
 
+def open_tab(tab: str, **query):
+    return open_page(PAGE, query={"dist_tab": tab, **query})
+
+
 def errors(at) -> list[str]:
     return [e.value for e in at.error]
 
 
-def test_defaults_are_clean_and_show_the_calculators(at):
+def test_defaults_are_clean_and_only_the_open_tab_runs(at):
     assert_clean(at)
-    assert at.button(key="dist_collectives_run")
-    assert any("bubble" in c.value for c in at.caption)
+    assert at.button(key="dist_collectives_button")
+    assert not any("bubble" in c.value for c in at.caption), "the pipeline tab is closed: nothing of it is sent"
+    assert any("bubble" in c.value for c in open_tab("Tensor & pipeline").caption)
 
 
 def test_collectives_and_ddp_run_on_real_ranks(at):
-    at.button(key="dist_collectives_run").click().run()
+    at.button(key="dist_collectives_button").click().run()
     assert_clean(at)
     assert any("live run: 2 gloo ranks" in s.label for s in at.status)
     at.segmented_control(key="dist_live_op").set_value("all_to_all").run()
     assert_clean(at)
-    at.button(key="dist_ddp_run").click().run()
+    assert any("live run: 2 gloo ranks" in s.label for s in at.status), "a view of the result keeps the result"
+    switch_tab(at, "dist_tab", "DDP").button(key="dist_ddp_button").click().run()
     assert_clean(at)
     assert any(m.label.startswith("max |DDP grad") for m in at.metric)
 
 
-def test_other_sections_run_with_three_ranks():
-    at = open_page(PAGE, query={"dist_world": "3", "dist_d_in": "12", "dist_d_out": "6"})
-    for key in ("dist_sampler_run", "dist_fsdp_run", "dist_tensor_parallel_run", "dist_env_run"):
-        at.button(key=key).click().run()
-        assert_clean(at)
-    assert sum("live run: 3 gloo ranks" in s.label for s in at.status) == 4
+def test_a_run_stays_through_unrelated_reruns_until_its_own_inputs_change():
+    at = open_tab("DistributedSampler")
+    at.button(key="dist_sampler_button").click().run()
+    assert any("live run: 2 gloo ranks" in s.label for s in at.status)
+    at.toggle(key="whiteboard").set_value(True).run()
+    assert any("live run: 2 gloo ranks" in s.label for s in at.status), "an unrelated rerun keeps the result"
+    at.slider(key="dist_dataset").set_value(12).run()
+    assert not at.status and any("settings changed" in i.value for i in at.info)
+    at.slider(key="dist_dataset").set_value(10).run()
+    assert any("live run: 2 gloo ranks" in s.label for s in at.status), "the settings that ran: shown again"
+
+
+@pytest.mark.parametrize(("tab", "demo"), [("DistributedSampler", "sampler"), ("FSDP & ZeRO", "fsdp"),
+                                           ("Tensor & pipeline", "tensor_parallel"), ("Launch", "env")])
+def test_other_sections_run_with_three_ranks(tab, demo):
+    at = open_tab(tab, dist_world="3", dist_d_in="12", dist_d_out="6")
+    at.button(key=f"dist_{demo}_button").click().run()
+    assert_clean(at)
+    assert any("live run: 3 gloo ranks" in s.label for s in at.status)
+
+
+def test_the_launch_tab_shares_the_model_choice_with_fsdp():
+    at = open_tab("Launch", dist_model="GPT-2 XL shape (48 × 1600)")
+    assert_clean(at)
+    assert at.selectbox(key="dist_model").value == "GPT-2 XL shape (48 × 1600)"
+    assert any(m.value.startswith("GPT-2 XL shape") for m in at.markdown)
+    at = open_tab("Launch", dist_fsdp_layers="5")
+    assert at.slider(key="dist_fsdp_layers").value == 5, "the page's MLP: its shape sliders are drawn here too"
+    assert any("Tower(5, 64)" in m.value for m in at.markdown)
 
 
 def test_bad_text_is_a_sentence_not_a_traceback():
@@ -49,6 +78,7 @@ def test_bad_text_is_a_sentence_not_a_traceback():
     at.text_input(key="dist_ring").input("2000000").run()
     assert any("Ring message size: `2000000` is out of range; it must be from 1 to 1000000." in e
                for e in errors(at))
+    at = open_tab("DDP")
     at.text_input(key="dist_bucket").input("0").run()
     assert any("bucket_cap_mb: `0` is out of range" in e for e in errors(at))
     at.text_input(key="dist_bucket").input("lots").run()
@@ -58,7 +88,7 @@ def test_bad_text_is_a_sentence_not_a_traceback():
 
 @pytest.mark.parametrize("world", [2, 3, 4])
 def test_tensor_parallel_offers_only_features_that_split_evenly(world):
-    at = open_page(PAGE, query={"dist_world": str(world), "dist_d_in": "10"})  # 10 does not split into 3 or 4
+    at = open_tab("Tensor & pipeline", dist_world=str(world), dist_d_in="10")  # 10 does not split into 3 or 4
     assert_clean(at)
     for key in ("dist_d_in", "dist_d_out"):
         offered = [int(o) for o in at.select_slider(key=key).options]
@@ -67,25 +97,26 @@ def test_tensor_parallel_offers_only_features_that_split_evenly(world):
 
 
 def test_ddp_micro_batches_never_exceed_the_samples_per_rank():
-    at = open_page(PAGE, query={"dist_ddp_per_rank": "3", "dist_micro": "8"})
+    at = open_tab("DDP", dist_ddp_per_rank="3", dist_micro="8")
     assert_clean(at)
     assert at.select_slider(key="dist_micro").options == ["1", "2", "3"]
     assert at.select_slider(key="dist_micro").value == 3
 
 
-def test_pipeline_and_zero_widgets_move(at):
+def test_pipeline_and_zero_widgets_move():
+    at = open_tab("Tensor & pipeline")
     at.slider(key="dist_stages").set_value(8).run()
     at.slider(key="dist_pp_micro").set_value(1).run()
+    assert_clean(at)
+    at = switch_tab(at, "dist_tab", "FSDP & ZeRO")
     at.selectbox(key="dist_model").set_value("GPT-2 XL shape (48 × 1600)").run()
     at.selectbox(key="dist_precision").set_value("fp32 + Adam (4 + 4 + 8 bytes)").run()
     assert_clean(at)
 
 
 def test_whiteboard_mode_reveals_ddp_steps():
-    at = open_page(PAGE)
-    at.session_state["whiteboard"] = True
-    at.run()
-    at.button(key="dist_ddp_run").click().run()
+    at = open_tab("DDP", whiteboard="true")
+    at.button(key="dist_ddp_button").click().run()
     at.button(key="dist_ddp_steps_next").click().run()
     assert_clean(at)
 
@@ -96,11 +127,11 @@ def test_result_files_load_or_are_refused_with_a_sentence():
     from demos.distributed.launcher import run_ranks
 
     record, _ = run_ranks("tensor_parallel", 2, {"d_in": 4, "d_out": 4, "batch": 1, "seed": 0})
-    at = open_page(PAGE)
+    at = open_tab("Launch")
     at.file_uploader(key="dist_upload").set_value(("result.json", json.dumps(record).encode(), "application/json"))
     at.run()
     assert_clean(at)
-    assert any("loaded file result.json: 2 ranks" in c.value for c in at.caption)
+    assert any("loaded file `result.json`: 2 ranks" in c.value for c in at.caption)
     at.file_uploader(key="dist_upload").set_value(("bad.json", b'{"format": 1}', "application/json")).run()
     assert not at.exception
     assert any("not a result file of this page" in e for e in errors(at))

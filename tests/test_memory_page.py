@@ -31,9 +31,13 @@ def test_moving_the_main_widgets():
     assert_clean(at)
     at.selectbox(key="mem_model").set_value("Small CNN (CIFAR 32x32)").run()
     at.number_input(key="mem_batch").set_value(64).run()
-    at.button(key="mem_sweep_run").click().run()
+    at.button(key="mem_sweep_button").click().run()
     assert_clean(at)
     assert len(at.get("plotly_chart")) >= 3, "timeline, peak holders and the batch sweep"
+    at.selectbox(key="mem_card").set_value("T4 16 GB").run()
+    assert len(at.get("plotly_chart")) >= 3, "the sweep stays: the card only moves its OOM line"
+    at.slider(key="mem_steps").set_value(1).run()
+    assert len(at.get("plotly_chart")) == 2, "a sweep of other steps is not shown as this one"
 
 
 def test_allocator_script_and_bad_script():
@@ -52,9 +56,11 @@ def test_allocator_script_and_bad_script():
 
 def test_dynamo_section_and_bad_shapes():
     at = open_page(PAGE, query={"mem_tab": "torch.compile"})
-    at.button(key="mem_explain").click().run()
+    at.button(key="mem_explain_button").click().run()
     assert_clean(at)
     assert any("2 graphs, 1 break" in m.value for m in at.markdown)
+    at.select_slider(key="mem_size").set_value(64).run()
+    assert any("2 graphs, 1 break" in m.value for m in at.markdown), "another section's widget keeps the result"
     at.text_input(key="mem_shapes").set_value("8; banana").run()
     assert any("is not a whole number" in e.value for e in at.error)
     assert not at.exception
@@ -67,3 +73,10 @@ def test_interview_answer_check():
     at.button(key="memory_q_round_up_run").click().run()
     assert_clean(at)
     assert any("Correct" in s.value for s in at.success)
+
+
+def test_a_link_carries_the_allocator_script():
+    script = "a = 40 MiB\nb = 30 MiB\ndel a"
+    at = open_page(PAGE, query={"mem_tab": "Caching allocator", "mem_script": script})
+    assert_clean(at)
+    assert at.text_area(key="mem_script").value == script

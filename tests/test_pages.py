@@ -10,11 +10,17 @@ from tests.conftest import assert_clean, open_page
 PAGES = [t.file for t in registered()]
 
 
+CHART_ELEMENTS = ("plotly_chart", "graphviz_chart", "vega_lite_chart", "arrow_vega_lite_chart")
+
+
 @pytest.mark.parametrize("page_file", PAGES)
 def test_page_runs_clean_at_defaults(page_file):
     at = open_page(page_file)
     assert_clean(at)
     assert at.title, "every page starts with a title"
+    charts = sum(len(at.get(kind)) for kind in CHART_ELEMENTS)
+    topic = next(t for t in registered() if t.file == page_file)
+    assert charts == topic.charts, "the registry's chart count, which the browser test and bench wait for"
 
 
 @pytest.mark.parametrize("page_file", PAGES)

@@ -25,17 +25,28 @@ def test_walk_buttons_move_through_the_substeps():
     for _ in range(4):
         at.button(key="tl_walk_next").click().run()
         assert_clean(at)
-    assert at.session_state["tl_walk_index"] == 4
+    assert at.slider(key="tl_walk").value == 5, "sub-step 5: the fifth call of the loop"
     assert "Just ran: `clip_grad_norm_`" in _texts(at)
     at.button(key="tl_walk_iter").click().run()
-    assert at.session_state["tl_walk_index"] == 4 + len(step.SUBSTEPS)
+    assert at.slider(key="tl_walk").value == 5 + len(step.SUBSTEPS)
     at.button(key="tl_walk_back").click().run()
     at.selectbox(key="tl_walk_opt").select("SGD + momentum").run()
     assert_clean(at)
     assert "momentum_buffer" in str(at.dataframe[0].value)
     at.button(key="tl_walk_reset").click().run()
-    assert at.session_state["tl_walk_index"] == 0
+    assert at.slider(key="tl_walk").value == 1
     assert_clean(at)
+
+
+def test_a_link_opens_the_walk_at_its_sub_step_and_the_slider_jumps():
+    at = open_page(PAGE, query={"tl_walk": "6"})
+    assert_clean(at)
+    assert "Just ran: `optimizer.step()`" in _texts(at), "sub-step 6 of the loop"
+    at.slider(key="tl_walk").set_value(len(step.SUBSTEPS) + 4).run()
+    assert "Just ran: `loss.backward()`" in _texts(at)
+    assert any(m.label == "Iteration" and m.value == "2" for m in at.metric)
+    at.button(key="tl_walk_next").click().run()
+    assert at.slider(key="tl_walk").value == len(step.SUBSTEPS) + 5
 
 
 @pytest.mark.parametrize("optimizer", step.WALK_OPTIMIZERS)
@@ -110,9 +121,11 @@ def test_mixed_precision_inputs_and_measure_button():
     at.text_input(key="tl_amp_values").input("1e-8").run()
     assert_clean(at)
     before = len(at.get("plotly_chart"))
-    at.button(key="tl_amp_measure").click().run()
+    at.button(key="tl_amp_measure_button").click().run()
     assert_clean(at)
     assert len(at.get("plotly_chart")) == before + 1
+    at.text_input(key="tl_amp_values").input("1e-7").run()
+    assert len(at.get("plotly_chart")) == before + 1, "an unrelated widget keeps the measurement on screen"
 
 
 def test_resume_shows_zero_difference():

@@ -22,7 +22,7 @@ from demos.autograd.expr import (
 )
 from demos.errors import InputError, quoted
 from demos.parsing import format_shape
-from demos.style import COLORS
+from demos.style import COLORS, over, text_on
 
 MAX_GRAPH_NODES = 80
 
@@ -168,6 +168,15 @@ def node_table(b: Built) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# The forward graph's node fills, one source for the drawing and the colour chips beside it.
+FORWARD_LEGEND = {
+    "leaf with requires_grad=True": COLORS["parameter"],
+    "leaf without grad": COLORS["data"],
+    "operation (its output shape)": over("rgba(44, 160, 44, 0.2)", "#ffffff"),  # activation green, light
+}
+_LEAF_GRAD, _LEAF, _OP = FORWARD_LEGEND.values()
+
+
 def forward_dot(tree, tensors: dict, shapes: dict | None = None) -> str:
     """The forward computation as parsed (what you wrote), as DOT: leaves, numbers and operations."""
     lines = ['digraph forward {', 'rankdir=BT; node [shape=box, style="rounded,filled", fontname="monospace", '
@@ -179,15 +188,15 @@ def forward_dot(tree, tensors: dict, shapes: dict | None = None) -> str:
         nid = f"n{counter[0]}"
         if isinstance(node, Name):
             t = tensors[node.name]
-            fill = COLORS["parameter"] if t.requires_grad else COLORS["data"]
+            fill = _LEAF_GRAD if t.requires_grad else _LEAF
             label = f"{node.name}\\n{format_shape(t.shape)}"
-            lines.append(f'{nid} [label="{label}", fillcolor="{fill}", fontcolor="white"];')
+            lines.append(f'{nid} [label="{label}", fillcolor="{fill}", fontcolor="{text_on(fill)}"];')
             return nid
         if isinstance(node, Num):
             lines.append(f'{nid} [label="{to_source(node)}", fillcolor="white"];')
             return nid
         label = _op_label(node) + (f"\\n{format_shape(shapes[node])}" if shapes and node in shapes else "")
-        lines.append(f'{nid} [label="{label}", fillcolor="{COLORS["activation"]}33"];')
+        lines.append(f'{nid} [label="{label}", fillcolor="{_OP}"];')
         for child in children(node):
             lines.append(f"{add(child)} -> {nid};")
         return nid

@@ -4,17 +4,18 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from demos.data.timeline import MAIN, MAIN_LOADING, LoaderRun
-from demos.style import COLORS, SERIES, base_layout
+from demos.style import COLORS, SERIES, base_layout, category_scale, cell_text
 
-# Gantt colours: a read (I/O) = data, CPU transform = activation, training step = parameter,
+# Gantt series: a read (I/O) = data, CPU transform = activation, training step = parameter,
 # main process starved (waiting for a batch) = error, worker start-up inside iter(loader) = idle.
 KIND_STYLE = {
-    "io": ("read (I/O)", COLORS["data"]),
-    "transform": ("CPU transform", COLORS["activation"]),
-    "step": ("training step", COLORS["parameter"]),
-    "wait": ("main starved: waiting for a batch", COLORS["error"]),
-    "startup": ("iter(loader): worker start-up", COLORS["idle"]),
+    "io": ("read (I/O)", "data"),
+    "transform": ("CPU transform", "activation"),
+    "step": ("training step", "parameter"),
+    "wait": ("main starved: waiting for a batch", "error"),
+    "startup": ("iter(loader): worker start-up", "idle"),
 }
+GANTT_LEGEND = dict(KIND_STYLE.values())  # the chart's legend labels -> concepts, for the page's colour chips
 
 
 def _legend_below(fig: go.Figure, height: int) -> go.Figure:
@@ -25,6 +26,12 @@ def _legend_below(fig: go.Figure, height: int) -> go.Figure:
     return fig
 
 
+def _cell_labels(z, text, xs, ys, fills) -> go.Scatter:
+    """Each cell's text in the colour that reads on its category's fill."""
+    cells = [(xs[c], ys[r], label, fills[z[r][c]]) for r, row in enumerate(text) for c, label in enumerate(row)]
+    return cell_text(*map(list, zip(*cells, strict=True)))
+
+
 def _rows(run: LoaderRun) -> list[str]:
     workers = sorted({s.row for s in run.spans if s.row.startswith("worker")}, key=lambda r: int(r.split()[1]))
     loading = [MAIN_LOADING] if any(s.row == MAIN_LOADING for s in run.spans) else []
@@ -32,14 +39,14 @@ def _rows(run: LoaderRun) -> list[str]:
 
 
 def _add_gantt(fig: go.Figure, run: LoaderRun, row: int, shown: set) -> None:
-    for kind, (name, colour) in KIND_STYLE.items():
+    for kind, (name, concept) in KIND_STYLE.items():
         spans = [s for s in run.spans if s.kind == kind]
         if not spans:
             continue
         fig.add_trace(
             go.Bar(
                 y=[s.row for s in spans], x=[1000 * (s.end - s.start) for s in spans],
-                base=[1000 * s.start for s in spans], orientation="h", name=name, marker_color=colour,
+                base=[1000 * s.start for s in spans], orientation="h", name=name, marker_color=COLORS[concept],
                 marker_line_width=0.5, marker_line_color="white", hovertext=[s.text for s in spans],
                 hoverinfo="text", legendgroup=kind, showlegend=kind not in shown,
             ),
@@ -88,10 +95,11 @@ def order_figure(orders: dict, length: int) -> go.Figure:
         seq = orders[name]
         z.append([1 if seq.count(i) > 1 else 0 for i in seq])
         text.append([str(i) for i in seq])
+    kinds = {"drawn once": COLORS["data"], "drawn again": COLORS["error"]}
     fig = go.Figure(go.Heatmap(
-        z=z, x=list(range(length)), y=names, text=text, texttemplate="%{text}", showscale=False, xgap=2, ygap=2,
-        colorscale=[[0, COLORS["data"]], [1, COLORS["error"]]], zmin=0, zmax=1,
+        z=z, x=list(range(length)), y=names, text=text, xgap=2, ygap=2, **category_scale(kinds),
         hovertemplate="position %{x}: index %{text}<extra>%{y}</extra>"))
+    fig.add_trace(_cell_labels(z, text, list(range(length)), names, list(kinds.values())))
     fig.update_xaxes(title="position in the epoch", dtick=1)
     fig.update_yaxes(autorange="reversed")
     return base_layout(fig, height=240)
@@ -114,7 +122,9 @@ def distributed_figure(epochs: dict, length: int) -> go.Figure:
     """Each rank's indices per epoch; a padded (repeated) index is marked in the error colour."""
     fig = make_subplots(rows=1, cols=len(epochs), subplot_titles=list(epochs), shared_yaxes=True,
                         horizontal_spacing=0.04)
+    kinds = {"first time": COLORS["communication"], "padding (repeat)": COLORS["error"]}
     for col, per_rank in enumerate(epochs.values(), 1):
+        ranks = [f"rank {r}" for r in range(len(per_rank))]
         seen: set = set()
         z, text = [], []
         for rank_indices in per_rank:
@@ -125,9 +135,10 @@ def distributed_figure(epochs: dict, length: int) -> go.Figure:
             z.append(row)
             text.append([str(i) for i in rank_indices])
         fig.add_trace(go.Heatmap(
-            z=z, y=[f"rank {r}" for r in range(len(per_rank))], text=text, texttemplate="%{text}", showscale=False,
-            xgap=2, ygap=2, colorscale=[[0, COLORS["communication"]], [1, COLORS["error"]]], zmin=0, zmax=1,
+            z=z, y=ranks, text=text, xgap=2, ygap=2, **category_scale(kinds),
             hovertemplate="%{y}, position %{x}: index %{text}<extra></extra>"), row=1, col=col)
+        fig.data[-1].showscale = col == 1
+        fig.add_trace(_cell_labels(z, text, list(range(len(z[0]))), ranks, list(kinds.values())), row=1, col=col)
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title="position", dtick=1)
     return base_layout(fig, height=160 + 32 * len(next(iter(epochs.values()))))
@@ -135,11 +146,12 @@ def distributed_figure(epochs: dict, length: int) -> go.Figure:
 
 def pad_figure(padded, mask) -> go.Figure:
     """The padded batch: real tokens coloured, padding grey, token ids written in the cells."""
+    z, text = [[1 if m else 0 for m in row] for row in mask], [[str(t) for t in row] for row in padded]
+    kinds, seqs = {"padding": COLORS["idle"], "token": COLORS["data"]}, [f"seq {i}" for i in range(len(padded))]
     fig = go.Figure(go.Heatmap(
-        z=[[1 if m else 0 for m in row] for row in mask], text=[[str(t) for t in row] for row in padded],
-        texttemplate="%{text}", showscale=False, xgap=2, ygap=2, zmin=0, zmax=1,
-        colorscale=[[0, COLORS["idle"]], [1, COLORS["data"]]], y=[f"seq {i}" for i in range(len(padded))],
+        z=z, text=text, xgap=2, ygap=2, **category_scale(kinds), y=seqs,
         hovertemplate="%{y}, position %{x}: token %{text}<extra></extra>"))
+    fig.add_trace(_cell_labels(z, text, list(range(len(z[0]))), seqs, list(kinds.values())))
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title="position (grey = padding, mask False)", dtick=1)
     return base_layout(fig, height=120 + 34 * len(padded))

@@ -10,7 +10,6 @@ when a run first needs workers and stopped when the run ends, so no process outl
 import gc
 import multiprocessing
 import multiprocessing.forkserver
-import multiprocessing.resource_tracker
 import time
 import traceback
 import warnings
@@ -20,7 +19,7 @@ from torch.utils.data import DataLoader
 
 from demos.data.workers import noop
 from demos.errors import InputError
-from demos.guests import process_slot
+from demos.guests import process_slot, release_resource_tracker
 
 START_METHOD = "forkserver"
 # The first module stops workers from re-running app.py (the parent's __main__); see its docstring.
@@ -118,10 +117,11 @@ def start_fork_server() -> float:
 
 
 def stop_fork_server() -> None:
-    """Stop the fork server and multiprocessing's resource tracker: no idle helper outlives a run."""
+    """Stop the fork server and multiprocessing's resource tracker (unless the distributed page's warm fork server
+    still reports to it): no idle helper outlives a run."""
     gc.collect()  # drop finished queues first, so the tracker has no semaphores left to report
     multiprocessing.forkserver._forkserver._stop()
-    multiprocessing.resource_tracker._resource_tracker._stop()
+    release_resource_tracker()
 
 
 def _clear_frames(err: BaseException | None) -> None:

@@ -13,24 +13,34 @@ from torch.utils.data import (
     get_worker_info,
 )
 
+from demos.errors import InputError
 from demos.guests import process_slot
 from demos.quiz import Question
 
 STREAM_IMPORTS = "from torch.utils.data import DataLoader, IterableDataset, get_worker_info"
 LOADER_IMPORTS = "from torch.utils.data import DataLoader"
+SNIPPET_TIMEOUT_S = 10  # the DataLoader(timeout=10) of every snippet that forks workers
 
 
 def _one_run_at_a_time(fn):
     """Questions that start worker processes take the server-wide process slot (not shown in the snippet).
 
     Their snippets fork (a class defined in a snippet cannot be sent to a spawned worker); the workers only
-    iterate Python ranges, and the DataLoader joins them before the snippet returns.
+    iterate Python ranges, and the DataLoader joins them before the snippet returns. Forking a threaded server
+    can copy a lock another thread holds, so a worker may hang: each snippet's DataLoader has a `timeout`, and
+    its error becomes a sentence.
     """
 
     @functools.wraps(fn)
     def run():
         with process_slot():
-            return fn()
+            try:
+                return fn()
+            except RuntimeError as err:
+                if "timed out" not in str(err):
+                    raise
+                raise InputError(f"The snippet's worker processes gave no batch within {SNIPPET_TIMEOUT_S} s, so "
+                                 "they were stopped; run it again.") from None
 
     return run
 
@@ -41,7 +51,8 @@ def _unsharded_count():
         def __iter__(self):
             return iter(range(4))
 
-    loader = DataLoader(Stream(), batch_size=None, num_workers=3, multiprocessing_context="fork")
+    loader = DataLoader(Stream(), batch_size=None, num_workers=3, multiprocessing_context="fork",
+                        timeout=10)
     return len(list(loader))
 
 
@@ -52,14 +63,15 @@ def _sharded_count():
             info = get_worker_info()
             return iter(range(info.id, 4, info.num_workers))
 
-    loader = DataLoader(Stream(), batch_size=None, num_workers=3, multiprocessing_context="fork")
+    loader = DataLoader(Stream(), batch_size=None, num_workers=3, multiprocessing_context="fork",
+                        timeout=10)
     return len(list(loader))
 
 
 @_one_run_at_a_time
 def _prefetch_in_flight():
     loader = DataLoader(range(100), batch_size=4, num_workers=2, prefetch_factor=3,
-                        multiprocessing_context="fork")
+                        multiprocessing_context="fork", timeout=10)
     it = iter(loader)
     in_flight = len(it._task_info)  # batches requested from workers before the first next()
     it._shutdown_workers()

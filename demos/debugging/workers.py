@@ -1,6 +1,6 @@
 """DataLoader workers and NumPy randomness: the copied-generator bug and its fix.
 
-Importable on purpose: spawned worker processes unpickle the dataset class and worker_init_fn from here.
+Importable on purpose: worker processes unpickle the dataset class and worker_init_fn from here.
 """
 
 import time
@@ -10,8 +10,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
+from demos.data.procs import WorkerRun, worker_run
 from demos.errors import InputError
-from demos.guests import process_slot
 
 ITEMS, WORKERS, TIMEOUT_S = 8, 2, 60
 
@@ -56,26 +56,28 @@ class WorkerResult:
     code: str
 
 
-def make_loader(fixed: bool) -> DataLoader:
-    """Two spawned workers; the fix adds worker_init_fn and a seeded generator."""
-    return DataLoader(
-        AugmentDataset(), batch_size=None, num_workers=WORKERS, multiprocessing_context="spawn",
+def make_loader(run: WorkerRun, fixed: bool) -> DataLoader:
+    """Two workers from the run's fork server; the fix adds worker_init_fn and a seeded generator."""
+    return run.loader(
+        AugmentDataset(), batch_size=None, num_workers=WORKERS,
         worker_init_fn=seed_worker if fixed else None,
-        generator=torch.Generator().manual_seed(0) if fixed else None, timeout=TIMEOUT_S,
+        generator=torch.Generator().manual_seed(0) if fixed else None,
     )
 
 
 def load_both() -> tuple[list[tuple], list[tuple]]:
-    """Start both loaders' workers at once (they import torch in parallel), read one epoch from each."""
-    iterators = []
-    try:
-        iterators = [iter(make_loader(False)), iter(make_loader(True))]
-        return [tuple(r) for r in iterators[0]], [tuple(r) for r in iterators[1]]
-    except RuntimeError as err:
-        raise InputError(f"The DataLoader workers failed on this host: {str(err).splitlines()[0]}") from err
-    finally:
-        for it in iterators:
-            it._shutdown_workers()  # also on error: never leave worker processes behind
+    """Start both loaders' workers at once, read one epoch from each; the run stops every worker afterwards.
+
+    The workers are forked from a fork server that imported torch once (demos.data.procs), not spawned: each
+    spawned worker imports torch again (about 250 MB apiece). The dataset is pickled into each worker either
+    way, so the copied generator is the same lesson.
+    """
+    with worker_run(TIMEOUT_S) as run:
+        try:
+            iterators = [run.iterate(make_loader(run, False)), run.iterate(make_loader(run, True))]
+            return [tuple(r) for r in iterators[0]], [tuple(r) for r in iterators[1]]
+        except RuntimeError as err:
+            raise InputError(f"The DataLoader workers failed on this host: {str(err).splitlines()[0]}") from None
 
 
 def base_seeds(runs: int = 2) -> tuple[int, ...]:
@@ -92,12 +94,11 @@ def _rows(label: str, rows: list[tuple]) -> WorkerRows:
 
 
 def worker_seeds(workers: int = WORKERS) -> WorkerResult:
-    """Spawn the buggy and the fixed loader under the server-wide process slot."""
+    """Run the buggy and the fixed loader (the worker run holds the server-wide process slot)."""
     if workers != WORKERS:
         raise InputError(f"This demo always uses {WORKERS} workers; got {workers}.")
     start = time.perf_counter()
-    with process_slot():
-        bug, fixed = load_both()
+    bug, fixed = load_both()
     return WorkerResult(_rows("bug: generator created in __init__", bug),
                         _rows("fix: worker_init_fn + generator", fixed),
                         base_seeds(), time.perf_counter() - start, WORKER_CODE)
@@ -126,18 +127,18 @@ def seed_worker(worker_id):
     info.dataset.rng = np.random.default_rng(info.seed)  # info.seed = base_seed + worker_id
 
 
-if __name__ == "__main__":  # required with spawn: workers re-import this file
-    bug = DataLoader(AugmentDataset(), batch_size=None, num_workers=2, multiprocessing_context="spawn")
+if __name__ == "__main__":  # required with forkserver and spawn: workers re-import this file
+    bug = DataLoader(AugmentDataset(), batch_size=None, num_workers=2, multiprocessing_context="forkserver")
     for i, worker, seed, dataset_rng, global_np, torch_rand in bug:
         # items 0 and 1 (workers 0 and 1) share the same dataset_rng value: the copied Generator.
         # This loader has no generator=, so its worker seeds (and np.random, torch.rand) change from run to run.
         print("bug", i, worker, dataset_rng)
-    fixed = DataLoader(AugmentDataset(), batch_size=None, num_workers=2, multiprocessing_context="spawn",
+    fixed = DataLoader(AugmentDataset(), batch_size=None, num_workers=2, multiprocessing_context="forkserver",
                        worker_init_fn=seed_worker, generator=torch.Generator().manual_seed(0))
     for row in fixed:
         print("fixed", row)
 '''
 
 
-# Heavy cases for `python -m bench`: spawning the two loaders' workers.
-BENCH_CASES = {"worker seeds: 2 loaders x 2 spawned workers": worker_seeds}
+# Heavy cases for `python -m bench`: starting the two loaders' workers.
+BENCH_CASES = {"worker seeds: 2 loaders x 2 workers": worker_seeds}

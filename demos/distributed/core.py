@@ -4,15 +4,19 @@
 under torchrun. Both return a `DistRun`; the `*_view` functions turn one into what a figure needs.
 """
 
+import ast
+import functools
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import torch
 import torch.nn as nn
 
-from demos.distributed import workers
+from demos import guests
 from demos.distributed.launcher import MAX_WORLD, MIN_WORLD, run_ranks
-from demos.distributed.results import load_result
+from demos.distributed.models import ENV_KEYS, Tower
+from demos.distributed.results import check_ranks, load_result
 from demos.errors import InputError, quoted
 from demos.parsing import parse_int, parse_number
 
@@ -32,6 +36,7 @@ DEMO_PARAMS = {
     "sampler": ("dataset", "shuffle", "drop_last", "seed"),
 }
 DDP_ITERATIONS = 3
+FLAGS = ("head_first", "shuffle", "drop_last")
 LABELS = {"length": "Elements per rank", "ring_numel": "Ring message size", "seed": "Seed", "layers": "Layers",
           "width": "Width", "per_rank": "Samples per rank", "micro_batches": "Micro-batches",
           "dataset": "Dataset size", "d_in": "Input features", "d_out": "Output features", "batch": "Batch"}
@@ -49,6 +54,7 @@ class DistRun:
     source: str
     wall_s: float | None
     code: str
+    scaled: str = ""  # what the server's memory limit changed, said on the page
 
 
 def _whole(name: str, value) -> int:
@@ -92,7 +98,7 @@ def validate_params(demo: str, world: int, raw: dict) -> dict:
                 raise InputError(f"bucket_cap_mb: {quoted(value)} is out of range; it must be from {BUCKET_MB[0]} "
                                  f"to {BUCKET_MB[1]} MB.")
             p[name] = mb
-        elif name in ("head_first", "shuffle", "drop_last"):
+        elif name in FLAGS:
             p[name] = bool(value)
         else:
             p[name] = _whole(name, value)
@@ -109,17 +115,30 @@ def validate_params(demo: str, world: int, raw: dict) -> dict:
     return p
 
 
-# Which worker functions make up the standalone script of each demo (shown as "the code").
+# Which worker functions make up the standalone script of each demo (shown as "the code"), in order.
 _SNIPPET_PARTS = {
-    "env": (workers.env_seen,),
-    "collectives": (workers.barrier_times, workers.ring_all_reduce, workers.collectives),
-    "ddp": (workers.Tower, workers.global_batch, workers._ddp_recorder, workers._time_layers, workers._accumulation,
-            workers._unused_branch, workers.ddp),
-    "fsdp": (workers.Tower, workers.global_batch, workers._CommLog, workers._tensors_in, workers._tensor_bytes,
-             workers._local, workers._memory, workers.fsdp),
-    "tensor_parallel": (workers.tensor_parallel,),
-    "sampler": (workers.sampler,),
+    "env": ("env_seen",),
+    "collectives": ("barrier_times", "ring_all_reduce", "collectives"),
+    "ddp": ("Tower", "global_batch", "_ddp_recorder", "_time_layers", "_accumulation", "_unused_branch", "ddp"),
+    "fsdp": ("Tower", "global_batch", "_CommLog", "_tensors_in", "_tensor_bytes", "_local", "_memory", "fsdp"),
+    "tensor_parallel": ("tensor_parallel",),
+    "sampler": ("sampler",),
 }
+_SOURCES = ("models.py", "workers.py")  # read as text: the server never imports the ranks' DDP/FSDP/dynamo
+
+
+@functools.cache
+def _definitions() -> dict[str, str]:
+    """Source of every top-level function and class in the workers' modules, by name."""
+    out = {}
+    for file in _SOURCES:
+        text = (Path(__file__).parent / file).read_text(encoding="utf-8")
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                out[node.name] = ast.get_source_segment(text, node)
+    return out
+
+
 _HEADER = (
     "import os\nimport time\nimport warnings\n\nimport torch\nimport torch.distributed as dist\n"
     "import torch.nn as nn\nimport torch.nn.functional as F\nfrom torch.distributed.fsdp import fully_shard\n"
@@ -131,8 +150,8 @@ _HEADER = (
 
 def snippet(demo: str, world: int, params: dict) -> str:
     """A standalone script with the exact worker code that ran; launch it with torchrun."""
-    parts = "\n\n".join(inspect.getsource(fn) for fn in _SNIPPET_PARTS[demo])
-    name = _SNIPPET_PARTS[demo][-1].__name__
+    parts = "\n\n".join(_definitions()[name] for name in _SNIPPET_PARTS[demo])
+    name = _SNIPPET_PARTS[demo][-1]
     cli = " ".join(f"--param {k}={v}" for k, v in params.items() if k != "iterations")
     return (
         f"# Run with: torchrun --nproc-per-node {world} this_file.py\n"
@@ -149,24 +168,45 @@ def snippet(demo: str, world: int, params: dict) -> str:
 
 
 def run_demo(demo: str, world_size: int, **raw) -> DistRun:
-    """Run one demo on real gloo ranks (2-4 processes on 127.0.0.1) and return every rank's result."""
-    world = validate_world(world_size)
+    """Run one demo on real gloo ranks (2-4 processes on this machine) and return every rank's result.
+
+    Under a container memory limit too small for `world_size` processes, fewer ranks run and the result says so.
+    """
+    world, note = guests.scaled(validate_world(world_size), "ranks", low=MIN_WORLD)
     params = validate_params(demo, world, raw)
     record, info = run_ranks(demo, world, params)
     source = f"live run: {world} gloo ranks on 127.0.0.1 (pids {', '.join(map(str, info.pids))}), {info.wall_s:.2f} s"
-    return _to_run(record, source, info.wall_s)
+    return replace(_to_run(record, source, info.wall_s), scaled=note)
 
 
 def from_file(data: bytes, name: str = "result.json") -> DistRun:
-    """A result file from `torchrun -m demos.distributed.run --out FILE`, checked before anything draws it."""
+    """A result file from `torchrun -m demos.distributed.run --out FILE`, checked like live input before drawing.
+
+    Its parameters must pass the live run's limits, and every field the views and figures read is checked
+    (results.check_ranks), so a file draws nothing a live run could not.
+    """
     record = load_result(data)
-    run = _to_run(record, f"loaded file {name[:80]}: {record['world_size']} ranks, backend {record['backend']}", None)
-    try:
-        VIEWS[run.demo](run)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
-        problem = type(err).__name__
-        raise InputError(f"The result file's {run.demo} data is incomplete or malformed ({problem}).") from None
-    return run
+    demo, world = record["demo"], record["world_size"]
+    params = params_from_file(demo, world, record["params"])
+    check_ranks(demo, world, params, record["ranks"])
+    source = f"loaded file {quoted(name, 60)}: {world} ranks, backend {quoted(record['backend'])}"
+    return DistRun(demo, world, record["backend"], params, tuple(record["ranks"]), source, None,
+                   snippet(demo, world, params))
+
+
+def params_from_file(demo: str, world: int, raw: dict) -> dict:
+    """A file's parameters: JSON types as the workers wrote them, then the same limits as a live run."""
+    for name in DEMO_PARAMS[demo]:
+        value = raw.get(name)
+        if name in FLAGS:
+            good, kind = isinstance(value, bool), "true or false"
+        elif name == "bucket_cap_mb":
+            good, kind = isinstance(value, int | float) and not isinstance(value, bool), "a number"
+        else:
+            good, kind = isinstance(value, int) and not isinstance(value, bool), "a whole number"
+        if not good:
+            raise InputError(f"The result file's params.{name} must be {kind}.")
+    return validate_params(demo, world, raw)
 
 
 def _to_run(record: dict, source: str, wall_s: float | None) -> DistRun:
@@ -304,7 +344,7 @@ def env_view(run: DistRun) -> list[dict]:
     rows = []
     for e in run.ranks:
         seen = e["seen"]
-        rows.append({**{k: str(seen["env"].get(k, "")) for k in workers.ENV_KEYS}, "pid": int(seen["pid"]),
+        rows.append({**{k: str(seen["env"].get(k, "")) for k in ENV_KEYS}, "pid": int(seen["pid"]),
                      "dist.get_rank()": int(seen["dist_rank"]), "dist.get_world_size()": int(seen["dist_world"]),
                      "backend": str(seen["backend"])})
     return rows
@@ -336,7 +376,7 @@ def model_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
     if preset not in PRESETS:
         raise InputError(f"Unknown model {quoted(preset)}.")
     if PRESETS[preset] is None:
-        model = workers.Tower(_whole("layers", layers), _whole("width", width))
+        model = Tower(_whole("layers", layers), _whole("width", width))
         return sum(p.numel() for p in model.parameters()), f"Tower({layers}, {width}) in torch"
     n_layers, d, heads, vocab = PRESETS[preset]
     with torch.device("meta"):

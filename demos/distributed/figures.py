@@ -5,20 +5,26 @@ mixed from every rank by a reduction is pink (communication). Timelines: backwar
 bucket all_reduce is pink (communication), pipeline forward is green, backward is orange (gradient), idle is grey.
 """
 
+import html
+
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from demos.distributed import core
 from demos.distributed.core import STAGE_NAMES, WORLD_SIZES, Schedule, human_bytes
-from demos.style import COLORS, SERIES, base_layout
+from demos.style import COLORS, REFERENCE, SERIES, badge, base_layout, dot_fill, legend_on_top, text_on
 
 _BLOCK = 26
-_MEMORY_COLOR = {"parameters": "parameter", "gradients": "gradient", "optimizer_state": "optimizer_state"}
+# Series label -> palette concept, one source for a chart's legend and the colour chips the page shows above it.
+MEMORY_LEGEND = {"parameters": "parameter", "gradients": "gradient", "optimizer state": "optimizer_state"}
+DDP_LEGEND = {"layer backward": "activation", "bucket all_reduce": "communication"}
+PIPELINE_LEGEND = {"forward": "activation", "backward": "gradient"}
 
 
-def _legend_on_top(fig: go.Figure, top: int = 90) -> go.Figure:
-    """Legend in the top margin, above subplot titles, so the two never overlap."""
-    fig.update_layout(margin=dict(t=top), legend=dict(yref="container", y=0.99, yanchor="top", traceorder="normal"))
-    return fig
+def collective_legend(world: int) -> dict[str, str]:
+    """Chips for the collective blocks: each rank's own colour, and pink for a value reduced from every rank."""
+    return {**{f"from rank {r}": SERIES[r % len(SERIES)] for r in range(world)},
+            "reduced from every rank": COLORS["communication"]}
 
 
 def _rank_color(origin) -> str:
@@ -38,18 +44,19 @@ def collective_figure(view: dict) -> go.Figure:
         for j, (v, origin) in enumerate(zip(r["after"], r["origins"], strict=False)):
             xs.append(width_before + gap + j), ys.append(y), colors.append(_rank_color(origin)), texts.append(f"{v:g}")
     fig = go.Figure(go.Scatter(
-        x=xs, y=ys, mode="markers+text", text=texts, textfont=dict(color="white", size=12), hoverinfo="text",
-        marker=dict(symbol="square", size=_BLOCK, color=colors, line=dict(width=1, color="white")), showlegend=False,
+        x=xs, y=ys, mode="markers+text", text=texts, textfont=dict(color=[text_on(c) for c in colors], size=12),
+        hoverinfo="text", showlegend=False,
+        marker=dict(symbol="square", size=_BLOCK, color=colors, line=dict(width=1, color="white")),
     ))
     width_after = max([len(r["after"]) for r in rows] + [1])
     fig.add_annotation(x=(width_before - 1) / 2, y=0.8, text="<b>before</b>", showarrow=False)
     fig.add_annotation(x=width_before + gap + (width_after - 1) / 2, y=0.8, text="<b>after</b>", showarrow=False)
-    fig.add_annotation(x=width_before + gap / 2 - 0.5, y=-(len(rows) - 1) / 2, text=view["op"], showarrow=False,
-                       font=dict(size=13, color=COLORS["communication"]))
+    fig.add_annotation(x=width_before + gap / 2 - 0.5, y=-(len(rows) - 1) / 2, text=f"<b>{view['op']}</b>",
+                       showarrow=False, font=dict(size=13))
     for r in rows:
         if r["error"]:
-            fig.add_annotation(x=width_before + gap, y=-r["rank"], text=r["error"][:60], showarrow=False,
-                               xanchor="left", font=dict(color=COLORS["error"]))
+            fig.add_annotation(x=width_before + gap, y=-r["rank"], text=html.escape(r["error"][:60]), showarrow=False,
+                               xanchor="left", **badge("error"))
     fig.update_yaxes(tickvals=[-r["rank"] for r in rows], ticktext=[f"rank {r['rank']}" for r in rows],
                      range=[-len(rows) + 0.4, 1.2], showgrid=False, zeroline=False)
     fig.update_xaxes(visible=False, range=[-1, width_before + gap + width_after + 0.5])
@@ -64,7 +71,7 @@ def ring_figure(rows: list[dict]) -> go.Figure:
     fig.add_bar(x=ranks, y=[r["sent bytes (measured)"] for r in rows], name="sent (measured)",
                 marker_color=COLORS["communication"])
     fig.add_scatter(x=ranks, y=[r["2(N-1)/N × size"] for r in rows], name="2(N-1)/N × size", mode="markers",
-                    marker=dict(symbol="line-ew-open", size=40, color="black", line=dict(width=3)))
+                    marker=dict(symbol="line-ew-open", size=40, color=REFERENCE, line=dict(width=3)))
     fig.update_yaxes(title="bytes")
     return base_layout(fig, height=300)
 
@@ -76,21 +83,22 @@ def ddp_timeline_figure(view: dict, picks: tuple[int, ...]) -> go.Figure:
     for row, i in enumerate(picks, 1):
         it = view["iterations"][i]
         labels = [f"backward {layer['name']}" for layer in it["layers"]]
+        backward, reduce = DDP_LEGEND.items()
         fig.add_bar(y=labels, x=[max(layer["end"] - layer["start"], 0.02) for layer in it["layers"]],
-                    base=[layer["start"] for layer in it["layers"]], orientation="h", marker_color=COLORS["activation"],
-                    name="layer backward", showlegend=row == 1, row=row, col=1,
+                    base=[layer["start"] for layer in it["layers"]], orientation="h", marker_color=COLORS[backward[1]],
+                    name=backward[0], showlegend=row == 1, row=row, col=1,
                     hovertemplate="%{y}: %{base:.2f} → %{x:.2f} ms long<extra></extra>")
         for b in it["buckets"]:
             label = f"bucket {b['index']} ({human_bytes(b['bytes'])})"
             fig.add_bar(y=[label], x=[max(b["end"] - b["start"], 0.02)], base=[b["start"]], orientation="h",
-                        marker_color=COLORS["communication"], name="bucket all_reduce",
+                        marker_color=COLORS[reduce[1]], name=reduce[0],
                         showlegend=row == 1 and b is it["buckets"][0], row=row, col=1,
                         hovertext=", ".join(b["params"]), hovertemplate="%{hovertext}<extra></extra>")
         fig.add_vline(x=it["backward_end"], line_dash="dot", line_color=COLORS["idle"], row=row, col=1)
         fig.update_yaxes(autorange="reversed", row=row, col=1)
         fig.update_xaxes(title="ms since loss.backward() began", row=row, col=1)
     fig.update_layout(barmode="overlay")
-    return _legend_on_top(base_layout(fig, height=260 * len(picks) + 60))
+    return legend_on_top(base_layout(fig, height=260 * len(picks) + 60))
 
 
 def sampler_figure(view: dict, label: str) -> go.Figure:
@@ -103,7 +111,8 @@ def sampler_figure(view: dict, label: str) -> go.Figure:
             outline.append(COLORS["error"] if idx in seen else "white")
             seen.add(idx)
     fig = go.Figure(go.Scatter(
-        x=xs, y=ys, mode="markers+text", text=texts, textfont=dict(color="white", size=12), showlegend=False,
+        x=xs, y=ys, mode="markers+text", text=texts, textfont=dict(color=[text_on(c) for c in colors], size=12),
+        showlegend=False,
         marker=dict(symbol="square", size=_BLOCK, color=colors, line=dict(width=3, color=outline)), hoverinfo="text",
     ))
     n = len(data["indices"])
@@ -134,9 +143,9 @@ def memory_figure(view: dict) -> go.Figure:
     """Measured bytes per rank: parameters, gradients, Adam state, FSDP beside a DDP replica."""
     fig = go.Figure()
     labels = [f"rank {r} {kind}" for r in range(len(view["memory"])) for kind in ("FSDP", "DDP")]
-    for cat in ("parameters", "gradients", "optimizer_state"):
+    for (name, concept), cat in zip(MEMORY_LEGEND.items(), ("parameters", "gradients", "optimizer_state"), strict=True):
         ys = [m[kind.lower()][cat] for m in view["memory"] for kind in ("FSDP", "DDP")]
-        fig.add_bar(x=labels, y=ys, name=cat.replace("_", " "), marker_color=COLORS[_MEMORY_COLOR[cat]],
+        fig.add_bar(x=labels, y=ys, name=name, marker_color=COLORS[concept],
                     hovertemplate="%{y} bytes<extra></extra>")
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title="bytes on this rank (measured from local tensors)")
@@ -167,7 +176,7 @@ def zero_figure(rows: list[dict], marker_world: int) -> go.Figure:
     ticks = [2.0**k for k in range(-12, 40) if min(values) / 2 <= 2.0**k <= max(values) * 2]
     fig.update_yaxes(type="log", title=f"{unit} per rank (params + grads + optimizer state)", tickvals=ticks,
                      ticktext=[f"{t:g}" for t in ticks], minor=dict(showgrid=False))
-    return _legend_on_top(base_layout(fig, height=380), top=70)
+    return legend_on_top(base_layout(fig, height=380), top=70)
 
 
 def pipeline_figure(schedules: list[Schedule]) -> go.Figure:
@@ -176,7 +185,7 @@ def pipeline_figure(schedules: list[Schedule]) -> go.Figure:
                         subplot_titles=[f"{s.kind}: bubble {s.bubble:.3f} (formula {s.formula:.3f}), "
                                         f"peak micro-batches in flight {max(s.peak_in_flight)}" for s in schedules])
     for row, s in enumerate(schedules, 1):
-        for what, concept, name in (("F", "activation", "forward"), ("B", "gradient", "backward")):
+        for what, (name, concept) in zip("FB", PIPELINE_LEGEND.items(), strict=True):
             tasks = [t for t in s.tasks if t[2] == what]
             fig.add_bar(y=[f"stage {t[0]}" for t in tasks], x=[1] * len(tasks), base=[t[1] for t in tasks],
                         orientation="h", marker=dict(color=COLORS[concept], line=dict(color="white", width=1)),
@@ -186,26 +195,46 @@ def pipeline_figure(schedules: list[Schedule]) -> go.Figure:
         fig.update_xaxes(title="time slot (one forward or backward of one micro-batch)", range=[0, s.makespan],
                          row=row, col=1)
     fig.update_layout(barmode="overlay")  # a stage's forwards and backwards share its row
-    return _legend_on_top(base_layout(fig, height=(100 + 34 * schedules[0].stages) * len(schedules) + 60))
+    return legend_on_top(base_layout(fig, height=(100 + 34 * schedules[0].stages) * len(schedules) + 60))
 
 
 def tp_dot(view: dict, world: int) -> str:
     """Column- and row-parallel Linear as graphviz: which slice of W each rank holds and the one collective."""
     first = view["ranks"][0]
     col, row = first["column"], first["row"]
-    lines = ["digraph TP {", "rankdir=LR; node [shape=box, style=filled, fontname=Helvetica, fontcolor=white];",
-             f'x [label="x (full, every rank)", fillcolor="{COLORS["data"]}"];']
+    lines = ["digraph TP {", "rankdir=LR; node [shape=box, style=filled, fontname=Helvetica];",
+             f'x [label="x (full, every rank)", {dot_fill(COLORS["data"])}];']
     for r in range(world):
         c = SERIES[r % len(SERIES)]
         lines.append(f'c{r} [label="rank {r}: W[{r}] rows\\n{tuple(col["weight_local"])} → y[:, {r}-th slice]", '
-                     f'fillcolor="{c}"];')
+                     f'{dot_fill(c)}];')
         lines.append(f'r{r} [label="rank {r}: W[:, {r}] cols\\n{tuple(row["weight_local"])} → partial y", '
-                     f'fillcolor="{c}"];')
+                     f'{dot_fill(c)}];')
         lines.append(f"x -> c{r}; x -> r{r};")
         lines.append(f"c{r} -> ag; r{r} -> ar;")
     lines.append(f'ag [label="all_gather → y\\nmax |y − full| = {col["max_diff"]:.1e}", '
-                 f'fillcolor="{COLORS["communication"]}"];')
+                 f'{dot_fill(COLORS["communication"])}];')
     lines.append(f'ar [label="all_reduce(sum) + b → y\\nmax |y − full| = {row["max_diff"]:.1e}", '
-                 f'fillcolor="{COLORS["communication"]}"];')
+                 f'{dot_fill(COLORS["communication"])}];')
     lines.append("}")
     return "\n".join(lines)
+
+
+def run_figures(run) -> list:
+    """Every figure (plotly or DOT) the page draws for one run, from the same views: for a loaded file, this is
+    what the file costs to draw."""
+    if run.demo == "collectives":
+        return ([collective_figure(core.collective_view(run, op)) for op in core.OPS]
+                + [ring_figure(core.ring_rows(run))])
+    if run.demo == "ddp":
+        view = core.ddp_view(run)
+        return [ddp_timeline_figure(view, (0, len(view["iterations"]) - 1))]
+    if run.demo == "sampler":
+        view = core.sampler_view(run)
+        return [sampler_figure(view, label) for label in view["views"]]
+    if run.demo == "fsdp":
+        view = core.fsdp_view(run)
+        return [fsdp_shard_figure(view), memory_figure(view)]
+    if run.demo == "tensor_parallel":
+        return [tp_dot(core.tp_view(run), run.world_size)]
+    return []

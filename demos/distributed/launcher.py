@@ -1,25 +1,28 @@
-"""Start `world_size` gloo ranks on 127.0.0.1, run one worker, collect the result file, always clean up.
+"""Start `world_size` gloo ranks on this machine, run one worker, collect the result file, always clean up.
 
 Ranks are forked from this module's own fork server, which imports torch and the workers once; a run then
 starts its ranks in milliseconds instead of importing torch per rank. The fork server is private (other pages'
-fork servers are unaffected), starts on the first run, and stops after IDLE_STOP_S without runs, so an idle
-server holds no extra process. Each rank gets the environment torchrun would give it (RANK, LOCAL_RANK,
-WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and calls the same `workers.run_rank` that
-`python -m demos.distributed.run` calls under torchrun. Rank 0 writes a JSON result file; the launcher reads it
-back through the validator in `results`, never through pickle.
+fork servers are unaffected), starts on the first run, and stops with the other warm helpers once the server
+has had no run for guests.IDLE_WINDOW_S, so an idle server holds no extra process.
+
+Each rank gets the environment torchrun would give it (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR,
+MASTER_PORT) and calls the same `workers.run_rank` that `python -m demos.distributed.run` calls under
+torchrun, except that the ranks meet through a FileStore in the run's temp folder rather than a TCPStore: a
+run opens no listening port beyond gloo's loopback connections. Rank 0 writes a JSON result file; the
+launcher reads it back through the validator in `results`, never through pickle.
 """
 
 import io
 import multiprocessing as mp
 import os
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from multiprocessing import forkserver, popen_forkserver, reduction, spawn, util
 from multiprocessing.connection import wait
 from pathlib import Path
 
+from demos import guests
 from demos.distributed.results import load_result
 from demos.errors import InputError
 from demos.guests import free_port, process_slot
@@ -27,13 +30,10 @@ from demos.guests import free_port, process_slot
 MIN_WORLD, MAX_WORLD = 2, 4
 INIT_TIMEOUT_S = 30.0
 WORK_TIMEOUT_S = 60.0
-IDLE_STOP_S = 120.0
 PRELOAD = ["demos.distributed.workers"]  # imports torch, DDP, FSDP and dynamo once, in the fork server
 
 _SERVER = forkserver.ForkServer()
 _SERVER.set_forkserver_preload(PRELOAD)
-_idle_timer: threading.Timer | None = None
-_timer_lock = threading.Lock()
 
 
 class RunFailed(InputError):
@@ -87,7 +87,6 @@ class _RankProcess(mp.context.ForkServerProcess):
 def warm_up() -> None:
     """Start the fork server now (it imports torch in its own process) so the next run does not wait for it."""
     _SERVER.ensure_running()
-    _schedule_idle_stop()
 
 
 def stop_fork_server() -> None:
@@ -99,29 +98,19 @@ def fork_server_pid() -> int | None:
     return _SERVER._forkserver_pid
 
 
-def _schedule_idle_stop() -> None:
-    """(Re)arm a timer that stops the fork server after IDLE_STOP_S without a run."""
-    global _idle_timer
-    with _timer_lock:
-        if _idle_timer is not None:
-            _idle_timer.cancel()
-        _idle_timer = threading.Timer(IDLE_STOP_S, _stop_when_idle)
-        _idle_timer.daemon = True
-        _idle_timer.start()
-
-
-def _stop_when_idle() -> None:
-    try:
-        with process_slot(wait_s=0.1):  # never stop it under a running job
-            stop_fork_server()
-    except InputError:
-        _schedule_idle_stop()
+guests.register_helper(lambda: fork_server_pid() is not None, stop_fork_server)  # stops when the server idles
 
 
 def _rank_main(rank: int, world: int, port: int, demo: str, params: dict, out_path: str, err_dir: str) -> None:
-    """Entry of one rank process: set torchrun's environment, run the worker, leave an error file on failure."""
+    """Entry of one rank process: set torchrun's environment, run the worker, leave an error file on failure.
+
+    The ranks meet through a FileStore in the run's temp folder, so no rank listens on a store port, and gloo's
+    own connections are bound to the loopback interface (GLOO_SOCKET_IFNAME). MASTER_ADDR/MASTER_PORT are set
+    as torchrun sets them, for the launch demo to show; nothing listens on that port.
+    """
     os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
-                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"})
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1",
+                       "GLOO_SOCKET_IFNAME": "lo"})
     from demos.distributed import workers
 
     workers.torch.set_num_threads(1)
@@ -130,7 +119,7 @@ def _rank_main(rank: int, world: int, port: int, demo: str, params: dict, out_pa
 
     try:
         workers.run_rank(demo, params, out_path if rank == 0 else None, backend="gloo", timeout_s=INIT_TIMEOUT_S,
-                         on_error=record)
+                         on_error=record, store_file=os.path.join(err_dir, "store"))
     except BaseException as err:
         if not Path(err_dir, f"rank{rank}.txt").exists():
             record(err)
@@ -156,7 +145,6 @@ def run_ranks(demo: str, world_size: int, params: dict, timeout_s: float = WORK_
             _wait_all(procs, time.perf_counter() + timeout_s, timeout_s, tmp)  # the clock starts once all ranks live
         finally:
             _reap(procs)
-            _schedule_idle_stop()
         info = RunInfo(tuple(p.pid for p in procs), tuple(p.exitcode for p in procs), port, time.perf_counter() - t0)
         for p in procs:
             p.close()

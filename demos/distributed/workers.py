@@ -18,29 +18,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.data import DistributedSampler
 
-ENV_KEYS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-
-
-class Tower(nn.Module):
-    """`layers` Linear(width, width) + tanh blocks, then a Linear(width, 1) head.
-
-    head_first registers the head before the blocks, so registration order differs from the order of use.
-    """
-
-    def __init__(self, layers: int, width: int, head_first: bool = False):
-        super().__init__()
-        self.layers = layers
-        if head_first:
-            self.head = nn.Linear(width, 1)
-        for i in range(layers):
-            self.add_module(f"fc{i}", nn.Linear(width, width))
-        if not head_first:
-            self.head = nn.Linear(width, 1)
-
-    def forward(self, x):
-        for i in range(self.layers):
-            x = torch.tanh(getattr(self, f"fc{i}")(x))
-        return self.head(x)
+from demos.distributed.models import ENV_KEYS, Tower  # noqa: F401  (Tower and ENV_KEYS are part of the workers' API)
 
 
 def global_batch(world: int, per_rank: int, width: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -443,10 +421,12 @@ WORKERS = {
 
 
 def run_rank(demo: str, params: dict, out_path: str | None, backend: str = "auto", timeout_s: float = 30.0,
-             on_error=None) -> dict:
+             on_error=None, store_file: str | None = None) -> dict:
     """Join the process group named by the environment, run one worker, gather every rank's result to rank 0.
 
-    on_error(err) is called before the group is torn down, so the first failure is recorded before its peers'.
+    With store_file the ranks meet through a FileStore at that path instead of rank 0's TCPStore (which listens
+    on every interface): the page's launcher uses it so a run opens no network port. on_error(err) is called
+    before the group is torn down, so the first failure is recorded before its peers'.
     """
     from datetime import timedelta
 
@@ -454,7 +434,12 @@ def run_rank(demo: str, params: dict, out_path: str | None, backend: str = "auto
         backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
     if "nccl" in backend:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
+    timeout = timedelta(seconds=timeout_s)
+    if store_file is None:
+        dist.init_process_group(backend, timeout=timeout)
+    else:
+        dist.init_process_group(backend, init_method=f"file://{store_file}", rank=int(os.environ["RANK"]),
+                                world_size=int(os.environ["WORLD_SIZE"]), timeout=timeout)
     try:
         rank, world = dist.get_rank(), dist.get_world_size()
         t0 = time.perf_counter()

@@ -8,7 +8,7 @@ from plotly.colors import sequential
 from demos.gradient_flow.clipping import ClipCompare, ClipRun
 from demos.gradient_flow.dead_relu import INIT_LABELS, DeadResult
 from demos.gradient_flow.flow import TINY, FlowResult
-from demos.style import COLORS, SERIES, base_layout
+from demos.style import COLORS, SERIES, badge, base_layout
 
 
 def layout(fig: go.Figure, title: str | None = None, height: int = 380) -> go.Figure:
@@ -21,7 +21,9 @@ def layout(fig: go.Figure, title: str | None = None, height: int = 380) -> go.Fi
 VIRIDIS = sequential.Viridis
 VARIANT_NAMES = ("your setting", "+ residual", "+ LayerNorm", "full fix: right init + LayerNorm + residual")
 VARIANT_DASH = ("solid", "dot", "dash", "solid")
-VARIANT_COLORS = (COLORS["error"], SERIES[4], SERIES[5], COLORS["gradient"])
+# Your setting is red and the full fix green on every chart of the page.
+YOURS_COLOR, FIX_COLOR = COLORS["error"], COLORS["activation"]
+VARIANT_COLORS = (YOURS_COLOR, SERIES[4], SERIES[5], FIX_COLOR)
 
 
 def _floor(v: float) -> float:
@@ -49,7 +51,7 @@ def act_std_figure(r: FlowResult) -> go.Figure:
     """Std of each block's output for your setting and the full fix."""
     fig = go.Figure()
     layers = list(range(1, r.cfg.depth + 1))
-    for p, name, colour in ((r.yours, VARIANT_NAMES[0], COLORS["error"]), (r.fixed, "full fix", COLORS["activation"])):
+    for p, name, colour in ((r.yours, VARIANT_NAMES[0], YOURS_COLOR), (r.fixed, VARIANT_NAMES[3], FIX_COLOR)):
         fig.add_scatter(x=layers, y=[_floor(v) for v in p.act_stds], name=name, mode="lines+markers",
                         line=dict(color=colour), marker=dict(size=4),
                         hovertemplate="layer %{x}: std = %{y:.3g}<extra></extra>")
@@ -108,7 +110,7 @@ def clip_run_figure(c: ClipRun) -> go.Figure:
                     name=f"clip_grad_norm_({c.max_norm:g})", line=dict(color=COLORS["gradient"]))
     if c.plain_diverged:
         fig.add_annotation(x=len(c.loss_plain), y=0, yref="paper", yanchor="bottom", showarrow=False,
-                           text="loss became inf/NaN here", font=dict(color=COLORS["error"]))
+                           text="loss became inf/NaN here", **badge("error"))
     fig.update_yaxes(type="log", title="MSE on all data (log)", exponentformat="power")
     fig.update_xaxes(title="step")
     return layout(fig, title=f"SGD lr {c.lr:g}, momentum 0.9, unnormalized inputs", height=400)

@@ -78,6 +78,22 @@ class BlockView:
     offset: int
     size: int
     owner: str | None
+    mapped: bool = True  # False: virtual addresses of an expandable segment with no physical pages behind them
+
+
+def _views(s: Segment, b: Block):
+    """One view of a block, or, for a free block over unmapped pages, one view per mapped/unmapped run."""
+    if b.owner or not s.page or not s.unmapped:
+        yield BlockView(s.ident, s.small, b.offset, b.size, b.owner)
+        return
+    start, end = b.offset, b.offset + b.size
+    while start < end:
+        mapped = start // s.page not in s.unmapped
+        stop = min(end, (start // s.page + 1) * s.page)
+        while stop < end and (stop // s.page not in s.unmapped) == mapped:
+            stop = min(end, stop + s.page)
+        yield BlockView(s.ident, s.small, start, stop - start, None, mapped)
+        start = stop
 
 
 class CachingAllocator:
@@ -103,10 +119,9 @@ class CachingAllocator:
         return self._reserved
 
     def blocks(self) -> tuple[BlockView, ...]:
-        """Every block of every segment, in address order (the picture of the cache)."""
-        return tuple(
-            BlockView(s.ident, s.small, b.offset, b.size, b.owner) for s in self.segments for b in s.blocks
-        )
+        """Every block of every segment, in address order (the picture of the cache); a free block of an
+        expandable segment is split into its mapped and unmapped runs of pages."""
+        return tuple(view for s in self.segments for b in s.blocks for view in _views(s, b))
 
     # -- malloc / free ---------------------------------------------------------------------------------------
     def malloc(self, owner: str, nbytes: int) -> int:

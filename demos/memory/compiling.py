@@ -1,23 +1,23 @@
 """torch.compile on CPU: graph breaks via torch._dynamo.explain, recompilation on new shapes, eager vs inductor.
 
-Dynamo state is process-wide, so every demo here runs under one lock and resets dynamo first.
+Dynamo state is process-wide, so every demo here runs under the compiler lock (demos.isolated) and resets
+dynamo first.
 """
 
 import contextlib
 import inspect
 import io
 import textwrap
-import threading
 import time
 from dataclasses import dataclass
 
 import torch
 
 from demos.errors import InputError, quoted
+from demos.isolated import compiler_in_use
 from demos.parsing import count_range, format_shape, parse_shape, text_field
 from demos.timing import median_ms
 
-_DYNAMO_LOCK = threading.Lock()
 MAX_SIZE = 1024
 MAX_SHAPES = 6
 
@@ -81,7 +81,7 @@ class CompileTiming:
 @contextlib.contextmanager
 def fresh_dynamo():
     """One dynamo user at a time, starting from an empty cache."""
-    with _DYNAMO_LOCK:
+    with compiler_in_use():
         torch._dynamo.reset()
         try:
             yield

@@ -6,13 +6,20 @@ import plotly.graph_objects as go
 
 from demos.memory.allocator import GiB, KiB, MiB, fmt_bytes
 from demos.memory.tracker import CATEGORIES
-from demos.style import COLORS, SERIES, base_layout
+from demos.style import COLORS, REFERENCE, SERIES, badge, base_layout, text_on
 
 # Tracker categories to the shared palette: the input batch is "data".
-CATEGORY_COLOR = {c: COLORS["data" if c == "input" else c] for c in CATEGORIES}
+CATEGORY_CONCEPT = {c: "data" if c == "input" else c for c in CATEGORIES}
+CATEGORY_COLOR = {c: COLORS[concept] for c, concept in CATEGORY_CONCEPT.items()}
+# The timeline's legend labels -> concepts, for the colour chips above it (one source for both).
+CATEGORY_LEGEND = {c.replace("_", " "): concept for c, concept in CATEGORY_CONCEPT.items()}
+PHASE_LABEL_CHARS = 95  # a phase label is drawn when it fits: about this many 20 px characters span the plot
 PHASE_FILL = {"forward": "rgba(44,160,44,0.07)", "backward": "rgba(255,127,14,0.07)",
               "optimizer": "rgba(148,103,189,0.09)", "zero_grad": "rgba(158,158,158,0.12)"}
 MAX_POINTS = 1200
+BAND_ALPHA = 0.85
+SWEEP_DASH = ("solid", "dash", "dot", "dashdot")
+SWEEP_MARKER = ("circle", "square", "diamond", "triangle-up")
 
 
 def unit_for(nbytes: float) -> tuple[str, float]:
@@ -36,18 +43,19 @@ def timeline_figure(t, capacity: float | None = None, card: str = "") -> go.Figu
     """Stacked bytes by category over op index; allocator-model allocated/reserved lines; phases shaded;
     the peak marked; the first optimizer-state allocation marked; a card's capacity as the OOM line."""
     top = max(max(t.reserved, default=0), t.peak, 1)
-    unit, scale = unit_for(top)
+    unit, scale = unit_for(max(top, capacity or 0))
     idx = _thin(t.total, t.peak_event)
     x = [t.op_index[i] for i in idx]
     def ys(series):
         return [round(series[i] / scale, 4) for i in idx]  # short numbers keep the page's JSON small
 
     traces = [dict(type="scatter", x=x, y=ys(t.by_category[c]), name=c.replace("_", " "), stackgroup="bytes",
-                   line=dict(width=0, shape="hv", color=CATEGORY_COLOR[c])) for c in CATEGORIES]
+                   line=dict(width=0, shape="hv", color=CATEGORY_COLOR[c]), fillcolor=_tint(CATEGORY_COLOR[c]))
+              for c in CATEGORIES]
     traces.append(dict(type="scatter", x=x, y=ys(t.reserved), name="reserved (allocator model)",
                        line=dict(color=COLORS["idle"], dash="dot", shape="hv")))
     traces.append(dict(type="scatter", x=x, y=ys(t.allocated),
-                       name="allocated (allocator model)", line=dict(color="#444444", width=1, shape="hv")))
+                       name="allocated (allocator model)", line=dict(color=REFERENCE, width=1.5, shape="hv")))
     if t.measured:
         mx = [m[1] for m in t.measured]
         traces.append(dict(type="scatter", x=mx, y=[m[2] / scale for m in t.measured], mode="markers",
@@ -57,34 +65,47 @@ def timeline_figure(t, capacity: float | None = None, card: str = "") -> go.Figu
                            marker=dict(symbol="circle-open", size=9, color=COLORS["error"])))
     fig = go.Figure(data=traces)
     shapes, notes = [], []  # collected and set once: plotly's add_vrect per phase is slow
+    span = max(t.op_index[-1] if t.op_index else 1, 1)
     for name, start, end in t.phases:
         kind = name.split()[0]
         shapes.append(dict(type="rect", xref="x", yref="paper", x0=start, x1=max(end, start + 1), y0=0, y1=1,
                            fillcolor=PHASE_FILL[kind], line_width=0, layer="below"))
-        if kind != "zero_grad":
-            notes.append(dict(x=start, y=1, xref="x", yref="paper", xanchor="left", yanchor="top", text=name,
+        label = _phase_label(name, (end - start) / span)
+        if kind != "zero_grad" and label:
+            notes.append(dict(x=start, y=1, xref="x", yref="paper", xanchor="left", yanchor="top", text=label,
                               showarrow=False, font_size=10))
     notes.append(dict(x=t.op_index[t.peak_event], y=t.peak / scale, text=f"peak {fmt_bytes(t.peak)}",
                       showarrow=True, arrowhead=2))
     if t.first_optimizer_state_op is not None:
         notes.append(dict(x=t.first_optimizer_state_op, y=0, yref="paper", yanchor="bottom", ax=0, ay=-40,
                           text="optimizer state appears (first step())", showarrow=True, font_size=11,
-                          bgcolor="rgba(255,255,255,0.7)"))
-    if capacity and capacity <= 2.5 * top:
+                          **badge("optimizer_state")))
+    if capacity:  # the card's capacity is always drawn, however far above the peak: that gap is the headroom
         shapes.append(dict(type="line", xref="paper", x0=0, x1=1, y0=capacity / scale, y1=capacity / scale,
-                           line=dict(color=COLORS["error"], dash="dash")))
-        notes.append(dict(x=1, xref="paper", y=capacity / scale, xanchor="right", yanchor="bottom", showarrow=False,
-                          text=f"{card}: {fmt_bytes(capacity)} (OOM above)", font=dict(color=COLORS["error"])))
-    elif capacity:
-        notes.append(dict(x=1, y=-0.16, xref="paper", yref="paper", xanchor="right", yanchor="top", showarrow=False,
-                          text=f"OOM line off the chart: {card} ({fmt_bytes(capacity)}) is {capacity / top:.1f}x "
-                          "this peak", font=dict(color=COLORS["error"], size=11)))
+                           line=dict(color=COLORS["error"], dash="dash", width=2)))
+        headroom = capacity - t.peak
+        room = (f"headroom {fmt_bytes(headroom)} above the peak" if headroom >= 0
+                else f"the peak is {fmt_bytes(-headroom)} over: OOM")
+        notes.append(dict(x=1, xref="paper", y=capacity / scale, xanchor="right", yanchor="top", showarrow=False,
+                          text=f"{card}: {fmt_bytes(capacity)}, OOM above ({room})", **badge("error")))
     fig.update_layout(shapes=shapes, annotations=notes)
     fig.update_xaxes(title="op index (aten ops dispatched)")
-    fig.update_yaxes(title=f"memory ({unit})", rangemode="tozero")
-    base_layout(fig, height=480)
-    fig.update_layout(margin=dict(b=70))  # room for the off-chart OOM note under the axis title
-    return fig
+    fig.update_yaxes(title=f"memory ({unit})", rangemode="tozero",
+                     range=[0, 1.12 * max(top, capacity or 0) / scale])
+    return base_layout(fig, height=480)
+
+
+def _tint(color: str) -> str:
+    """A stacked band's fill: opaque enough that neighbouring categories stay apart on either theme."""
+    return f"rgba({int(color[1:3], 16)}, {int(color[3:5], 16)}, {int(color[5:7], 16)}, {BAND_ALPHA})"
+
+
+def _phase_label(name: str, width: float) -> str:
+    """The phase's name where it fits its share of the plot's width, 'F1' / 'B2' / 'O1' where only that fits."""
+    if len(name) + 1 <= width * PHASE_LABEL_CHARS:
+        return name
+    short = name[0].upper() + name.split()[-1]
+    return short if len(short) + 1 <= width * PHASE_LABEL_CHARS else ""
 
 
 def peak_figure(t) -> go.Figure:
@@ -95,6 +116,7 @@ def peak_figure(t) -> go.Figure:
         y=[c.replace("_", " ") for c in cats], x=[t.peak_by_category[c] / scale for c in cats], orientation="h",
         marker_color=[CATEGORY_COLOR[c] for c in cats],
         text=[fmt_bytes(t.peak_by_category[c]) for c in cats], textposition="auto",
+        insidetextfont=dict(color=[text_on(CATEGORY_COLOR[c]) for c in cats]),
     ))
     fig.update_xaxes(title=f"bytes at the peak ({unit})")
     fig.update_yaxes(autorange="reversed")
@@ -106,12 +128,15 @@ def sweep_figure(batches, peaks: dict, capacity: float, card: str, fits: dict) -
     top = max(max(max(v) for v in peaks.values()), capacity)
     unit, scale = unit_for(top)
     fig = go.Figure()
-    for color, (name, values) in zip(SERIES, peaks.items(), strict=False):
+    # Variants can coincide (checkpointing changes nothing when activations are small): each has its own dash and
+    # marker, and earlier ones are wider, so a line drawn over another leaves it showing at both edges.
+    for i, (color, (name, values)) in enumerate(zip(SERIES, peaks.items(), strict=False)):
         fit = fits.get(name)
         label = (f"{name}: no swept batch fits" if fit is None else f"{name}: every swept batch fits"
                  if fit == float("inf") else f"{name}: fits up to batch ≈ {fit:.0f}")
         fig.add_scatter(x=list(batches), y=[v / scale for v in values], name=label, mode="lines+markers",
-                        line=dict(color=color))
+                        line=dict(color=color, width=2 + 2 * (len(peaks) - 1 - i), dash=SWEEP_DASH[i % 4]),
+                        marker=dict(symbol=SWEEP_MARKER[i % 4], size=8 + 3 * (len(peaks) - 1 - i)))
     fig.add_hline(y=capacity / scale, line=dict(color=COLORS["error"], dash="dash"), annotation_text=f"{card}")
     fig.update_xaxes(title="batch size", type="log", tickvals=list(batches), ticktext=[str(b) for b in batches])
     fig.update_yaxes(title=f"peak allocated ({unit})", rangemode="tozero")
@@ -136,24 +161,44 @@ def allocator_figure(run) -> go.Figure:
     return base_layout(fig, height=380)
 
 
-def blocks_figure(blocks, title: str = "") -> go.Figure:
-    """Segments as rows, blocks along each row: allocated blocks named, cached (free) blocks grey."""
+BLOCK_KINDS = {  # legend label -> (fill, outline, pattern)
+    "allocated": (COLORS["activation"], "white", ""),
+    "cached (free, mapped)": (COLORS["idle"], "white", ""),
+    "unmapped (no memory behind it)": ("rgba(0,0,0,0)", COLORS["idle"], "/"),
+}
+
+
+def blocks_figure(blocks, title: str = "", capacity: int | None = None) -> go.Figure:
+    """Segments as rows, blocks along each row: allocated blocks named, cached (free) blocks grey, and the
+    unmapped pages of an expandable segment hatched: virtual addresses that hold no memory. With `capacity`, the
+    memory the segments hold (mapped) is set against the device's capacity above the rows."""
     fig = go.Figure()
     rows = sorted({(b.segment, b.small) for b in blocks})
     labels = {r: f"segment {r[0]} ({'small' if r[1] else 'large'} pool)" for r in rows}
+    shown = set()
     for b in blocks:
-        used = b.owner is not None
+        kind = "allocated" if b.owner else "cached (free, mapped)" if b.mapped else "unmapped (no memory behind it)"
+        fill, outline, pattern = BLOCK_KINDS[kind]
+        name = b.owner or ("free" if b.mapped else "unmapped")
         fig.add_bar(
             y=[labels[(b.segment, b.small)]], x=[b.size / MiB], base=[b.offset / MiB], orientation="h",
-            marker=dict(color=COLORS["activation"] if used else COLORS["idle"], line=dict(color="white", width=1)),
-            text=f"{b.owner or 'free'} {fmt_bytes(b.size)}", textposition="inside", insidetextanchor="middle",
-            hovertemplate=f"{b.owner or 'cached, free'}<br>offset {fmt_bytes(b.offset)}<br>size {fmt_bytes(b.size)}"
-                          "<extra></extra>",
-            showlegend=False,
+            marker=dict(color=fill, line=dict(color=outline, width=1), pattern=dict(shape=pattern, fgcolor=outline)),
+            # Unmapped runs have no label (the legend names them): text on a see-through bar has no colour that
+            # reads on both themes.
+            text=f"{name} {fmt_bytes(b.size)}" if b.mapped else None, textposition="inside", insidetextanchor="middle",
+            insidetextfont=dict(color=text_on(fill)) if b.mapped else None,
+            hovertemplate=f"{kind}: {name}<br>offset {fmt_bytes(b.offset)}<br>size {fmt_bytes(b.size)}<extra></extra>",
+            name=kind, legendgroup=kind, showlegend=kind not in shown,
         )
-    fig.update_xaxes(title="address within segment (MiB)")
+        shown.add(kind)
+    mapped = sum(b.size for b in blocks if b.mapped)
+    if capacity:
+        title = (f"{title}: " if title else "") + f"{fmt_bytes(mapped)} mapped of the {fmt_bytes(capacity)} capacity"
+    fig.update_xaxes(title="address within segment (MiB)", rangemode="tozero")
     fig.update_layout(barmode="overlay")
-    return base_layout(fig, title=title or None, height=max(180, 70 + 50 * len(rows)))
+    fig = base_layout(fig, title=title or None, height=max(230, 130 + 50 * len(rows)))
+    fig.update_layout(margin_t=90 if title else 50)  # the title, and the legend under it
+    return fig
 
 
 def streams_figure(recording: dict, scenario: str) -> go.Figure:
@@ -175,6 +220,7 @@ def compile_figure(result) -> go.Figure:
     fig = go.Figure()
     fig.add_bar(x=["eager", "compiled"], y=[result.eager_ms, result.compiled_ms],
                 marker_color=[COLORS["idle"], COLORS["parameter"]],
-                text=[f"{result.eager_ms:.3f} ms", f"{result.compiled_ms:.3f} ms"], textposition="auto")
+                text=[f"{result.eager_ms:.3f} ms", f"{result.compiled_ms:.3f} ms"], textposition="auto",
+                insidetextfont=dict(color=[text_on(COLORS["idle"]), text_on(COLORS["parameter"])]))
     fig.update_yaxes(title="ms per call (median after warm-up)")
     return base_layout(fig, title=f"compile took {result.compile_s:.1f} s once", height=320)

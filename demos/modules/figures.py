@@ -15,7 +15,7 @@ from demos.modules.freezing import FreezeStep, GroupLRs
 from demos.modules.hooks import ChannelZeroEffect, HookRun, PileUp, SurgeryResult
 from demos.modules.params import TRUE_MEAN, BatchNormTrace
 from demos.modules.sharing import TyingResult
-from demos.style import COLORS, SERIES, base_layout
+from demos.style import COLORS, REFERENCE, SERIES, base_layout
 
 PHASE_COLORS = {"pre-forward": COLORS["data"], "forward": COLORS["activation"], "tensor": COLORS["temporary"],
                 "full-backward": COLORS["gradient"]}
@@ -49,7 +49,9 @@ def images_figure(images, titles: list[str]) -> go.Figure:
         fig.add_trace(go.Image(z=img), row=1, col=i)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    return base_layout(fig, height=240)
+    fig = base_layout(fig, height=260)
+    fig.update_layout(margin_t=50)  # the subplot titles sit above the images, not on them
+    return fig
 
 
 def feature_maps_figure(run: HookRun, layer: str) -> go.Figure:
@@ -59,14 +61,18 @@ def feature_maps_figure(run: HookRun, layer: str) -> go.Figure:
     cols = min(n, 8)
     rows = math.ceil(n / cols)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"ch {c}" for c in range(n)],
-                        horizontal_spacing=0.01, vertical_spacing=0.08)
+                        horizontal_spacing=0.01, vertical_spacing=min(0.3, 0.35 / rows))
     lo, hi = float(maps.min()), float(maps.max())
     for c in range(n):
         fig.add_trace(go.Heatmap(z=maps[c][::-1], zmin=lo, zmax=hi, colorscale="Viridis", showscale=c == 0,
                                  colorbar=dict(title="value", len=0.9)), row=c // cols + 1, col=c % cols + 1)
     fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False, scaleanchor="x")
-    return base_layout(fig, height=150 * rows + 60)
+    fig.update_yaxes(visible=False)
+    # Square-ish maps on a full-width figure (~1150 px of plot) without scaleanchor, which would float each map
+    # away from its title.
+    fig = base_layout(fig, height=rows * (1150 // cols + 40) + 30)
+    fig.update_layout(margin_t=50)  # room for the first row's titles
+    return fig
 
 
 def histograms_figure(run: HookRun) -> go.Figure:
@@ -165,10 +171,13 @@ def group_lr_figure(g: GroupLRs) -> go.Figure:
     """Measured ‖Δ‖ / ‖grad‖ per parameter against its group's learning rate (log scale)."""
     names = [n for n, _, _, _ in g.effective]
     fig = go.Figure()
-    fig.add_bar(x=names, y=[r for _, _, r, _ in g.effective], name="measured ‖Δ‖ / ‖grad‖",
-                marker_color=[SERIES[i] for _, i, _, _ in g.effective])
-    fig.add_scatter(x=names, y=[lr for _, _, _, lr in g.effective], name="group lr", mode="markers",
-                    marker=dict(symbol="line-ew-open", size=28, color="black", line=dict(width=2)))
+    for group in sorted({i for _, i, _, _ in g.effective}):  # one legend entry per group, in its bars' colour
+        rows = [(n, r) for n, i, r, _ in g.effective if i == group]
+        fig.add_bar(x=[n for n, _ in rows], y=[r for _, r in rows], marker_color=SERIES[group],
+                    name=f"group {group}: measured ‖Δ‖ / ‖grad‖")
+    fig.add_scatter(x=names, y=[lr for _, _, _, lr in g.effective], name="the group's lr", mode="markers",
+                    marker=dict(symbol="line-ew-open", size=28, color=REFERENCE, line=dict(width=3)))
+    fig.update_xaxes(categoryorder="array", categoryarray=names)
     fig.update_yaxes(title="step size", type="log", dtick=1)
     return base_layout(fig, height=300)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from demos.errors import InputError
+from demos.isolated import compiler_in_use
 from demos.saving.models import Branchy, BranchyCond
 
 MAX_ABS_INPUT = 100.0
@@ -79,34 +80,35 @@ def _short_error(err: Exception) -> str:
 
 def export_demo() -> ExportResult:
     """torch.export fails on the `if`, succeeds with torch.cond and a dynamic batch Dim; outputs checked."""
-    model = _branchy()
-    x = example_inputs(+1)
-    try:
-        torch.export.export(model, (x,))
-        branch_error = ""
-    except Exception as err:  # torch raises a data-dependent guard error (a UserError subclass)
-        branch_error = _short_error(err)
-    cond_model = BranchyCond().eval()
-    cond_model.load_state_dict(model.state_dict())
-    batch = torch.export.Dim("batch", min=1, max=64)
-    start = time.perf_counter()
-    program = torch.export.export(cond_model, (x,), dynamic_shapes={"x": {0: batch}})
-    seconds = time.perf_counter() - start
-    exported = program.module()
-    checks = []
-    with torch.no_grad():
-        for n in (1, 8, 64):
-            for sign in (+1, -1):
-                xi = example_inputs(sign)[:1].expand(n, 4).contiguous()
-                diff = (exported(xi) - model(xi)).abs().max().item()
-                checks.append({"batch": n, "branch": "h * 2" if sign > 0 else "-h", "max |exported - eager|": diff})
-    try:
-        exported(torch.ones(65, 4))
-        dynamic_error = ""
-    except Exception as err:  # the guard on the Dim's range
-        dynamic_error = _short_error(err)
-    graph = re.sub(r"\n\s*\n", "\n", program.graph_module.code.strip())
-    return ExportResult(branch_error, graph, tuple(checks), seconds, dynamic_error, EXPORT_CODE)
+    with compiler_in_use():  # a fork for an isolated run waits until export is done (demos/isolated.py)
+        model = _branchy()
+        x = example_inputs(+1)
+        try:
+            torch.export.export(model, (x,))
+            branch_error = ""
+        except Exception as err:  # torch raises a data-dependent guard error (a UserError subclass)
+            branch_error = _short_error(err)
+        cond_model = BranchyCond().eval()
+        cond_model.load_state_dict(model.state_dict())
+        batch = torch.export.Dim("batch", min=1, max=64)
+        start = time.perf_counter()
+        program = torch.export.export(cond_model, (x,), dynamic_shapes={"x": {0: batch}})
+        seconds = time.perf_counter() - start
+        exported = program.module()
+        checks = []
+        with torch.no_grad():
+            for n in (1, 8, 64):
+                for sign in (+1, -1):
+                    xi = example_inputs(sign)[:1].expand(n, 4).contiguous()
+                    diff = (exported(xi) - model(xi)).abs().max().item()
+                    checks.append({"batch": n, "branch": "h * 2" if sign > 0 else "-h", "max |exported - eager|": diff})
+        try:
+            exported(torch.ones(65, 4))
+            dynamic_error = ""
+        except Exception as err:  # the guard on the Dim's range
+            dynamic_error = _short_error(err)
+        graph = re.sub(r"\n\s*\n", "\n", program.graph_module.code.strip())
+        return ExportResult(branch_error, graph, tuple(checks), seconds, dynamic_error, EXPORT_CODE)
 
 
 TRACE_CODE = '''import torch

@@ -3,7 +3,7 @@
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from demos.style import COLORS, base_layout
+from demos.style import COLORS, base_layout, legend_on_top
 
 KIND_COLOR = {"parameter": COLORS["parameter"], "buffer": COLORS["buffer"]}
 
@@ -41,7 +41,7 @@ def quant_figure(s) -> go.Figure:
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title="weight value", row=1, col=1)
     fig.update_xaxes(title="dequantized − original", row=1, col=2)
-    return base_layout(fig, height=360)
+    return legend_on_top(base_layout(fig, height=400))
 
 
 def scales_figure(s) -> go.Figure:

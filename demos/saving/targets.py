@@ -1,7 +1,7 @@
 """Which export path for which target, filled with what this page measured."""
 
 
-def _fmt(value, template: str, missing: str = "press its button above to measure") -> str:
+def _fmt(value, template: str, missing: str = "press its button in its tab to measure") -> str:
     return template.format(value) if value is not None else missing
 
 

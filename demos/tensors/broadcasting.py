@@ -9,7 +9,7 @@ import torch
 
 from demos.errors import InputError, quoted
 from demos.parsing import format_shape, parse_shape, plural, split_entries, strip_brackets, text_field
-from demos.style import COLORS, base_layout
+from demos.style import COLORS, base_layout, category_scale, cell_text
 from demos.tensors.common import Trap, torch_error, trap
 
 MAX_DIMS = 6
@@ -137,10 +137,12 @@ def alignment_figure(r: BroadcastResult) -> go.Figure:
     if r.ndim == 0:
         z, text, hover = [[kinds.index("kept")] for _ in rows], [["scalar"] for _ in rows], [[""] for _ in rows]
     fig = go.Figure(go.Heatmap(
-        z=z[::-1], x=columns, y=rows[::-1], text=text[::-1], hovertext=hover[::-1], texttemplate="%{text}",
-        hoverinfo="text", colorscale=scale, zmin=0, zmax=len(kinds), showscale=False, xgap=3, ygap=3,
-        textfont=dict(size=18, color="white"),
+        z=z[::-1], x=columns, y=rows[::-1], hovertext=hover[::-1], hoverinfo="text", colorscale=scale, zmin=0,
+        zmax=len(kinds), showscale=False, xgap=3, ygap=3,
     ))
+    cells = [(columns[c], rows[i], text[i][c], ROLE_COLORS[kinds[z[i][c]]])
+             for i in range(len(rows)) for c in range(len(columns))]
+    fig.add_trace(cell_text(*map(list, zip(*cells, strict=True)), size=18))
     fig.update_xaxes(side="top")
     return base_layout(fig, height=90 + 55 * len(rows))
 
@@ -248,11 +250,11 @@ def grid_figure(g: GridResult) -> go.Figure:
         titles.append(dict(x=left + (cols - 1) / 2, y=-0.8, text=f"{name} {format_shape(shape)}", showarrow=False,
                            yanchor="bottom", font=dict(size=14)))
         left += cols + 1
-    scale = [[0, "#e8eaed"], [0.33, "#e8eaed"], [0.34, COLORS["activation"]], [0.66, COLORS["activation"]],
-             [0.67, COLORS["parameter"]], [1, COLORS["parameter"]]]
-    fig = go.Figure(go.Heatmap(z=z, text=text, hovertext=hover, texttemplate="%{text}", hoverinfo="text",
-                               colorscale=scale, zmin=0, zmax=2, showscale=False, xgap=3, ygap=3,
-                               textfont=dict(size=13)))
+    kinds = {"not read": "#e8eaed", "read by the element": COLORS["activation"], "the element": COLORS["parameter"]}
+    fills = list(kinds.values())
+    fig = go.Figure(go.Heatmap(z=z, hovertext=hover, hoverinfo="text", xgap=3, ygap=3, **category_scale(kinds)))
+    cells = [(c, r, label, fills[z[r][c]]) for r, row in enumerate(text) for c, label in enumerate(row) if label]
+    fig.add_trace(cell_text(*map(list, zip(*cells, strict=True)), size=13))
     fig.update_layout(annotations=titles)
     fig.update_yaxes(range=[rows - 0.5, -1.2], showticklabels=False, showgrid=False, zeroline=False)
     fig.update_xaxes(range=[-0.5, width - 0.5], showticklabels=False, showgrid=False, zeroline=False)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from demos.style import COLORS
+from demos.style import COLORS, text_on
 from demos.tensors.common import Trap, torch_error, trap
 
 
@@ -94,16 +94,18 @@ def placement_dot(r: DeviceReport) -> str:
     """Where things live: one box per device; tensor.to makes a new node, module.to moves the same one."""
     data, param, err = COLORS["data"], COLORS["parameter"], COLORS["error"]
     return f'''digraph devices {{
-  rankdir=LR; bgcolor=transparent; compound=true;
-  node [shape=box, style="rounded,filled", fontname="Helvetica", fontcolor=white];
+  rankdir=LR; compound=true;
+  node [shape=box, style="rounded,filled", fontname="Helvetica"];
   edge [fontname="Helvetica"];
   subgraph cluster_cpu {{ label="cpu"; style=rounded;
-    x [label="x\\n{r.tensor_before}", fillcolor="{data}"];
-    m_before [label="model (before)\\nparams on {r.module_before}", fillcolor="{param}", style="rounded,dashed,filled"];
+    x [label="x\\n{r.tensor_before}", fillcolor="{data}", fontcolor="{text_on(data)}"];
+    m_before [label="model (before)\\nparams on {r.module_before}", fillcolor="{param}", fontcolor="{text_on(param)}",
+              style="rounded,dashed,filled"];
   }}
   subgraph cluster_target {{ label="{r.target}"; style=rounded;
-    y [label="y = x.to('{r.target}')\\n{r.tensor_after}", fillcolor="{data}"];
-    m_after [label="model (same object)\\nparams on {r.module_after}", fillcolor="{param}"];
+    y [label="y = x.to('{r.target}')\\n{r.tensor_after}", fillcolor="{data}", fontcolor="{text_on(data)}"];
+    m_after [label="model (same object)\\nparams on {r.module_after}", fillcolor="{param}",
+             fontcolor="{text_on(param)}"];
   }}
   x -> y [label="tensor.to: new tensor\\n(y is x: {r.tensor_same_object})"];
   m_before -> m_after [label="module.to: in place\\n(returns self: {r.module_same_object})"];

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import torch
 
 from demos.errors import InputError, quoted
-from demos.style import COLORS, base_layout
+from demos.style import COLORS, base_layout, cell_text
 from demos.tensors.common import Trap, trap
 
 DTYPES = {
@@ -85,10 +85,12 @@ def promotion_figure(r: PromotionResult) -> go.Figure:
     hover = [[f"{a}  op  {b}  ->  {d}" for b, d in zip(r.labels, row, strict=True)]
              for a, row in zip(r.labels, r.results, strict=True)]
     fig = go.Figure(go.Heatmap(
-        z=z, x=list(r.labels), y=list(r.labels), text=[list(row) for row in r.results], hovertext=hover,
-        texttemplate="%{text}", hoverinfo="text", colorscale=scale, zmin=0, zmax=len(kinds), showscale=False,
-        xgap=2, ygap=2, textfont=dict(size=11, color="white"),
+        z=z, x=list(r.labels), y=list(r.labels), hovertext=hover, hoverinfo="text", colorscale=scale, zmin=0,
+        zmax=len(kinds), showscale=False, xgap=2, ygap=2,
     ))
+    cells = [(b, a, d, CATEGORY_COLORS[category(d)])
+             for a, row in zip(r.labels, r.results, strict=True) for b, d in zip(r.labels, row, strict=True)]
+    fig.add_trace(cell_text(*map(list, zip(*cells, strict=True)), size=11))
     fig.update_yaxes(autorange="reversed", title="left operand")
     fig.update_xaxes(side="top", tickangle=-40, title="right operand")
     return base_layout(fig, height=max(340, 150 + 34 * len(r.labels)))

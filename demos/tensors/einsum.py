@@ -9,7 +9,7 @@ import torch
 
 from demos.errors import InputError, quoted
 from demos.parsing import MAX_TEXT, format_shape, parse_shape, plural, text_field
-from demos.style import COLORS
+from demos.style import COLORS, darkened, text_on
 
 MAX_OPERANDS = 3
 MAX_INDICES = 8
@@ -307,12 +307,14 @@ def network_dot(r: EinsumResult) -> str:
     """Tensor-network diagram: a box per operand, edges labelled by index. Purple batch and blue free indices run
     to the output; orange contracted ones join the operands that share them (or a sum node, or a self-loop)."""
     eq = parse_equation(r.equation)
-    lines = ["graph einsum {", "  rankdir=TB; bgcolor=transparent; nodesep=0.6; ranksep=0.9;",
-             '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=16, fontcolor=white];',
+    lines = ["graph einsum {", "  rankdir=TB; nodesep=0.6; ranksep=0.9;",
+             '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=16];',
              '  edge [fontname="Helvetica", fontsize=15, penwidth=2.5];']
     for name, shape in zip(NAMES, r.shapes, strict=False):
-        lines.append(f'  {name} [label="{name}\\n{format_shape(shape)}", fillcolor="{COLORS["data"]}"];')
-    lines.append(f'  out [label="out\\n{format_shape(r.out_shape)}", fillcolor="{COLORS["parameter"]}"];')
+        lines.append(f'  {name} [label="{name}\\n{format_shape(shape)}", fillcolor="{COLORS["data"]}", '
+                     f'fontcolor="{text_on(COLORS["data"])}"];')
+    lines.append(f'  out [label="out\\n{format_shape(r.out_shape)}", fillcolor="{COLORS["parameter"]}", '
+                 f'fontcolor="{text_on(COLORS["parameter"])}"];')
     lines.append(f"  {{rank=same; {'; '.join(NAMES[: len(r.shapes)])}}}")
     edges: dict[tuple[str, str, str], list[str]] = {}  # (end, end, role) -> index labels, one edge each
     for info in r.indices:
@@ -325,7 +327,8 @@ def network_dot(r: EinsumResult) -> str:
         repeats = [n for n, term in zip(NAMES, eq.inputs, strict=False) if term.count(info.name) > 1]
         if len(carriers) == 1 and not repeats:
             color = ROLE_COLORS["contracted"]
-            lines.append(f'  sum_{info.name} [label="Σ{info.name}", shape=circle, fillcolor="{color}"];')
+            lines.append(f'  sum_{info.name} [label="Σ{info.name}", shape=circle, fillcolor="{color}", '
+                         f'fontcolor="{text_on(color)}"];')
             edges.setdefault((carriers[0], f"sum_{info.name}", "contracted"), []).append(label)
         for a, b in zip(carriers, carriers[1:], strict=False):
             edges.setdefault((a, b, "contracted"), []).append(label)
@@ -333,7 +336,7 @@ def network_dot(r: EinsumResult) -> str:
             edges.setdefault((n, n, "contracted"), []).append(label)
     for (a, b, role), labels in edges.items():
         color = ROLE_COLORS[role]
-        lines.append(f'  {a} -- {b} [label="{", ".join(labels)}", color="{color}", fontcolor="{color}"];')
+        lines.append(f'  {a} -- {b} [label="{", ".join(labels)}", color="{color}", fontcolor="{darkened(color)}"];')
     lines.append("}")
     return "\n".join(lines)
 

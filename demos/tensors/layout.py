@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 import torch
+from plotly.colors import sample_colorscale
 
 from demos.errors import InputError, quoted
 from demos.parsing import count_range, format_shape, parse_shape, text_field
-from demos.style import COLORS, base_layout
+from demos.style import COLORS, base_layout, cell_text
 from demos.tensors.common import Trap, torch_error, trap
 
 MAX_BASE_DIMS = 3
@@ -254,6 +255,9 @@ def layout(base_text: str, chain_text: str) -> LayoutResult:
 # ---------------------------------------------------------------- figure
 
 
+UNREAD = "#e8eaed"  # a storage cell this view does not read
+
+
 def _value_scale():
     stops = [COLORS["parameter"], COLORS["data"], COLORS["activation"], COLORS["temporary"], COLORS["gradient"]]
     return [[i / (len(stops) - 1), c] for i, c in enumerate(stops)]
@@ -304,11 +308,14 @@ def layout_figure(r: LayoutResult, which: int, n_values: int) -> go.Figure:
         text[top + rr][cc] = str(value)
         hover[top + rr][cc] = f"element {flat} in index order reads storage[{pos}] = {value}"
     fig = go.Figure()
-    fig.add_heatmap(z=grey, colorscale=[[0, "#e8eaed"], [1, "#e8eaed"]], showscale=False, hoverinfo="skip",
+    fig.add_heatmap(z=grey, colorscale=[[0, UNREAD], [1, UNREAD]], showscale=False, hoverinfo="skip",
                     xgap=2, ygap=2)
-    fig.add_heatmap(z=z, text=text, hovertext=hover, texttemplate="%{text}", hoverinfo="text",
-                    colorscale=_value_scale(), zmin=0, zmax=max(1, n_values - 1), showscale=False, xgap=2, ygap=2,
-                    textfont=dict(size=14, color="white"))
+    top_value = max(1, n_values - 1)
+    fig.add_heatmap(z=z, hovertext=hover, hoverinfo="text", colorscale=_value_scale(), zmin=0, zmax=top_value,
+                    colorbar=dict(title="value", thickness=12), xgap=2, ygap=2)
+    cells = [(c, r, label, UNREAD if z[r][c] is None else sample_colorscale(_value_scale(), z[r][c] / top_value)[0])
+             for r, row in enumerate(text) for c, label in enumerate(row) if label]
+    fig.add_trace(cell_text(*map(list, zip(*cells, strict=True)), size=14))
     storage_title = f"storage of {v.code}: " + ("shares x's storage" if v.shares else "new storage (copied)")
     grid_title = f"{v.code}: shape {format_shape(v.shape)}, stride {format_shape(v.stride)}, offset {v.offset}"
     fig.update_layout(annotations=[

@@ -96,7 +96,7 @@ QUESTIONS = (
              "uint8 arithmetic wraps modulo 256: 260 - 256 = 4, with no warning.", kind="number"),
     Question("bf16", "What is 1 + 1e-3 in bfloat16?", _bf16_step,
              "bfloat16 keeps 8 significant bits: the spacing after 1.0 is 2^-7 = 0.0078, so 1.001 rounds to 1.0.",
-             kind="number"),
+             kind="number", exact=True),
     Question("attention", "What shape does einsum('bhqd,bhkd->bhqk') give for q (2, 4, 10, 16), k (2, 4, 12, 16)?",
              _attention_shape, "b and h are batch indices, q and k are free, d is contracted: (2, 4, 10, 12).",
              kind="shape"),

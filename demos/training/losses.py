@@ -10,7 +10,7 @@ from torch import nn
 
 from demos.errors import InputError
 from demos.parsing import parse_numbers
-from demos.style import COLORS, SERIES, base_layout
+from demos.style import COLORS, REFERENCE, SERIES, base_layout
 from demos.training.common import check_int, check_range, single_threaded
 
 MAX_LOGIT = 1000.0
@@ -309,7 +309,7 @@ def robust_figure(r: RobustResult) -> go.Figure:
                     row=1, col=1)
     xs = [min(r.x), max(r.x)]
     fig.add_scatter(x=xs, y=[2 * v + 1 for v in xs], mode="lines", name="true line y = 2x + 1",
-                    line=dict(color="black", dash="dot"), row=1, col=1)
+                    line=dict(color=REFERENCE, dash="dot", width=2.5), row=1, col=1)
     for i, (name, (a, b)) in enumerate(r.fits.items()):
         fig.add_scatter(x=xs, y=[a * v + b for v in xs], mode="lines", name=f"{name}: {a:.2f}x + {b:.2f}",
                         line=dict(color=SERIES[i], width=2.5), row=1, col=1)

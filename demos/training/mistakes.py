@@ -289,13 +289,15 @@ def symptom(run: LoopRun, correct: LoopRun) -> str:
 
 
 def loss_figure(result: MistakesResult, variants) -> go.Figure:
-    """Training loss per step, the correct loop in bold, each chosen mistake overlaid."""
+    """Training loss per step for each chosen mistake, and the correct loop drawn last, dashed, on top: a mistake
+    whose losses equal the correct loop's shows through the dashes instead of hiding it."""
     fig = go.Figure()
-    for i, v in enumerate(["correct", *[v for v in variants if v != "correct"]]):
-        run = result.runs[v]
-        fig.add_scatter(y=run.losses, mode="lines", name=VARIANTS[v],
-                        line=dict(width=3 if v == "correct" else 1.5,
-                                  color=COLORS["parameter"] if v == "correct" else SERIES[1 + i % (len(SERIES) - 1)]))
+    mistakes_shown = [v for v in variants if v != "correct"]
+    for i, v in enumerate(mistakes_shown, 1):
+        fig.add_scatter(y=result.runs[v].losses, mode="lines", name=VARIANTS[v], legendrank=1000 + i,
+                        line=dict(width=2.5, color=SERIES[1 + (i - 1) % (len(SERIES) - 1)]))
+    fig.add_scatter(y=result.runs["correct"].losses, mode="lines", name=VARIANTS["correct"], legendrank=1,
+                    line=dict(width=3, dash="dash", color=COLORS["parameter"]))
     fig.update_xaxes(title="step")
     fig.update_yaxes(title="training loss (as the loop logged it)")
     return base_layout(fig, height=380)
@@ -313,9 +315,11 @@ def symptom_figure(result: MistakesResult, variant: str) -> go.Figure:
         "softmax_into_ce": ("training loss", lambda r: r.losses),
         "accumulate_tensor": ("autograd nodes held by the logged total", lambda r: r.graph_nodes),
     }[variant]
-    fig = go.Figure()
-    fig.add_scatter(y=get(correct), mode="lines", name="correct", line=dict(color=COLORS["parameter"], width=3))
-    fig.add_scatter(y=get(run), mode="lines", name=VARIANTS[variant], line=dict(color=COLORS["error"], width=2))
+    fig = go.Figure()  # the correct loop drawn last and dashed: equal values stay visible under it
+    fig.add_scatter(y=get(run), mode="lines", name=VARIANTS[variant], line=dict(color=COLORS["error"], width=3),
+                    legendrank=2)
+    fig.add_scatter(y=get(correct), mode="lines", name="correct", legendrank=1,
+                    line=dict(color=COLORS["parameter"], width=3, dash="dash"))
     if variant == "softmax_into_ce":
         fig.add_hline(y=0.3133, line_dash="dot", annotation_text="floor log(1+e⁻¹)")
     fig.update_xaxes(title="step")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import torch
 
-from demos.style import SERIES, base_layout
+from demos.style import REFERENCE, SERIES, base_layout
 from demos.training.common import check_choice, check_int, check_range, single_threaded
 
 SURFACES = {
@@ -216,7 +216,8 @@ def surface_figure(result: SurfaceResult | DecayResult, grid: SurfaceResult, hei
     s = SURFACES[grid.surface]
     fig = go.Figure()
     fig.add_contour(x=grid.grid_x, y=grid.grid_y, z=grid.grid_z, colorscale="Greys", reversescale=True,
-                    showscale=False, contours=dict(showlabels=False), opacity=0.55, hoverinfo="skip",
+                    colorbar=dict(title="log10(1 + f)", thickness=12), contours=dict(showlabels=False), opacity=0.55,
+                    hoverinfo="skip",
                     ncontours=25, name="log10(1 + loss)")
     for i, run in enumerate(result.runs):
         label = run.name + (f" (diverged at step {run.diverged_at})" if run.diverged_at else "")
@@ -227,9 +228,9 @@ def surface_figure(result: SurfaceResult | DecayResult, grid: SurfaceResult, hei
         fig.add_scatter(x=[run.xs[-1]], y=[run.ys[-1]], mode="markers", showlegend=False,
                         marker=dict(symbol="x", size=11, color=color), hoverinfo="skip")
     fig.add_scatter(x=[s["start"][0]], y=[s["start"][1]], mode="markers", name="start",
-                    marker=dict(symbol="circle-open", size=14, color="black"))
+                    marker=dict(symbol="circle-open", size=14, color=REFERENCE, line=dict(width=3)))
     fig.add_scatter(x=[s["minimum"][0]], y=[s["minimum"][1]], mode="markers", name="minimum",
-                    marker=dict(symbol="star", size=14, color="gold", line=dict(color="black", width=1)))
+                    marker=dict(symbol="star", size=16, color="gold", line=dict(color=REFERENCE, width=1.5)))
     fig.update_xaxes(range=list(s["x"]), title="x")
     fig.update_yaxes(range=list(s["y"]), title="y")
     return base_layout(fig, height=height)

@@ -182,5 +182,7 @@ def plateau_figure(result: PlateauResult) -> go.Figure:
         fig.add_vline(x=epoch + 0.5, line_dash="dot", line_color=COLORS["idle"])
     fig.update_xaxes(title="epoch")
     fig.update_yaxes(title="validation loss", secondary_y=False)
-    fig.update_yaxes(title="learning rate", type="log", secondary_y=True)
+    levels = sorted(set(result.lrs))  # each learning rate the scheduler set, labelled in full on the log axis
+    fig.update_yaxes(title="learning rate", type="log", secondary_y=True, tickvals=levels,
+                     ticktext=[f"{v:.3g}" for v in levels], showgrid=False)
     return base_layout(fig, height=340)

@@ -7,7 +7,7 @@ import torch
 from plotly.subplots import make_subplots
 from torch import nn
 
-from demos.style import COLORS, base_layout
+from demos.style import COLORS, base_layout, text_on
 from demos.training.common import (
     HEADER,
     SPIRAL_SOURCE,
@@ -153,12 +153,13 @@ for it in range({iterations}):
 def loop_dot(result: WalkResult) -> str:
     """The loop as a cycle; the sub-step just run is filled, the one run next is outlined."""
     current = result.index % len(SUBSTEPS)
-    lines = ["digraph loop {", "  rankdir=TB; bgcolor=transparent; nodesep=0.25; ranksep=0.22;",
+    lines = ["digraph loop {", "  rankdir=TB; nodesep=0.25; ranksep=0.22;",
              '  node [shape=box, style="rounded,filled", fontname="Helvetica", fillcolor="#f4f4f4", color="#9e9e9e"];']
     for i, name in enumerate(SUBSTEPS):
         attrs = f'label="{i + 1}. {name}"'
         if i == current:
-            attrs += f', fillcolor="{COLORS["optimizer_state"]}", fontcolor="white", penwidth=2'
+            attrs += f', fillcolor="{COLORS["optimizer_state"]}", fontcolor="{text_on(COLORS["optimizer_state"])}", '
+            attrs += "penwidth=2"
         elif i == (current + 1) % len(SUBSTEPS):
             attrs += f', color="{COLORS["optimizer_state"]}", penwidth=2, style="rounded,dashed,filled"'
         lines.append(f"  s{i} [{attrs}];")
@@ -169,37 +170,47 @@ def loop_dot(result: WalkResult) -> str:
     return "\n".join(lines)
 
 
+# The state panels' colours by what they hold, one source for the heatmaps and the colour chips above them.
+WALK_LEGEND = {"parameter": "parameter", ".grad": "gradient", "optimizer state": "optimizer_state"}
+
+
 def _state_panels(snap: Snapshot) -> list[tuple[str, list | None, str]]:
-    panels = [("parameter", snap.params[SHOWN_PARAM], "parameter"), (".grad", snap.grads[SHOWN_PARAM], "gradient")]
+    panels = [("parameter", snap.params[SHOWN_PARAM], WALK_LEGEND["parameter"]),
+              (".grad", snap.grads[SHOWN_PARAM], WALK_LEGEND[".grad"])]
     state = snap.state[SHOWN_PARAM]
     names = [k for k in ("momentum_buffer", "exp_avg", "exp_avg_sq") if k in state] or ["optimizer state"]
     for name in names[:2]:
-        panels.append((name, state.get(name), "optimizer_state"))
+        panels.append((name, state.get(name), WALK_LEGEND["optimizer state"]))
     return panels
 
 
 def state_figure(result: WalkResult) -> go.Figure:
     """Heatmaps of fc2.weight, its .grad and its optimizer state after the sub-step; changed panels say so.
 
-    Colour: the concept's colour for positive entries, dark grey for negative, white at zero.
+    Colour: the concept's colour for positive entries, dark grey for negative, white at zero; each panel has its
+    own colour scale (its own range) beside it.
     """
     before, after = _state_panels(result.before), _state_panels(result.after)
     old = {name: value for name, value, _ in before}
     titles = [f"{name} — changed" if value != old.get(name) else name for name, value, _ in after]
-    fig = make_subplots(rows=1, cols=len(after), subplot_titles=titles, horizontal_spacing=0.05)
+    fig = make_subplots(rows=1, cols=len(after), subplot_titles=titles, horizontal_spacing=0.1)
     for col, (name, value, concept) in enumerate(after, 1):
         fig.update_yaxes(autorange="reversed", showticklabels=False, showgrid=False, zeroline=False, row=1, col=col)
         fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, row=1, col=col)
         if value is None:
             empty = "None (zero_grad)" if name == ".grad" else "empty until step()"
-            fig.add_scatter(x=[0], y=[0], mode="text", text=[empty], textfont=dict(size=15, color=COLORS["idle"]),
+            fig.add_scatter(x=[0], y=[0], mode="text", text=[empty], textfont=dict(size=15),
                             showlegend=False, hoverinfo="skip", row=1, col=col)
             continue
         top = max(abs(v) for v in torch.tensor(value).flatten().tolist()) or 1.0
         scale = [[0, "#4d4d4d"], [0.5, "#ffffff"], [1, COLORS[concept]]]
-        fig.add_heatmap(z=value, colorscale=scale, zmin=-top, zmax=top, showscale=False,
+        right = fig.layout[f"xaxis{col if col > 1 else ''}"].domain[1]
+        fig.add_heatmap(z=value, colorscale=scale, zmin=-top, zmax=top,
+                        colorbar=dict(x=right + 0.005, xanchor="left", thickness=10, len=1, tickformat=".2g"),
                         hovertemplate=f"{name}[%{{y}}, %{{x}}] = %{{z:.6f}}<extra></extra>", row=1, col=col)
-    return base_layout(fig, height=260)
+    fig = base_layout(fig, height=280)
+    fig.update_layout(margin=dict(t=40, r=50))  # subplot titles above, the last colour scale to the right
+    return fig
 
 
 def parameter_table(result: WalkResult) -> list[dict]:

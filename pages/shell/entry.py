@@ -10,11 +10,14 @@ import threading
 import streamlit as st
 import torch
 
+from pages.shell import url_guard
 from pages.shell.heap import freeze_loaded_code
 from pages.shell.registry import HOME, SECTIONS, registered
 from pages.ui import sidebar_controls
 from pages.ui.errors import input_errors
+from pages.ui.layout import whiteboard_requested
 
+url_guard.install()  # a hostile shared link resets the widget it names instead of breaking the page
 _inside = threading.local()  # each script run has its own thread: a mark set while the shell runs a page
 
 
@@ -38,19 +41,27 @@ def navigation_pages() -> dict[str, list]:
 
 
 def main() -> None:
-    """Run the app: page config, navigation, sidebar, then the selected page inside the shell."""
+    """Run the app: page config, navigation, sidebar, then the selected page inside the shell.
+
+    A URL value the page could not use as written is named in one notice above the page (pages/shell/url_guard.py).
+    """
     # The demos run many tiny ops, and visitors' sessions share the process: one intra-op thread avoids
     # OpenMP spinning and oversubscription, which made small ops 10-40x slower on a busy 2-core host.
     torch.set_num_threads(1)
-    st.set_page_config(page_title="PyTorch Whiteboard", page_icon=":material/draw:", layout="wide")
+    # Whiteboard (presenter) mode folds the sidebar away (it opens from the top-left arrow).
+    sidebar = "collapsed" if whiteboard_requested() else "auto"
+    st.set_page_config(page_title="PyTorch Whiteboard", page_icon=":material/draw:", layout="wide",
+                       initial_sidebar_state=sidebar)
     page = st.navigation(navigation_pages(), expanded=True)
-    sidebar_controls()
+    sidebar_controls(page.url_path or "home")
+    link_notice = st.empty()  # top of the page: filled once the page's widgets have read the URL
     _inside.active = True
     try:
         with input_errors():  # anything a page's own blocks did not catch: a sentence, never a traceback
             page.run()
     finally:
         _inside.active = False
+        url_guard.show_notice(link_notice)
     freeze_loaded_code()
 
 

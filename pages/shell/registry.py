@@ -42,6 +42,12 @@ HOME = Topic(
 
 TOPICS = (
     Topic(
+        "practice", "pages/practice.py", "Practice", ":material/quiz:", "Start",
+        "Drills and mock interviews of torch-graded questions, generated fresh from a seed.",
+        "Can you predict what torch returns, under time pressure?",
+        charts=0,
+    ),
+    Topic(
         "tensors", "pages/tensors.py", "Tensors", ":material/grid_on:", "Fundamentals",
         "Broadcasting, strides and views, dtype promotion, einsum, devices.",
         "What shape does this broadcast to, and does this reshape copy?",
@@ -55,7 +61,7 @@ TOPICS = (
         "What is the difference between no_grad and detach?",
         ("Dynamic graph and grad_fn", "Leaves and retain_grad", "no_grad / detach / inference_mode",
          "Custom autograd.Function", "Gradient accumulation", "Higher-order gradients"),
-        charts=5,
+        charts=2,
     ),
     Topic(
         "modules", "pages/modules.py", "Modules & hooks", ":material/widgets:", "Fundamentals",
@@ -101,7 +107,7 @@ TOPICS = (
         "state_dict, checkpoints, TorchScript vs torch.export, ONNX, quantization.",
         "What do you save to resume training exactly, and how do you export for serving?",
         ("state_dict", "Checkpoint design", "TorchScript vs torch.export", "ONNX export", "Quantization"),
-        charts=2,
+        charts=1,
     ),
     Topic(
         "distributed", "pages/distributed.py", "Distributed", ":material/hub:", "Scale",
@@ -109,6 +115,7 @@ TOPICS = (
         "How does DDP overlap communication with backward, and when do you need FSDP?",
         ("Collectives", "DDP buckets and overlap", "DistributedSampler", "FSDP / ZeRO",
          "Tensor and pipeline parallel", "Launching ranks"),
+        charts=0,  # the Collectives tab draws once its button has started the ranks
     ),
     Topic(
         "debugging", "pages/debugging.py", "Debugging & reproducibility", ":material/bug_report:", "Debugging",

@@ -1,10 +1,12 @@
-"""Page skeleton and whiteboard mode: large type, prose folded away, explanations one step at a time."""
+"""Page skeleton and whiteboard (presenter) mode: the sidebar folded, the full width, large type, prose folded
+away, explanations one step at a time, and keys for the next step and section (pages/ui/ink.py)."""
 
 from pathlib import Path
 
 import streamlit as st
 
 from pages.shell.registry import ROOT, by_slug
+from pages.ui.ink import presenter_bar
 
 WHITEBOARD_KEY = "whiteboard"
 _CSS = (ROOT / "assets" / "css" / "whiteboard.css").read_text()
@@ -15,16 +17,27 @@ def whiteboard_on() -> bool:
     return bool(st.session_state.get(WHITEBOARD_KEY, False))
 
 
-def sidebar_controls() -> None:
-    """The controls every page shares: the whiteboard toggle and how to share a view."""
+def whiteboard_requested() -> bool:
+    """Whiteboard mode as this run will have it, readable before the toggle exists (from the URL on a first run)."""
+    if WHITEBOARD_KEY in st.session_state:
+        return whiteboard_on()
+    return st.query_params.get(WHITEBOARD_KEY, "").lower() == "true"
+
+
+def sidebar_controls(page: str = "") -> None:
+    """The controls every page shares: the whiteboard toggle and how to share a view; in whiteboard mode, the
+    presenter's stylesheet and bar (keys, blank board) at the top of the page."""
     with st.sidebar:
         st.toggle(
             "Whiteboard mode", key=WHITEBOARD_KEY, bind="query-params",
-            help="Large figures and type for a shared screen; prose folds away; explanations reveal step by step.",
+            help="For a shared screen: the sidebar folds, figures and type grow, prose folds away, explanations "
+                 "reveal step by step (→ and ← keys), ] and [ switch sections, and every figure has Draw.",
         )
-        st.caption("Every setting on a page is kept in the address bar: copy the URL to share exactly this view.")
+        st.caption("The open tab and its settings are kept in the address bar: copy the URL to share this view. "
+                   "A result behind a button waits for its press.")
     if whiteboard_on():
         st.html(f"<style>{_CSS}</style>")
+        presenter_bar(page)
 
 
 def page_header(slug: str) -> None:
@@ -37,12 +50,15 @@ def page_header(slug: str) -> None:
 def section_tabs(sections: dict, key: str) -> None:
     """One tab per section (title -> function), the open tab kept in the URL under `key`.
 
-    Only the open tab's function runs: a rerun computes and sends one section, not the whole page.
+    Only the open tab's function runs: a rerun computes and sends one section, not the whole page. The tabs sit in
+    a container marked for the presenter keys (] and [ switch sections).
     """
-    for tab, section in zip(st.tabs(list(sections), key=key, bind="query-params"), sections.values(), strict=True):
-        if tab.open:
-            with tab:
-                section()
+    with st.container(key=f"wbsections-{key}"):
+        tabs = st.tabs(list(sections), key=key, bind="query-params")
+        for tab, section in zip(tabs, sections.values(), strict=True):
+            if tab.open:
+                with tab:
+                    section()
 
 
 def prose(markdown: str, label: str = "Explanation") -> None:
@@ -55,21 +71,27 @@ def prose(markdown: str, label: str = "Explanation") -> None:
 
 
 def steps(items: list[str], key: str) -> None:
-    """A numbered explanation; in whiteboard mode one step more appears per click."""
+    """A numbered explanation; in whiteboard mode one step more appears per click (or → key, ← to go back)."""
     if not whiteboard_on():
         st.markdown("\n".join(f"{i}. {item}" for i, item in enumerate(items, 1)))
         return
     shown_key = f"{key}_shown"
-    shown = min(st.session_state.get(shown_key, 1), len(items))
-    st.markdown("\n".join(f"{i}. {item}" for i, item in enumerate(items[:shown], 1)))
-    st.caption(f"Step {shown} of {len(items)}")
-    left, right = st.columns(2)
-    if shown < len(items) and left.button("Next step", key=f"{key}_next", icon=":material/arrow_forward:"):
-        st.session_state[shown_key] = shown + 1
-        st.rerun()
-    if shown > 1 and right.button("Start over", key=f"{key}_reset"):
-        st.session_state[shown_key] = 1
-        st.rerun()
+    shown = max(1, min(st.session_state.get(shown_key, 1), len(items)))
+    with st.container(key=f"wbsteps-{key}"):  # the presenter keys look for this mark
+        st.markdown("\n".join(f"{i}. {item}" for i, item in enumerate(items[:shown], 1)))
+        with st.container(horizontal=True, vertical_alignment="center"):
+            st.caption(f"Step {shown} of {len(items)}", width="content")
+            if shown > 1 and st.button("Previous step", key=f"{key}_prev", icon=":material/arrow_back:"):
+                _show_steps(shown_key, shown - 1)
+            if shown < len(items) and st.button("Next step", key=f"{key}_next", icon=":material/arrow_forward:"):
+                _show_steps(shown_key, shown + 1)
+            if shown > 1 and st.button("Start over", key=f"{key}_reset", icon=":material/restart_alt:"):
+                _show_steps(shown_key, 1)
+
+
+def _show_steps(shown_key: str, shown: int) -> None:
+    st.session_state[shown_key] = shown
+    st.rerun()
 
 
 def read_asset(*parts: str) -> str:

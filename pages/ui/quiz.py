@@ -5,42 +5,84 @@ import re
 import streamlit as st
 
 from demos.errors import InputError
-from demos.quiz import Question, check, validate_prediction
-from pages.ui.layout import read_asset
+from demos.quiz import Question, Verdict, check, format_answer, validate_prediction
+from pages.ui.layout import read_asset, steps, whiteboard_on
+from pages.ui.queue import queue_position
 
 
-def predict_then_run(question: Question, key: str) -> None:
-    """Prompt and snippet, a prediction widget, a Run button, then torch's verdict and the explanation."""
+def predict_then_run(question: Question, key: str) -> Verdict | None:
+    """Prompt and snippet, a prediction widget, Run it / Try again, then torch's verdict and the explanation.
+
+    A verdict belongs to the prediction it judged: change the prediction and the verdict goes away until the
+    next Run. Returns the verdict on screen (None when there is none). In whiteboard mode the prompt is large
+    and torch's answer can be revealed as a step, with no prediction typed (a class answers out loud).
+    """
     with st.container(border=True):
-        st.markdown(f"**{question.prompt}**")
+        if whiteboard_on():
+            st.subheader(question.prompt, anchor=False)
+        else:
+            st.markdown(f"**{question.prompt}**")
         st.code(question.snippet, language="python", wrap_lines=True)
         prediction = _prediction_widget(question, key)
         verdict_key = f"{key}_verdict"
-        if st.button("Run it", key=f"{key}_run", icon=":material/play_arrow:"):
+        buttons = st.container(horizontal=True)
+        if buttons.button("Run it", key=f"{key}_run", icon=":material/play_arrow:", type="primary"):
             try:
-                st.session_state[verdict_key] = check(question, validate_prediction(question, prediction))
+                with queue_position():  # questions that start DataLoader workers wait for the process slot
+                    st.session_state[verdict_key] = check(question, validate_prediction(question, prediction))
             except InputError as err:
                 st.session_state.pop(verdict_key, None)
                 st.error(str(err), icon=":material/error:")
-        verdict = st.session_state.get(verdict_key)
+        verdict = _verdict_for(st.session_state.get(verdict_key), prediction)
         if verdict is not None:
+            buttons.button("Try again", key=f"{key}_retry", icon=":material/refresh:", on_click=_try_again,
+                           args=(question, key))
             _show_verdict(verdict, question.explain)
+        elif whiteboard_on():
+            _reveal_steps(question, key)
+    return verdict
+
+
+def _verdict_for(verdict: Verdict | None, prediction) -> Verdict | None:
+    """The stored verdict if it judged the prediction now on screen, else None."""
+    if verdict is None or prediction is None or verdict.typed != str(prediction).strip():
+        return None
+    return verdict
+
+
+def _try_again(question: Question, key: str) -> None:
+    """Before the rerun: clear the prediction and its verdict, so the card is fresh without a reload."""
+    st.session_state.pop(f"{key}_verdict", None)
+    if question.kind == "choice":
+        st.session_state[f"{key}_pick"] = None
+    else:
+        st.session_state[f"{key}_typed"] = ""
 
 
 def _prediction_widget(question: Question, key: str):
     if question.kind == "choice":
         return st.radio("Your prediction", question.choices, index=None, horizontal=True, key=f"{key}_pick")
-    hint = "a shape such as (2, 3)" if question.kind == "shape" else "a number such as 0.5"
-    return st.text_input("Your prediction", key=f"{key}_typed", placeholder=hint)
+    return st.text_input("Your prediction", key=f"{key}_typed", placeholder=question.hint)
 
 
-def _show_verdict(verdict, explain: str) -> None:
-    if verdict.correct:
+def _show_verdict(verdict: Verdict, explain: str) -> None:
+    if verdict.outcome == "correct":
         st.success(f"Correct: torch returned `{verdict.expected}`.", icon=":material/check_circle:")
+    elif verdict.outcome == "close":
+        st.info(f"Close: torch says `{verdict.expected}`; you predicted `{verdict.predicted}`.",
+                icon=":material/adjust:")
     else:
         st.warning(f"You predicted `{verdict.predicted}`; torch returned `{verdict.expected}`.",
                    icon=":material/cancel:")
     st.markdown(explain)
+
+
+def _reveal_steps(question: Question, key: str) -> None:
+    """Whiteboard mode with no prediction judged: reveal torch's answer, then why, one click each."""
+    shown = st.session_state.get(f"{key}_reveal_shown", 1)  # the step ui.steps is at
+    answer = format_answer(question.run()) if shown > 1 else ""  # run only once the answer is revealed
+    steps(["Predict out loud, then reveal what torch returns.", f"torch returned `{answer}`.", question.explain],
+          key=f"{key}_reveal")
 
 
 def model_answers(slug: str) -> list[tuple[str, str]]:
@@ -52,21 +94,23 @@ def model_answers(slug: str) -> list[tuple[str, str]]:
 
 def _mark(key: str) -> str:
     verdict = st.session_state.get(f"{key}_verdict")
-    return "" if verdict is None else (" ✓" if verdict.correct else " ✗")
+    return "" if verdict is None else {"correct": "✓", "close": "≈"}.get(verdict.outcome, "✗")
 
 
 def interview_corner(slug: str, questions: list[Question]) -> None:
     """The page's predict-then-run questions, one at a time, then short model answers to common questions.
 
     One question is on screen at a time (picked by number, kept in the URL): a flashcard to study with, a single
-    card to explain on a shared screen, and a page that reruns quickly however many questions it has.
+    card to explain on a shared screen, and a page that reruns quickly however many questions it has. The URL
+    holds the question's number, which never changes; the ✓/✗ marks are captions, so answering a question does
+    not change the value a shared link stores.
     """
     st.header("Interview corner", divider="gray")
     st.caption("Predict first, then run: every answer below is what torch returns right now.")
     keys = [f"{slug}_q_{q.key}" for q in questions]
     picked = st.radio(
         f"Question (of {len(questions)})", range(len(questions)), horizontal=True, key=f"{slug}_q_pick",
-        bind="query-params", format_func=lambda i: f"{i + 1}{_mark(keys[i])}",
+        bind="query-params", format_func=lambda i: str(i + 1), captions=[_mark(k) for k in keys],
     )
     predict_then_run(questions[picked], key=keys[picked])
     st.subheader("Model answers")

@@ -170,3 +170,28 @@ def artifacts_dir(*parts: str) -> Path:
     path = _artifacts().joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+MAX_SHOT_HEIGHT = 12000
+
+
+def wait_loaded(page, timeout_ms: int = 20_000) -> None:
+    """Lazy elements (tables, charts) show skeletons until their code has loaded: wait them out."""
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=stSkeleton]').length === 0",
+                           timeout=timeout_ms)
+    page.wait_for_timeout(500)
+
+
+def full_screenshot(page, name: str) -> None:
+    """Grow the viewport to the page's content height (same width) so one PNG in artifacts/screenshots holds the
+    whole page; then restore the viewport."""
+    viewport = page.viewport_size
+    height = page.evaluate(
+        "() => Math.max(...['stMain', 'stAppViewContainer'].map("
+        "id => document.querySelector(`[data-testid=${id}]`)?.scrollHeight || 0))"
+    )
+    height = min(max(height, viewport["height"]), MAX_SHOT_HEIGHT)
+    page.set_viewport_size({"width": viewport["width"], "height": height})
+    wait_loaded(page)
+    page.screenshot(path=str(artifacts_dir("screenshots") / f"{name}.png"), full_page=True)
+    page.set_viewport_size(viewport)

@@ -1,0 +1,148 @@
+// The presenter bar, mounted once at the top of a page in whiteboard mode: keyboard shortcuts for the step reveal
+// and the page's sections, and a blank board that opens beside the page.
+// data: {page, colors: [{name, hex}]}
+// Keys (ignored while typing in a field or moving a slider): → / PageDown next step, or the next section once every
+// step is shown; ← / PageUp previous step, or the previous section at the first step; ] and [ next and previous
+// section; B opens or closes the board.
+
+const IGNORE_INSIDE = "input, textarea, select, [contenteditable=true], [role=slider], [role=radiogroup], " +
+  "[role=listbox], [role=combobox], [role=menu], [role=tablist]";
+
+function keyedChild(scope, suffix) {
+  return [...scope.querySelectorAll("[class*='st-key-']")]
+    .find((n) => [...n.classList].some((c) => c.startsWith("st-key-") && c.endsWith(suffix)));
+}
+
+// The step-by-step block most in view (steps are marked by ui.steps with an st-key-wbsteps-… container).
+function stepsInView() {
+  const blocks = [...document.querySelectorAll("[class*='st-key-wbsteps-']")];
+  let best = null, bestShown = 0;
+  for (const b of blocks) {
+    const r = b.getBoundingClientRect();
+    const shown = Math.min(r.bottom, innerHeight) - Math.max(r.top, 0);
+    if (shown > bestShown) { best = b; bestShown = shown; }
+  }
+  return best;
+}
+
+function clickStep(direction) {
+  const block = stepsInView();
+  const control = block && keyedChild(block, direction > 0 ? "_next" : "_prev");
+  const b = control && control.querySelector("button:not([disabled])");
+  if (!b) return false;
+  b.click();
+  return true;
+}
+
+// The page's section tabs (ui.section_tabs marks them with an st-key-wbsections-… container), else the first tabs.
+function sectionTabs() {
+  const marked = document.querySelector("[class*='st-key-wbsections-'] [role=tablist]");
+  return marked || document.querySelector("[data-testid=stMain] [role=tablist]");
+}
+
+// A page without section tabs: its next or previous header (st.header) scrolled to the top of the screen.
+function scrollToHeader(direction) {
+  const headers = [...document.querySelectorAll("[data-testid=stMain] h2")];
+  const top = 90; // below the app's header strip
+  const ahead = direction > 0
+    ? headers.find((h) => h.getBoundingClientRect().top > top + 5)
+    : headers.filter((h) => h.getBoundingClientRect().top < top - 5).pop();
+  if (!ahead) return false;
+  ahead.scrollIntoView({ block: "start" }); // whiteboard.css keeps it clear of the header strip
+  return true;
+}
+
+function switchSection(direction) {
+  const list = sectionTabs();
+  if (!list) return scrollToHeader(direction);
+  const tabs = [...list.querySelectorAll("[role=tab]")];
+  const i = tabs.findIndex((tab) => tab.getAttribute("aria-selected") === "true");
+  const next = tabs[i + direction];
+  if (!next) return false;
+  next.click();
+  list.scrollIntoView({ block: "start" });
+  return true;
+}
+
+function mountBoard(colors, page) {
+  const id = `board:${page}`;
+  const panel = el("aside", { class: "wb-board", "data-testid": "wbBoard", "aria-label": "Blank board" });
+  const head = el("div", { class: "wb-board-head" });
+  head.appendChild(el("strong", {}, "Board"));
+  const area = el("div", { class: "wb-board-area" });
+  panel.append(head, area);
+  document.body.appendChild(panel);
+  const ink = createInk(area, { onChange: (strokes) => saveStrokes(id, "board", strokes) });
+  ink.setStrokes(loadStrokes(id, "board"));
+  ink.setEditing(true);
+  const save = async () => {
+    const svg = document.createElementNS(SVG_NS, "svg");
+    svg.setAttribute("xmlns", SVG_NS);
+    for (const [k, v] of Object.entries({ width: ink.w, height: ink.h, viewBox: `0 0 ${ink.w} ${ink.h}` })) svg.setAttribute(k, v);
+    svg.appendChild(strokesSvg(ink.strokes, ink.w, ink.h));
+    download(await svgToPng({ text: new XMLSerializer().serializeToString(svg), w: ink.w, h: ink.h }), "board.png");
+  };
+  const board = { panel, ink, open: false };
+  const close = button("Close", "Close the board (B)", () => board.toggle(false));
+  head.appendChild(inkToolbar(ink, colors, [button("Download", "Download the board as PNG", save), close]));
+  const resize = () => { if (board.open) ink.setSize(area.clientWidth, area.clientHeight); };
+  new ResizeObserver(resize).observe(area);
+  board.toggle = (on = !board.open) => {
+    board.open = on;
+    panel.style.display = on ? "flex" : "none";
+    Object.assign(panel.style, { background: pageBackground(), color: pageTextColor() });
+    document.body.classList.toggle("wb-board-open", on);
+    sessionStorage.setItem("wb-board-open", on ? "1" : "");
+    resize();
+    window.dispatchEvent(new Event("resize")); // charts re-fit the narrower page
+  };
+  board.destroy = () => { document.body.classList.remove("wb-board-open"); panel.remove(); };
+  return board;
+}
+
+function mountPresenter(root, data) {
+  const p = { alive: true };
+  const bar = el("div", { class: "wb-presenter", "data-testid": "wbPresenter" });
+  const keys = el("span", { class: "wb-keys" });
+  keys.innerHTML = "<kbd>→</kbd> next step <kbd>←</kbd> previous <kbd>]</kbd> next section " +
+    "<kbd>[</kbd> previous section <kbd>B</kbd> board";
+  p.page = data.page;
+  p.board = mountBoard(data.colors, data.page);
+  const boardButton = button("Board", "Open a blank board beside the page (B)", () => p.board.toggle());
+  bar.append(keys, boardButton);
+  root.appendChild(bar);
+
+  const onKey = (e) => {
+    if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.target.closest && e.target.closest(IGNORE_INSIDE)) return;
+    if (e.target.closest && e.target.closest(".wb-ink-editing")) return;
+    const k = e.key;
+    let handled = false;
+    if (k === "ArrowRight" || k === "PageDown") handled = clickStep(+1) || switchSection(+1);
+    else if (k === "ArrowLeft" || k === "PageUp") handled = clickStep(-1) || switchSection(-1);
+    else if (k === "]") handled = switchSection(+1);
+    else if (k === "[") handled = switchSection(-1);
+    else if (k === "b" || k === "B") { p.board.toggle(); handled = true; }
+    if (handled) e.preventDefault();
+  };
+  document.addEventListener("keydown", onKey);
+  if (sessionStorage.getItem("wb-board-open")) p.board.toggle(true);
+  p.update = (d) => { // another page in the same place: its own board
+    if (d.page === p.page) return;
+    const open = p.board.open;
+    p.board.destroy();
+    p.page = d.page;
+    p.board = mountBoard(d.colors, d.page);
+    if (open) p.board.toggle(true);
+  };
+  p.destroy = () => { p.alive = false; document.removeEventListener("keydown", onKey); p.board.destroy(); };
+  return p;
+}
+
+export default function (component) {
+  const { data, parentElement } = component;
+  let p = parentElement.__wbPresenter;
+  if (!p || !p.alive) p = parentElement.__wbPresenter = mountPresenter(parentElement, data);
+  p.update(data);
+  return () => setTimeout(() => { if (!parentElement.isConnected) p.destroy(); }, 0);
+}

@@ -1,0 +1,204 @@
+"""Memory of the real server as a small hosting tier sees it: PSS of the server process plus all its children.
+
+PSS (proportional set size) splits each shared page among the processes that map it, so the sum over the tree
+counts torch's libraries once although the server, its fork servers and their children all map them.
+
+    python -m bench --memory            # every heavy demo alone, five visitors at once, idle after everything
+
+- each heavy demo alone, on the smallest tier (690 MB): a fresh server, one visitor opens the demo's URL and
+  presses its button; the peak PSS sampled every 0.1 s from the press until the run finished.
+- five visitors at once, on a 1 GB tier: a fresh server, every page visited, then five visitors open the five
+  heaviest demos and press their buttons together; the peak PSS, and how many of the queued visitors were told
+  how many runs are ahead of theirs.
+- idle: on that server, PSS 30 s after the last run ended.
+
+A tier's limit reaches the server as WHITEBOARD_MEMORY_LIMIT_MB (demos/guests.py), as a container's cgroup limit
+would, so the server scales its ranks and workers to it exactly as it does on the host.
+"""
+
+import os
+import statistics
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+import psutil
+
+from demos.guests import LIMIT_VARIABLE
+from pages.shell.registry import registered
+from tests.browser.harness import new_context, run_mark, streamlit_server, wait_run
+
+MB = 1e6  # the hosting tiers are sold in MB/GB, so the budgets are decimal
+BUDGET_MB = {"alone": 690, "five": 1000, "idle": 520}
+TIER_MB = {"alone": 690, "five": 1000}  # the memory limit each scenario's server runs under
+IDLE_AFTER_S = 30
+QUEUE_TEXT = "ahead of yours"
+
+
+@dataclass(frozen=True)
+class HeavyDemo:
+    """A demo a visitor starts with one button: where it is, and which tab and button to press."""
+
+    name: str
+    path: str
+    button: str
+    tab: str | None = None
+
+
+HEAVY_DEMOS = (
+    HeavyDemo("Distributed: DDP, 4 ranks, 6 x 256, 32 per rank",
+              "distributed?dist_world=4&dist_tab=DDP&dist_ddp_layers=6&dist_ddp_width=256&dist_ddp_per_rank=32",
+              "Run DDP on 4 ranks"),
+    HeavyDemo("Distributed: FSDP, 4 ranks, 6 x 256, 32 per rank",
+              "distributed?dist_world=4&dist_tab=FSDP+%26+ZeRO&dist_fsdp_layers=6&dist_fsdp_width=256"
+              "&dist_fsdp_per_rank=32", "Run FSDP on 4 ranks"),
+    HeavyDemo("Debugging: worker seeds, 2 loaders x 2 workers", "debugging?dbg_tab=Reproducibility",
+              "Start 2 workers for each loader"),
+    HeavyDemo("Data loading: timeline, 4 vs 4 workers", "data-loading?dl_a_workers=4&dl_b_workers=4",
+              "Run both loaders"),
+    HeavyDemo("Memory: inductor compile, 1024 x 1024", "memory?mem_tab=torch.compile&mem_size=1024",
+              "Compile and time"),
+    HeavyDemo("Saving: ONNX export + onnxruntime", "saving", "Export to ONNX and run onnxruntime", tab="ONNX"),
+)
+
+
+def tree_pss(pid: int) -> float:
+    """PSS of a process and all its descendants, MB."""
+    root = psutil.Process(pid)
+    total = 0
+    for p in [root, *root.children(recursive=True)]:
+        try:
+            total += p.memory_full_info().pss
+        except psutil.Error:  # a child that ended between the listing and the reading
+            pass
+    return total / MB
+
+
+class PeakSampler:
+    """Samples the tree's PSS every `interval` s in a thread, from start() to stop(); keeps the peak."""
+
+    def __init__(self, pid: int, interval: float = 0.1):
+        self.pid, self.interval, self.peak = pid, interval, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, tree_pss(self.pid))
+            time.sleep(self.interval)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def open_demo(browser, url: str, demo: HeavyDemo):
+    """A visitor's tab on the demo's URL, the demo's tab selected, ready to press its button."""
+    context = new_context(browser, viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.goto(f"{url}/{demo.path}")
+    wait_run(page, timeout=180)
+    if demo.tab:  # a lazy tab draws its button in the rerun its click starts: wait for it
+        mark = run_mark(page)
+        page.get_by_role("tab", name=demo.tab, exact=True).click()
+        wait_run(page, mark, timeout=180)
+    return context, page
+
+
+def press(page, demo: HeavyDemo) -> int:
+    mark = run_mark(page)
+    page.get_by_role("button", name=demo.button).first.click()
+    return mark
+
+
+def demo_alone(browser, demo: HeavyDemo) -> dict:
+    """Peak PSS while one visitor runs one heavy demo on a fresh server (the page already open)."""
+    with streamlit_server() as (url, proc):
+        context, page = open_demo(browser, url, demo)
+        before = tree_pss(proc.pid)
+        start = time.perf_counter()
+        with PeakSampler(proc.pid) as sampler:
+            wait_run(page, press(page, demo), timeout=300)
+        seconds = time.perf_counter() - start
+        context.close()
+    print(f"  {demo.name}: {before:.0f} -> peak {sampler.peak:.0f} MB in {seconds:.1f} s", file=sys.stderr)
+    return {"name": demo.name, "before": before, "peak": sampler.peak, "seconds": seconds}
+
+
+def visit_every_page(browser, url: str) -> None:
+    context = new_context(browser, viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    for topic in registered():
+        page.goto(f"{url}/{topic.slug}")
+        wait_run(page, timeout=180)
+    context.close()
+
+
+def five_at_once(browser, demos: list[HeavyDemo]) -> dict:
+    """Five visitors press their heavy demos' buttons together; then the server idles."""
+    with streamlit_server() as (url, proc):
+        visit_every_page(browser, url)
+        tabs = [open_demo(browser, url, d) for d in demos]
+        told, start = set(), time.perf_counter()
+        with PeakSampler(proc.pid) as sampler:
+            marks = [press(page, d) for (_, page), d in zip(tabs, demos, strict=True)]
+            pending = set(range(len(tabs)))
+            while pending:
+                for i in list(pending):
+                    page = tabs[i][1]
+                    if page.get_by_text(QUEUE_TEXT).count():
+                        told.add(i)
+                    if page.evaluate(f"() => window.__wbStates.slice({marks[i]}).at(-1)?.[0] === 'notRunning'"):
+                        pending.discard(i)
+                time.sleep(0.2)
+                if time.perf_counter() - start > 600:
+                    raise TimeoutError("the five runs did not finish within 600 s")
+        seconds = time.perf_counter() - start
+        for context, _ in tabs:
+            context.close()
+        idle = []
+        for _ in range(IDLE_AFTER_S):
+            time.sleep(1)
+            idle.append(tree_pss(proc.pid))
+    print(f"  five at once: peak {sampler.peak:.0f} MB in {seconds:.1f} s, {len(told)} told their place; "
+          f"idle {idle[-1]:.0f} MB after {IDLE_AFTER_S} s", file=sys.stderr)
+    return {"peak": sampler.peak, "seconds": seconds, "told": len(told), "idle": idle[-1],
+            "idle_median_last5": statistics.median(idle[-5:])}
+
+
+def run(browser) -> dict:
+    os.environ[LIMIT_VARIABLE] = str(TIER_MB["alone"])
+    alone = [demo_alone(browser, d) for d in HEAVY_DEMOS]
+    heaviest = sorted(HEAVY_DEMOS, key=lambda d: -next(a["peak"] for a in alone if a["name"] == d.name))[:5]
+    os.environ[LIMIT_VARIABLE] = str(TIER_MB["five"])
+    five = five_at_once(browser, heaviest)
+    del os.environ[LIMIT_VARIABLE]
+    return {"alone": alone, "five": five, "five_names": [d.name for d in heaviest]}
+
+
+def ok(value: float, budget: float) -> str:
+    return "✅" if value <= budget else "❌"
+
+
+def report(result: dict) -> str:
+    b = BUDGET_MB
+    lines = ["| memory (PSS, server + children) | before the run | peak | run time | budget | |",
+             "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for a in result["alone"]:
+        lines.append(f"| {a['name']}, alone on a {TIER_MB['alone']} MB tier | {a['before']:.0f} MB "
+                     f"| {a['peak']:.0f} MB | {a['seconds']:.1f} s | <= {b['alone']} MB "
+                     f"| {ok(a['peak'], b['alone'])} |")
+    five = result["five"]
+    queued = five["told"] >= 1
+    lines.append(f"| five visitors at once on a {TIER_MB['five']} MB tier "
+                 f"({', '.join(n.split(':')[0] for n in result['five_names'])}); "
+                 f"{five['told']} of 5 shown their place in the queue | | {five['peak']:.0f} MB "
+                 f"| {five['seconds']:.1f} s | <= {b['five']} MB | {ok(five['peak'], b['five']) if queued else '❌'} |")
+    lines.append(f"| idle, {IDLE_AFTER_S} s after the last run (every page and the five demos done) | | "
+                 f"{five['idle']:.0f} MB | | <= {b['idle']} MB | {ok(five['idle'], b['idle'])} |")
+    return "\n".join(lines)

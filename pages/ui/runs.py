@@ -1,0 +1,23 @@
+"""Heavy work behind a button, whose result stays on screen until its own inputs change."""
+
+import streamlit as st
+
+
+def run_button(label: str, key: str, params=(), icon: str = ":material/play_arrow:", **button) -> bool:
+    """A button for heavy work; True while the result for exactly `params` should be on screen.
+
+    The parameters of the last press are kept in `st.session_state[key]` and the result is cached on them
+    (st.cache_data), so it survives reruns caused by other widgets and goes away when its own inputs change.
+    After a change the visitor is told to press again instead of the work starting by itself.
+    """
+    if st.button(label, key=f"{key}_button", icon=icon, **button):
+        st.session_state[key] = params
+    last = st.session_state.get(key)
+    if last is not None and last != params:
+        st.info("The settings changed since the last run: press the button to run them.", icon=":material/info:")
+    return last == params
+
+
+def ran_with(key: str):
+    """The parameters of the button's last press (None if it was never pressed in this session)."""
+    return st.session_state.get(key)

@@ -1,0 +1,97 @@
+"""Visitor text from a shared link or an uploaded file renders literally, and the server itself enforces the
+upload limit and XSRF protection (not only the browser widget)."""
+
+import json
+import urllib.parse
+
+import pytest
+
+from demos.distributed.results import FORMAT
+from tests.browser.harness import new_context, run_mark, wait_run
+
+pytestmark = pytest.mark.browser
+
+IMAGE = "![t](http://attacker.invalid/p.png)"
+LINK = "[Log in again](http://attacker.invalid/phish)"
+ALERT = "[data-testid=stAlertContentError]"
+
+
+def open_tab(browser, url: str):
+    """A visitor's tab that records every request the page makes to the attacker's host."""
+    context = new_context(browser, viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    fetched = []
+    page.on("request", lambda r: fetched.append(r.url) if "attacker" in r.url else None)
+    page.goto(url)
+    wait_run(page, timeout=120)
+    return context, page, fetched
+
+
+def assert_literal(page, fetched: list, selector: str, text: str) -> None:
+    """The visitor's text is shown as text inside `selector`: no image, no link made from it, nothing fetched."""
+    box = page.locator(selector).filter(has_text=text[:12]).first
+    box.wait_for(timeout=20_000)
+    assert text in box.inner_text()
+    assert box.locator("img").count() == 0 and box.locator("a").count() == 0, box.inner_html()
+    assert page.locator("img[src*=attacker], a[href*=attacker]").count() == 0
+    assert not fetched, fetched
+
+
+SHARED_LINKS = {  # a parameter whose parser quotes what it refuses
+    "debugging seed": ("debugging", {"dbg_tab": "Reproducibility", "dbg_seed": IMAGE}, IMAGE),
+    "distributed ring size": ("distributed", {"dist_ring": LINK}, LINK),
+}
+
+
+@pytest.mark.parametrize("case", list(SHARED_LINKS))
+def test_visitor_text_in_a_shared_link_renders_literally(server, browser, case):
+    slug, query, text = SHARED_LINKS[case]
+    context, page, fetched = open_tab(browser, f"{server}/{slug}?{urllib.parse.urlencode(query)}")
+    try:
+        assert_literal(page, fetched, ALERT, text)
+    finally:
+        context.close()
+
+
+def env_record(backend: str) -> bytes:
+    seen = {"env": {"RANK": "0"}, "pid": 1, "dist_rank": 0, "dist_world": 1, "backend": "gloo"}
+    return json.dumps({"format": FORMAT, "version": 1, "demo": "env", "params": {}, "world_size": 1,
+                       "backend": backend, "ranks": [{"rank": 0, "seen": seen}]}).encode()
+
+
+def upload(page, name: str, data: bytes) -> None:
+    mark = run_mark(page)
+    page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(
+        {"name": name, "mimeType": "application/json", "buffer": data})
+    wait_run(page, mark, timeout=60)
+
+
+def test_visitor_text_in_an_uploaded_file_renders_literally(server, browser):
+    context, page, fetched = open_tab(browser, f"{server}/distributed?dist_tab=Launch")
+    try:
+        upload(page, f"{LINK}.json", env_record(IMAGE))
+        assert_literal(page, fetched, "[data-testid=stCaptionContainer]", f"{LINK}.json")
+        assert_literal(page, fetched, "[data-testid=stCaptionContainer]", IMAGE)
+        upload(page, "refused.json", env_record(IMAGE * 3))  # too long a backend: refused, quoting it
+        assert_literal(page, fetched, ALERT, IMAGE[:20])
+    finally:
+        context.close()
+
+
+def test_the_server_enforces_the_upload_limit_and_xsrf(server, browser):
+    """The widget's limit is only the browser's: a request straight to the upload route is checked by the server."""
+    context, page, _ = open_tab(browser, f"{server}/distributed?dist_tab=Launch")
+    try:
+        with page.expect_request(lambda r: "/_stcore/upload_file/" in r.url and r.method == "PUT") as seen:
+            upload(page, "small.json", env_record("gloo"))
+        request = seen.value
+        token = request.headers.get("x-xsrftoken")
+        assert token, "the browser sends the XSRF token with each upload"
+        big = {"file": {"name": "big.json", "mimeType": "application/json", "buffer": b" " * (3 * 2**20)}}
+        too_big = page.request.put(request.url, multipart=big, headers={"X-Xsrftoken": token})
+        assert too_big.status == 413, too_big.status
+        small = {"file": {"name": "s.json", "mimeType": "application/json", "buffer": b"{}"}}
+        no_token = page.request.put(request.url, multipart=small)
+        assert no_token.status == 403, no_token.status
+    finally:
+        context.close()

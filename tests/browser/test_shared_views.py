@@ -1,0 +1,135 @@
+"""A URL copied from any view opens that view in a fresh browser: every tab of every page, and the training walk."""
+
+import re
+
+import pytest
+from playwright import sync_api
+
+from pages.shell.registry import registered
+from tests.browser.harness import artifacts_dir, new_context, run_mark, run_started, wait_charts, wait_loaded, wait_run
+from tests.browser.test_browser import VIEWPORT, open_app
+
+pytestmark = pytest.mark.browser
+
+TAB_SETS = "[data-testid=stMain] [data-testid=stTabs]"
+OPEN_PANEL = "[role=tabpanel]:not([hidden])"
+
+
+def view_of(page) -> dict:
+    """What a visitor sees of a view: open tabs, headings, widget labels and values, how many charts."""
+    wait_loaded(page)
+    return page.evaluate("""() => {
+        const main = document.querySelector('[data-testid=stMain]');
+        const texts = sel => [...main.querySelectorAll(sel)].map(e => e.innerText.trim());
+        return {
+            tabs: texts('[role=tab][aria-selected=true]'),
+            headings: texts('h1, h2, h3'),
+            labels: texts('[data-testid=stWidgetLabel]'),
+            values: [...main.querySelectorAll('input, textarea')].map(e => e.value),
+            sliders: texts('[data-testid=stSliderThumbValue]'),
+            charts: main.querySelectorAll('.js-plotly-plot, [data-testid=stGraphVizChart] svg, svg.marks').length,
+        };
+    }""")
+
+
+def click_and_wait(page, locator) -> None:
+    """Click a button that reruns the script and wait for that run (a click right after a run may be dropped)."""
+    before = page.url
+    mark = run_mark(page)
+    locator.click()
+    if not run_started(page, mark, timeout=30):
+        mark = run_mark(page)
+        locator.click()
+    wait_run(page, mark, timeout=300)
+    page.wait_for_function("u => location.href !== u", arg=before, timeout=20_000)
+
+
+def open_tab(page, tab) -> None:
+    """Click a tab and wait for the run it starts.
+
+    Under load the frontend now and then drops the rerun request; the tab is selected and the URL names it
+    anyway, so then the view is loaded from that URL, as a reload would.
+    """
+    mark = run_mark(page)
+    tab.click()
+    try:
+        sync_api.expect(tab).to_have_attribute("aria-selected", "true", timeout=5_000)
+    except AssertionError:
+        tab.click()
+    if run_started(page, mark, timeout=60):
+        wait_run(page, mark, timeout=300)
+    else:
+        page.goto(page.url)
+        wait_run(page, timeout=300)
+    wait_loaded(page)
+
+
+def open_in_fresh_browser(browser, url: str, name: str):  # noqa: F811 (the fixture)
+    context = new_context(browser, viewport=VIEWPORT)
+    page = context.new_page()
+    page.goto(url)
+    wait_run(page, timeout=120)
+    wait_loaded(page)
+    page.screenshot(path=str(artifacts_dir("screenshots", "shared") / f"{name}.png"))
+    return context, page
+
+
+def assert_same_view(browser, url: str, seen: dict, name: str) -> None:  # noqa: F811
+    context, page = open_in_fresh_browser(browser, url, name)
+    try:
+        wait_charts(page, seen["charts"])
+        assert page.locator("[data-testid=stException]").count() == 0
+        assert view_of(page) == seen, url
+    finally:
+        context.close()
+
+
+def tab_views(page):
+    """Yield (name, URL, view) for the default view and each tab of the page's first tab set, clicked in turn.
+
+    Where the open tab holds a tab set of its own (Autograd's custom Functions), its last tab is opened too.
+    """
+    yield "default", page.url, view_of(page)
+    if not page.locator(TAB_SETS).count():
+        return
+    labels = page.locator(TAB_SETS).first.locator("[role=tab]").all_inner_texts()
+    for label in labels[1:]:
+        open_tab(page, page.locator(TAB_SETS).first.get_by_role("tab", name=label, exact=True))
+        inner = page.locator(f"{TAB_SETS} {OPEN_PANEL} [data-testid=stTabs]")
+        if inner.count():
+            open_tab(page, inner.first.locator("[role=tab]").last)
+        yield re.sub(r"\W+", "-", label).strip("-").lower(), page.url, view_of(page)
+
+
+@pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
+def test_a_copied_url_of_each_tab_opens_the_same_view(server, browser, topic):  # noqa: F811
+    context, page = open_app(browser, f"{server}/{topic.slug}")
+    try:
+        for name, url, seen in tab_views(page):
+            assert_same_view(browser, url, seen, f"{topic.slug}-{name}")
+    finally:
+        context.close()
+
+
+def just_ran(page) -> str:
+    return page.locator("[data-testid=stMarkdown] strong", has_text="Just ran").inner_text()
+
+
+def test_a_copied_walk_url_opens_the_same_sub_step(server, browser):  # noqa: F811
+    context, page = open_app(browser, f"{server}/training-loop")
+    try:
+        for _ in range(5):
+            click_and_wait(page, page.get_by_role("button", name="Next sub-step"))
+        assert "tl_walk=6" in page.url
+        seen = view_of(page)
+        assert "6" in seen["sliders"]
+        assert just_ran(page) == "Just ran: optimizer.step()"
+        shared = page.url
+    finally:
+        context.close()
+    context, page = open_in_fresh_browser(browser, shared, "training-loop-walk-6")
+    try:
+        assert just_ran(page) == "Just ran: optimizer.step()"
+        assert view_of(page) == seen
+    finally:
+        context.close()

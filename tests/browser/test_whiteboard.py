@@ -1,0 +1,311 @@
+"""Whiteboard (presenter) mode in the real browser: drawing on each kind of figure, downloads, keys, screenshots."""
+
+import io
+import json
+import re
+import urllib.parse
+
+import pytest
+from PIL import Image
+
+from demos.style import PEN_COLORS
+from pages.shell.registry import registered
+from tests.browser.harness import (
+    artifacts_dir,
+    full_screenshot,
+    new_context,
+    run_mark,
+    wait_charts,
+    wait_loaded,
+    wait_run,
+)
+from tests.conftest import page_views
+
+pytestmark = pytest.mark.browser
+
+SCREEN = {"width": 1280, "height": 720}  # a projector
+TALL = {"width": 1400, "height": 900}
+KIND_SELECTOR = {
+    "plotly": "[data-testid=stPlotlyChart] .js-plotly-plot",
+    "vega": "[data-testid=stVegaLiteChart] svg.marks",
+    "graphviz": "[data-testid=stGraphVizChart] svg",
+}
+# One page per kind of figure, its first figure of that kind, and how to change that figure's inputs.
+DRAW_CASES = {
+    "plotly": ("tensors", ("Shape A", "5, 1, 4")),
+    "vega": ("home", ("Logits", "3, 0, -1")),
+    "graphviz": ("autograd", None),
+}
+RED = tuple(int(PEN_COLORS["red"][i:i + 2], 16) for i in (1, 3, 5))
+
+
+def open_view(browser, url: str, viewport=SCREEN, scheme: str = "light"):
+    context = new_context(browser, viewport=viewport, color_scheme=scheme, accept_downloads=True)
+    page = context.new_page()
+    page.goto(url)
+    wait_run(page, timeout=120)
+    return context, page
+
+
+def pick_figure(page, kind: str) -> dict:
+    """Mark the first figure of `kind`, its tools and its ink canvas (data-test-pick); returns the figure's id."""
+    assert wait_charts(page, 1, timeout=60) >= 1
+    page.wait_for_selector(KIND_SELECTOR[kind], timeout=60_000)
+    return page.evaluate(
+        """sel => {
+             document.querySelectorAll('[data-test-pick]').forEach(n => n.removeAttribute('data-test-pick'));
+             const chart = document.querySelector(sel);
+             const block = chart.closest('[data-testid=stVerticalBlock]');
+             const tools = block.querySelector('[data-testid=wbFigureTools]');
+             chart.setAttribute('data-test-pick', 'chart');
+             tools.setAttribute('data-test-pick', 'tools');
+             return {id: tools.dataset.figure};
+           }""",
+        KIND_SELECTOR[kind],
+    )
+
+
+def strokes(page, figure_id: str) -> list:
+    saved = page.evaluate("id => sessionStorage.getItem('wb-ink:' + id)", figure_id)
+    return json.loads(saved)["strokes"] if saved else []
+
+
+def drag(page, box: dict, start: tuple, end: tuple, steps: int = 12) -> None:
+    """Press, move and release the mouse between two points given as fractions of `box`."""
+    def at(p):
+        return box["x"] + box["width"] * p[0], box["y"] + box["height"] * p[1]
+    page.mouse.move(*at(start))
+    page.mouse.down()
+    for i in range(1, steps + 1):
+        x = start[0] + (end[0] - start[0]) * i / steps
+        y = start[1] + (end[1] - start[1]) * i / steps
+        page.mouse.move(*at((x, y)))
+    page.mouse.up()
+
+
+def canvas_box(page) -> dict:
+    canvas = page.locator("[data-test-pick=chart]").locator(
+        "xpath=ancestor::*[@data-testid='stVerticalBlock'][1]").locator("[data-testid=wbInkCanvas]")
+    canvas.evaluate("c => c.scrollIntoView({block: 'center'})")
+    page.wait_for_timeout(300)
+    box = canvas.bounding_box()
+    assert box and box["width"] > 200 and box["height"] > 150, f"the ink layer covers the figure: {box}"
+    return box
+
+
+def has_color_near(image: Image.Image, x: int, y: int, color: tuple, radius: int = 8, tol: int = 40) -> bool:
+    rgb = image.convert("RGB")
+    for dx in range(-radius, radius + 1):
+        for dy in range(-radius, radius + 1):
+            px = rgb.getpixel((min(max(x + dx, 0), rgb.width - 1), min(max(y + dy, 0), rgb.height - 1)))
+            if all(abs(a - b) <= tol for a, b in zip(px, color, strict=True)):
+                return True
+    return False
+
+
+def download(page, button) -> bytes:
+    with page.expect_download(timeout=30_000) as info:
+        button.click()
+    return open(info.value.path(), "rb").read()
+
+
+def rerun(page) -> None:
+    mark = run_mark(page)
+    page.locator("[data-testid=stMain]").press("r")
+    wait_run(page, mark)
+    page.wait_for_timeout(500)
+
+
+@pytest.mark.parametrize("kind", list(DRAW_CASES))
+def test_draw_on_a_figure_and_download_it_annotated(server, browser, kind):
+    """Pen, arrow, text, highlighter, eraser and undo on a figure; the annotated PNG has the figure and the ink."""
+    slug, change = DRAW_CASES[kind]
+    context, page = open_view(browser, f"{server}/{slug}?whiteboard=true")
+    try:
+        figure = pick_figure(page, kind)["id"]
+        tools = page.locator("[data-test-pick=tools]")
+        tools.get_by_role("button", name="Draw on this figure").click()
+        bar = page.get_by_role("toolbar", name="Drawing tools")
+        drag(page, canvas_box(page), (0.30, 0.45), (0.60, 0.55))  # pen, red: the first palette colour
+        bar.get_by_role("button", name="Arrow", exact=True).click()
+        drag(page, canvas_box(page), (0.20, 0.80), (0.45, 0.65), steps=4)
+        bar.get_by_role("button", name="Highlighter", exact=True).click()
+        bar.get_by_role("button", name=f"Colour: {list(PEN_COLORS)[1]}").click()
+        drag(page, canvas_box(page), (0.10, 0.30), (0.25, 0.30))
+        bar.get_by_role("button", name="Text", exact=True).click()
+        box = canvas_box(page)
+        page.mouse.click(box["x"] + box["width"] * 0.7, box["y"] + box["height"] * 0.25)
+        page.get_by_test_id("wbInkText").fill("look here")
+        page.keyboard.press("Enter")
+        page.screenshot(path=str(artifacts_dir("screenshots") / f"draw-{kind}.png"))
+        assert [s["tool"] for s in strokes(page, figure)] == ["pen", "arrow", "highlighter", "text"]
+        assert strokes(page, figure)[3]["text"] == "look here"
+
+        bar.get_by_role("button", name="Eraser", exact=True).click()
+        drag(page, canvas_box(page), (0.12, 0.28), (0.23, 0.32), steps=6)  # across the highlighter stroke only
+        assert [s["tool"] for s in strokes(page, figure)] == ["pen", "arrow", "text"]
+        bar.get_by_role("button", name="Undo the last change").click()
+        assert [s["tool"] for s in strokes(page, figure)] == ["pen", "arrow", "highlighter", "text"]
+
+        box = canvas_box(page)
+        png = Image.open(io.BytesIO(download(page, bar.get_by_role(
+            "button", name="Download the figure with the drawing as one PNG"))))
+        scale = png.width / box["width"]
+        assert scale == pytest.approx(2, abs=0.05) and png.height == pytest.approx(box["height"] * scale, abs=3)
+        assert has_color_near(png, int(box["width"] * 0.45 * scale), int(box["height"] * 0.5 * scale), RED), \
+            "the pen stroke is in the annotated PNG"
+        colors = png.convert("RGB").getcolors(1 << 20) or []
+        assert len(colors) > 50, "the figure itself is in the PNG, not only the ink"
+        png.save(artifacts_dir("downloads") / f"{kind}-annotated.png")
+
+        svg = download(page, tools.get_by_role("button", name="Download this figure (and its drawing) as SVG"))
+        text = svg.decode("utf-8")
+        assert text.startswith("<svg") and "look here" in text and 'class="wb-ink"' in text
+        assert "@font-face" in text or kind == "graphviz", "the page font travels with the SVG"
+
+        rerun(page)
+        assert len(strokes(page, figure)) == 4, "a rerun with the same inputs keeps the drawing"
+        if change:
+            label, value = change
+            box_input = page.get_by_label(label, exact=True)
+            mark = run_mark(page)
+            box_input.fill(value)
+            box_input.press("Enter")
+            wait_run(page, mark)
+            page.wait_for_timeout(800)
+            assert strokes(page, figure) == [], "new inputs draw a new figure: the old drawing is not laid over it"
+    finally:
+        context.close()
+
+
+def test_figures_download_as_png_and_svg_outside_whiteboard_mode(server, browser):
+    context, page = open_view(browser, f"{server}/tensors", viewport=TALL)
+    try:
+        pick_figure(page, "plotly")
+        tools = page.locator("[data-test-pick=tools]")
+        assert tools.get_by_role("button", name="Draw on this figure").is_hidden(), "Draw is a whiteboard tool"
+        png = Image.open(io.BytesIO(download(page, tools.get_by_role("button", name=re.compile("as PNG")))))
+        assert png.width > 400 and png.height > 150
+        svg = download(page, tools.get_by_role("button", name=re.compile("as SVG"))).decode("utf-8")
+        assert svg.startswith("<svg") and "dim -1" in svg, "the SVG holds the figure's own labels"
+    finally:
+        context.close()
+
+
+def step_caption(page) -> str:
+    return page.locator("[class*=st-key-wbsteps-tensors_bc_steps] [data-testid=stCaptionContainer]").inner_text()
+
+
+def test_presenter_keys_move_steps_and_sections_and_open_the_board(server, browser):
+    context, page = open_view(browser, f"{server}/tensors?whiteboard=true")
+    try:
+        wait_loaded(page, 30_000)
+        assert page.get_by_test_id("stSidebar").get_attribute("aria-expanded") != "true"
+        assert page.get_by_test_id("stExpandSidebarButton").is_visible(), "the sidebar is folded"
+        page.locator("[class*=st-key-wbsteps-tensors_bc_steps]").scroll_into_view_if_needed()
+        assert step_caption(page).startswith("Step 1 of")
+        for key, expected in (("ArrowRight", "Step 2 of"), ("ArrowRight", "Step 3 of"), ("ArrowLeft", "Step 2 of")):
+            mark = run_mark(page)
+            page.keyboard.press(key)
+            wait_run(page, mark)
+            assert step_caption(page).startswith(expected)
+        mark = run_mark(page)
+        page.keyboard.press("]")
+        wait_run(page, mark)
+        page.wait_for_url(re.compile("tensors_tab=Memory"))
+        selected = page.locator("[class*=st-key-wbsections-] [role=tab][aria-selected=true]")
+        assert selected.inner_text().startswith("Memory layout")
+        mark = run_mark(page)
+        page.keyboard.press("[")
+        wait_run(page, mark)
+        assert selected.inner_text().startswith("Broadcasting")
+
+        page.keyboard.press("b")
+        board = page.get_by_test_id("wbBoard")
+        assert board.is_visible()
+        area = board.get_by_test_id("wbInkCanvas").bounding_box()
+        drag(page, area, (0.2, 0.2), (0.8, 0.6))
+        board.get_by_role("button", name="Arrow", exact=True).click()
+        drag(page, area, (0.2, 0.8), (0.5, 0.7), steps=4)
+        board.get_by_role("button", name="Text", exact=True).click()
+        page.mouse.click(area["x"] + area["width"] * 0.55, area["y"] + area["height"] * 0.72)
+        page.get_by_test_id("wbInkText").fill("(2, 3) + (3,) -> (2, 3)")
+        page.keyboard.press("Enter")
+        assert page.evaluate("() => JSON.parse(sessionStorage.getItem('wb-ink:board:tensors')).strokes.length") == 3
+        page.screenshot(path=str(artifacts_dir("screenshots") / "board.png"))
+        png = Image.open(io.BytesIO(download(page, board.get_by_role("button", name="Download the board as PNG"))))
+        assert has_color_near(png, int(png.width * 0.5), int(png.height * (0.2 + 0.4 * 0.5)), RED)
+        page.keyboard.press("b")
+        assert board.is_hidden()
+    finally:
+        context.close()
+
+
+def _metric_and_table_sizes(page) -> dict:
+    return page.evaluate(
+        """() => {
+             const px = (n) => parseFloat(getComputedStyle(n).fontSize);
+             const body = document.querySelector('[data-testid=stMarkdownContainer] p');
+             const all = (sel) => [...document.querySelectorAll(sel)].filter(n => n.offsetParent);
+             return {
+               body: body ? px(body) : 16,
+               metrics: all('[data-testid=stMetricValue]').map(px),
+               cells: all('[data-testid=stTable] td').map(px),
+               clipped: all('[data-testid=stMetricLabel] *').filter(n => n.scrollWidth > n.clientWidth + 1)
+                          .map(n => n.innerText),
+               overflow: document.documentElement.scrollWidth - innerWidth,
+               titles: [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
+                 const box = plot.getBoundingClientRect();
+                 return [...plot.querySelectorAll('.g-gtitle text, .annotation-text')].filter(t => {
+                   const r = t.getBoundingClientRect();
+                   return r.width && (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1);
+                 }).map(t => t.textContent);
+               }),
+             };
+           }"""
+    )
+
+
+def _view_name(topic, query: dict) -> str:
+    tab = "-".join(re.sub(r"[^a-z0-9]+", "-", v.lower()).strip("-") for v in query.values())
+    return topic.slug + (f"-{tab}" if tab else "")
+
+
+# Every page at its defaults and each of its section tabs (the views the readability test runs in AppTest).
+VIEWS = [(t, q) for t in registered() for q in page_views(t.file)]
+
+
+@pytest.mark.parametrize(("topic", "query"), VIEWS, ids=[_view_name(t, q) for t, q in VIEWS])
+def test_every_view_in_whiteboard_mode_reads_from_the_back_of_the_room(server, browser, topic, query):
+    """At 1280x720 in whiteboard mode: nothing sideways, metrics and tables at least body size, no metric label or
+    figure title cut off. Saves the screen as a presenter sees it and the whole page."""
+    name = _view_name(topic, query)
+    address = f"{server}/{topic.slug}?{urllib.parse.urlencode({**query, 'whiteboard': 'true'})}"
+    context, page = open_view(browser, address)
+    try:
+        wait_loaded(page, 30_000)
+        wait_charts(page, topic.charts if not query else 1, timeout=60)  # drawn before measuring (test_browser counts)
+        assert page.locator("[data-testid=stException]").count() == 0
+        page.screenshot(path=str(artifacts_dir("screenshots") / f"{name}-whiteboard-screen.png"))
+        sizes = _metric_and_table_sizes(page)
+        assert sizes["overflow"] <= 1, "nothing sticks out sideways at 1280 px"
+        assert all(m >= sizes["body"] for m in sizes["metrics"]), sizes
+        assert all(c >= 16 for c in sizes["cells"]), sizes
+        assert not sizes["clipped"], f"metric labels cut off: {sizes['clipped']}"
+        assert not sizes["titles"], f"figure titles or notes cut off at the figure's edge: {sizes['titles']}"
+        full_screenshot(page, f"{name}-whiteboard")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
+def test_every_page_in_the_dark_theme(server, browser, topic):
+    """The whole page in the dark theme, for a person to look at (the readability test checks the colours)."""
+    context, page = open_view(browser, f"{server}/{topic.slug}", viewport=TALL, scheme="dark")
+    try:
+        wait_loaded(page, 30_000)
+        wait_charts(page, topic.charts, timeout=60)
+        assert page.locator("[data-testid=stException]").count() == 0
+        full_screenshot(page, f"{topic.slug}-dark")
+    finally:
+        context.close()

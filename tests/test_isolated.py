@@ -1,0 +1,54 @@
+"""Heavy functions run in a child process: the result comes back, a bad input is still a sentence, a run past
+its limit is stopped, and no process is left afterwards."""
+
+import threading
+import time
+
+import psutil
+import pytest
+
+from demos.errors import InputError
+from demos.isolated import compiler_in_use, run_isolated
+from demos.memory.compiling import parse_shapes
+
+
+def children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+def test_result_sentence_and_time_limit_come_back_and_no_process_is_left(no_warm_helpers):
+    before = children()
+    assert run_isolated(parse_shapes, "8; 16") == parse_shapes("8; 16")
+    with pytest.raises(InputError) as err:
+        parse_shapes("eight")
+    with pytest.raises(InputError) as isolated_err:
+        run_isolated(parse_shapes, "eight")
+    assert str(isolated_err.value) == str(err.value)
+    start = time.perf_counter()
+    with pytest.raises(InputError, match="passed its 1 s limit"):
+        run_isolated(time.sleep, 30, time_limit_s=1)
+    assert time.perf_counter() - start < 15
+    assert children() <= before
+
+
+def _inside_compiler(shapes: str):
+    """Runs in the child: the compiler lock it inherited must be free there."""
+    with compiler_in_use():
+        return parse_shapes(shapes)
+
+
+def test_a_fork_waits_for_compiler_work_in_another_thread_and_the_child_gets_a_free_lock(no_warm_helpers):
+    entered, hold_s = threading.Event(), 1.0
+
+    def compile_elsewhere():
+        with compiler_in_use():
+            entered.set()
+            time.sleep(hold_s)
+
+    other = threading.Thread(target=compile_elsewhere)
+    other.start()
+    entered.wait(5)
+    start = time.perf_counter()
+    assert run_isolated(_inside_compiler, "4; 2", time_limit_s=30) == parse_shapes("4; 2")
+    assert time.perf_counter() - start >= hold_s * 0.8, "the fork waited for the other thread to leave the compiler"
+    other.join()
