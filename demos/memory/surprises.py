@@ -73,8 +73,9 @@ def autocast_above(plain_name: str, auto_name: str, batch: int, plain: Timeline,
             f"{fmt_bytes(drawn[0])} as drawn. At its peak ({peak_phase(auto)}) autocast's casts hold "
             f"{fmt_bytes(cast_bytes)} of {low} copies ({sum(g.count for g in casts)} tensors, the largest "
             f"{_shape(biggest.largest)}) that the {plain_name} run never makes, while everything else at its peak "
-            f"takes {fmt_bytes(rest_auto)}, only {fmt_bytes(rest_plain - rest_auto)} less than the "
-            f"{fmt_bytes(rest_plain)} at {plain_name}'s peak ({peak_phase(plain)}).")
+            f"takes {fmt_bytes(rest_auto)}, "
+            + (f"only {fmt_bytes(rest_plain - rest_auto)} less than" if rest_plain > rest_auto else "no less than")
+            + f" the {fmt_bytes(rest_plain)} at {plain_name}'s peak ({peak_phase(plain)}).")
     top_auto, top_plain = auto.peak_groups[0], plain.peak_groups[0]
     same = (top_auto.category, top_auto.op, top_auto.dtype) == (top_plain.category, top_plain.op, top_plain.dtype)
     if same and top_auto.dtype == "float32":
