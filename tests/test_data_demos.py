@@ -123,7 +123,8 @@ def test_speedup_bound_names_the_slowest_stage():
     assert speedup_bound(io_bound, LoaderConfig(num_workers=0), 2) == 1.0
 
 
-@pytest.mark.parametrize("io, cpu, step, batch", [(20, 5, 15, 4), (100, 20, 200, 1), (0, 0, 0, 16), (100, 0, 5, 16)])
+@pytest.mark.parametrize("io, cpu, step, batch", [(20, 5, 15, 4), (25, 1, 40, 4), (100, 20, 200, 1),
+                                                  (0, 0, 0, 16), (100, 0, 5, 16)])
 def test_offered_sample_counts_are_exactly_those_validate_accepts(io, cpu, step, batch):
     choices = sample_choices(io, cpu, step, batch)
     assert choices[0] == 4
@@ -136,7 +137,7 @@ def test_offered_sample_counts_are_exactly_those_validate_accepts(io, cpu, step,
         else:
             with pytest.raises(InputError, match="under 1.5 s"):
                 validate(workload, config)
-    assert default_samples(choices) == min(32, choices[-1])
+    assert default_samples(choices) == min(Workload().samples, choices[-1])
 
 
 def test_validation_names_the_limit():

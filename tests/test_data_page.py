@@ -39,17 +39,17 @@ def test_samples_are_offered_only_where_the_run_fits_the_budget():
     at.slider(key="dl_io").set_value(100).run()
     assert_clean(at)
     offered = [int(o) for o in at.select_slider(key="dl_samples").options]
-    assert offered == list(sample_choices(100, 5, 15, 4)) and max(offered) < 32
-    assert at.select_slider(key="dl_samples").value == max(offered), "32 no longer fits: the largest that does"
+    assert offered == list(sample_choices(100, 1, 40, 4)) and max(offered) < 40
+    assert at.select_slider(key="dl_samples").value == max(offered), "40 no longer fits: the largest that does"
     at.slider(key="dl_a_batch").set_value(1).run()  # more batches, more steps: fewer samples fit
     assert_clean(at)
-    assert [int(o) for o in at.select_slider(key="dl_samples").options] == list(sample_choices(100, 5, 15, 1))
+    assert [int(o) for o in at.select_slider(key="dl_samples").options] == list(sample_choices(100, 1, 40, 1))
 
 
 def test_an_over_budget_url_falls_back_to_a_count_that_fits():
     at = open_page(PAGE, query={"dl_samples": "64", "dl_io": "100", "dl_step": "200"})
     assert_clean(at)
-    assert at.select_slider(key="dl_samples").value in sample_choices(100, 5, 200, 4)
+    assert at.select_slider(key="dl_samples").value in sample_choices(100, 1, 200, 4)
 
 
 def test_buttons_run_real_workers_and_leave_no_process():
@@ -64,6 +64,9 @@ def test_buttons_run_real_workers_and_leave_no_process():
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 6
     assert {m.label for m in at.metric} >= {"samples/s", "starved", "speedup"}
+    verdicts = [m.value for m in at.markdown if m.value.startswith(("Starved", "The first batch came after"))]
+    assert len(verdicts) == 2 and verdicts[0].startswith("Starved: without workers")
+    assert "starting 2 workers" in verdicts[1] and ("Kept up" in verdicts[1] or "Still starved" in verdicts[1])
     at.button(key="dl_epochs_button").click().run()
     at.button(key="dl_streams_button").click().run()
     assert_clean(at)

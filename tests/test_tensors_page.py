@@ -123,3 +123,24 @@ def test_whiteboard_mode_on_every_tab():
         assert_clean(at)
         assert at.expander, f"{tab}: prose folds into expanders on a whiteboard"
     assert at.get("graphviz_chart"), "the Devices tab is the one shown last"
+
+
+def test_page_sentences_agree_with_torch():
+    """Each sentence the issue named, as the page shows it, checked against torch's own numbers."""
+    import torch
+
+    at = open_page(PAGE, query={"tensors_bc_a": "2, 3", "tensors_bc_b": "4, 5"})
+    assert_clean(at)
+    assert at.warning[0].value.startswith("Dimensions -2 and -1 (counting from the right) conflict")
+    assert " at -1!" in _text(at)  # torch's message names the rightmost, which the sentence names too
+    at = open_page(PAGE, query={"tensors_tab": "einsum", "tensors_es_eq": "ij->ji", "tensors_es_shapes": "2, 3"})
+    assert_clean(at)
+    assert "**6 iterations** (no multiplies and no adds: each of the 6 output elements is a copy" in _text(at)
+    at = open_page(PAGE, query={"tensors_tab": "dtypes"})
+    step = torch.finfo(torch.bfloat16).eps / 2
+    assert f"1/{round(1 / step)} or less to 1.0 rounds back to 1.0" in _text(at)
+    at = open_page(PAGE, query={"tensors_tab": "Devices"})
+    assert_clean(at)
+    if not torch.accelerator.is_available():
+        assert ":green[**Correct (needs an accelerator: none on this host)**]" in _text(at)
+        assert "needs an accelerator: this host has none" in _text(at)

@@ -32,7 +32,8 @@ class BroadcastResult:
     ndim: int  # aligned width: the longest shape
     roles: tuple[tuple[str, ...], ...]  # per operand, per aligned column: kept / stretched / prepended / conflict
     result: tuple[int, ...] | None  # from torch.broadcast_shapes; None when incompatible
-    conflict: str | None  # our sentence naming the conflicting dimension
+    conflict: str | None  # our sentence naming every conflicting dimension
+    conflict_dims: tuple[int, ...]  # the conflicting aligned dims, counted from the right (-1 is the last)
     torch_error: str | None  # torch's own message for the same shapes
     code: str
 
@@ -66,15 +67,28 @@ def _column_roles(column: list[int | None]) -> tuple[list[str], int | None]:
     return roles, size
 
 
-def _conflict_sentence(shapes, ndim: int, col: int) -> str:
+def _conflict_parts(shapes, ndim: int, col: int) -> str:
+    """'A's dim 0 is 2, B's dim 0 is 4': every operand whose size in this aligned column is not 1."""
     offset = col - ndim
     parts = []
     for name, shape in zip(NAMES, shapes, strict=False):
         own = len(shape) + offset
         if own >= 0 and shape[own] != 1:
             parts.append(f"{name}'s dim {own} is {shape[own]}")
-    return (f"Dimension {offset} (counting from the right) conflicts: {', '.join(parts)}; "
-            "sizes must be equal or one of them must be 1.")
+    return ", ".join(parts)
+
+
+def _conflict_sentence(shapes, ndim: int, cols: list[int]) -> str:
+    """Name every conflicting column (torch's own message names only the first one it meets)."""
+    rule = "sizes must be equal or one of them must be 1."
+    if len(cols) == 1:
+        return (f"Dimension {cols[0] - ndim} (counting from the right) conflicts: "
+                f"{_conflict_parts(shapes, ndim, cols[0])}; {rule}")
+    labels = [str(c - ndim) for c in cols]
+    names = ", ".join(labels[:-1]) + f" and {labels[-1]}"
+    each = "; ".join(f"at {c - ndim}, {_conflict_parts(shapes, ndim, c)}" for c in cols)
+    return (f"Dimensions {names} (counting from the right) conflict: {each}. In each dimension the {rule} "
+            "torch's message names only the first conflict it meets.")
 
 
 def _code(shapes) -> str:
@@ -95,19 +109,20 @@ def broadcast(texts: tuple[str, ...]) -> BroadcastResult:
     ndim = max(len(s) for s in shapes)
     padded = [_padded(s, ndim) for s in shapes]
     roles = [[] for _ in shapes]
-    conflict = None
+    clashes = []
     for col in range(ndim):
         column_roles, size = _column_roles([p[col] for p in padded])
         for i, role in enumerate(column_roles):
             roles[i].append(role)
-        if size is None and conflict is None:
-            conflict = _conflict_sentence(shapes, ndim, col)
+        if size is None:
+            clashes.append(col)
+    conflict = _conflict_sentence(shapes, ndim, clashes) if clashes else None
     try:
         result, error = tuple(torch.broadcast_shapes(*shapes)), None
     except RuntimeError as err:
         result, error = None, torch_error(err)
-    return BroadcastResult(tuple(shapes), ndim, tuple(tuple(r) for r in roles), result, conflict, error,
-                           _code(shapes))
+    return BroadcastResult(tuple(shapes), ndim, tuple(tuple(r) for r in roles), result, conflict,
+                           tuple(c - ndim for c in clashes), error, _code(shapes))
 
 
 def alignment_figure(r: BroadcastResult) -> go.Figure:

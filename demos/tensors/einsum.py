@@ -80,7 +80,8 @@ class EinsumResult:
     out_shape: tuple[int, ...]
     iterations: int
     multiplies: int
-    adds: int
+    adds: int  # iterations minus output elements: each element's first term is a copy into it, not an add
+    arithmetic: str  # the sentence the page shows about multiplies and adds, from the counts above
     equivalent: str | None  # name of the standard op
     equivalent_code: str | None
     equivalent_ok: bool | None  # torch.allclose(einsum, equivalent) on random inputs
@@ -295,12 +296,33 @@ def einsum(equation_text: str, shapes_text: str) -> EinsumResult:
     loop_diff = None
     if iterations <= MAX_PY_LOOP:
         loop_diff = float((_python_loop(eq, sizes, operands, out_shape) - out).abs().max()) if out.numel() else 0.0
-    n = len(eq.inputs)
+    multiplies, adds = operation_counts(len(eq.inputs), iterations, out.numel())
     return EinsumResult(
-        eq.text, shapes, _roles(eq, sizes), tuple(out.shape), iterations, (n - 1) * iterations,
-        iterations, name, code, ok, note, loop_diff, tuple(out.reshape(-1)[:64].tolist()),
+        eq.text, shapes, _roles(eq, sizes), tuple(out.shape), iterations, multiplies, adds,
+        arithmetic_sentence(multiplies, adds, iterations, out.numel()), name, code, ok, note, loop_diff,
+        tuple(out.reshape(-1)[:64].tolist()),
         _loop_code(eq, shapes, sizes, out_shape), _snippet(eq, shapes, code if ok else None),
     )
+
+
+def operation_counts(n_operands: int, iterations: int, out_numel: int) -> tuple[int, int]:
+    """(multiplies, adds) of the loop nest: n - 1 multiplies per iteration; an output element that sums t terms
+    needs t - 1 adds (its first term is copied in), so a transpose or diagonal (t = 1) adds nothing."""
+    return (n_operands - 1) * iterations, max(0, iterations - out_numel)
+
+
+def arithmetic_sentence(multiplies: int, adds: int, iterations: int, out_numel: int) -> str:
+    """What the loop nest does per output element, in words, from the counts."""
+    if not iterations:
+        return "no arithmetic: the loop nest is empty, so the output stays zeros"
+    terms = iterations // out_numel
+    each = "the single output element" if out_numel == 1 else f"each of the {out_numel:,} output elements"
+    muls = f"{multiplies:,} multiplies" if multiplies else "no multiplies"
+    what = "product" if multiplies else "input element"
+    if not adds:
+        one = "is a copy of one input element" if not multiplies else "is one product"
+        return f"{muls} and no adds: {each} {one}"
+    return f"{muls} and {adds:,} adds: {each} sums {terms:,} {what}s"
 
 
 def network_dot(r: EinsumResult) -> str:
