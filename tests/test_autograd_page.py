@@ -29,7 +29,7 @@ def test_preset_and_widgets_run_clean():
     switch_tab(at, "ag_tab", "no_grad & detach").slider(key="ag_n").set_value(64).run()
     assert_clean(at)
     at = switch_tab(at, "ag_tab", "Accumulation")
-    at.slider(key="ag_batch").set_value(48)
+    at.slider(key="ag_batch").set_value(48).run()
     assert at.select_slider(key="ag_k").options == ["1", "2", "3", "4", "6", "8", "12", "16"]
     at.select_slider(key="ag_k").set_value(6).run()
     assert_clean(at)
