@@ -3,7 +3,8 @@
 The snippets are discovered, not listed: a crawl (tests/snippets.py) opens each registered page, each of its
 URL-bound tabs, presses each button, and records every `ui.show_code` call with the numbers the page drew at that
 moment. Each snippet then runs as a script in a fresh process (its own interpreter, no repository on the path),
-and every number it prints must be one the page shows, to the digits printed. Wall-clock timings (a number
+and every number it prints must be one the page shows, to the digits printed (a snippet that prints only
+names, devices or dtypes must still run cleanly and print them). Wall-clock timings (a number
 followed by a time unit) are measurements a second process cannot repeat; they are left out of the comparison.
 A second check reads each page's source: every `show_code` call in it must have been reached by the crawl.
 """
@@ -80,8 +81,8 @@ def test_every_snippet_prints_the_numbers_its_page_shows(page_file, monkeypatch,
         if done.returncode != 0:
             failures.append(f"{where} failed:\n{done.stderr[-1500:]}")
             continue
-        if not numbers_in(done.stdout):
-            failures.append(f"{where} printed no number:\n{done.stdout[-500:]}")
+        if not done.stdout.strip():
+            failures.append(f"{where} printed nothing")
             continue
         missing = unmatched(done.stdout, snippet.page_numbers)
         if missing:
