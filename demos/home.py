@@ -4,6 +4,7 @@ Its chart is a Vega-Lite spec, not plotly: the landing page is every visitor's f
 of several MB the browser loads on first use) took 1-1.5 s to draw there against ~0.3 s for Vega-Lite.
 """
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -14,6 +15,7 @@ from demos.quiz import Question
 from demos.style import COLORS
 
 MIN_T, MAX_T = 0.05, 10.0
+F32_MAX = torch.finfo(torch.float32).max
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,9 @@ def softmax_temperature(logits_text: str, temperature: float) -> SoftmaxResult:
     if not MIN_T <= temperature <= MAX_T:
         raise InputError(f"Temperature must be between {MIN_T} and {MAX_T}; got {temperature}.")
     x = torch.tensor(logits, dtype=torch.float32)
+    _check_float32(logits, x)
     probs = torch.softmax(x / temperature, dim=0)
+    _check_scaled(logits, temperature, probs)
     probs_t1 = torch.softmax(x, dim=0)
     code = (
         "import torch\n\n"
@@ -40,6 +44,25 @@ def softmax_temperature(logits_text: str, temperature: float) -> SoftmaxResult:
         "print(probs.tolist())\n"
     )
     return SoftmaxResult(logits, temperature, tuple(probs.tolist()), tuple(probs_t1.tolist()), code)
+
+
+def _check_float32(logits: tuple[float, ...], x: torch.Tensor) -> None:
+    """A logit beyond float32's range is stored as ±inf: say which one, rather than draw a chart of nan."""
+    for i, (typed, stored) in enumerate(zip(logits, x.tolist(), strict=True)):
+        if not math.isfinite(stored):
+            raise InputError(f"Logits: entry {i + 1} ({typed:g}) is outside float32's range (±{F32_MAX:.4g}), so "
+                             f"torch.tensor stores it as {stored}; use logits within that range.")
+
+
+def _check_scaled(logits: tuple[float, ...], temperature: float, probs: torch.Tensor) -> None:
+    """logits / T can overflow even when every logit fits: then softmax returns nan, and the message says why."""
+    if bool(torch.isfinite(probs).all()):
+        return
+    big = [i for i, v in enumerate(logits) if abs(v / temperature) > F32_MAX]
+    shown = ", ".join(f"entry {i + 1} becomes {logits[i] / temperature:.4g}" for i in big[:3])
+    raise InputError(f"Logits: divided by T = {temperature:g}, {shown}, outside float32's range "
+                     f"(±{F32_MAX:.4g}); logits / T then holds ±inf and softmax returns nan (inf − inf). Use smaller "
+                     "logits or a larger T.")
 
 
 def softmax_chart(r: SoftmaxResult) -> dict:

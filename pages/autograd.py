@@ -6,9 +6,10 @@ import streamlit as st
 
 from demos.autograd.accumulate import (
     MAX_BATCH,
-    MAX_K,
+    default_micro_batches,
     freed_graph,
     gradient_penalty,
+    micro_batch_choices,
     micro_batches,
     micro_figure,
     repeat_figure,
@@ -207,7 +208,9 @@ def chain_ui(r) -> None:
                 hand = "—" if t.hand is None else f"{t.hand:.6g}"
                 diff = "" if t.max_abs_diff is None else f"; max |hand − engine| over the tensor: {t.max_abs_diff:.2g}"
                 st.caption(f"By hand: {hand}; what autograd passed: {t.engine:.6g}{diff}")
-    if not chain.terms:
+    if chain.note:
+        st.info(chain.note, icon=":material/content_cut:")
+    elif not chain.terms:
         st.caption("No operand of this operation needs a gradient.")
 
 
@@ -290,7 +293,8 @@ def custom_example(e) -> None:
 def micro_ui() -> tuple[int, int]:
     a, b = st.columns(2)
     batch = a.slider("Batch size", 2, MAX_BATCH, 32, key="ag_batch", bind="query-params")
-    k = b.slider("Micro-batches k", 1, MAX_K, 4, key="ag_k", bind="query-params")
+    k = b.select_slider("Micro-batches k (the divisors of the batch)", micro_batch_choices(batch),
+                        value=default_micro_batches(batch), key="ag_k", bind="query-params")
     return batch, k
 
 

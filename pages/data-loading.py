@@ -10,10 +10,11 @@ from demos.data.questions import QUESTIONS
 from demos.data.samplers import distributed_partition, sampler_orders, weighted_sampling
 from demos.data.streams import MAX_LENGTH, stream_demo
 from demos.data.timeline import (
+    DEFAULT_A,
+    DEFAULT_B,
     MAX_BATCH,
     MAX_IO_MS,
     MAX_PREFETCH,
-    MAX_SAMPLES,
     MAX_STEP_MS,
     MAX_TRANSFORM_MS,
     MAX_WORKERS,
@@ -22,7 +23,9 @@ from demos.data.timeline import (
     Workload,
     compare,
     cores,
+    default_samples,
     epoch_boundaries,
+    sample_choices,
     validate,
 )
 from pages import ui
@@ -93,30 +96,55 @@ def cached_pin(megabytes: int):
 
 # ---------- widgets ----------
 
+EPOCH_BATCH = 4  # the epoch-boundary section's default batch_size
+
+
+def batch_before_drawn(key: str, default: int) -> int:
+    """A batch_size slider's value before it is drawn this run: its state, else its URL value, else its default."""
+    try:
+        value = int(st.session_state.get(key, st.query_params.get(key, default)))
+    except (TypeError, ValueError):
+        value = default
+    return min(max(value, 1), MAX_BATCH)
+
+
 def workload_ui() -> tuple:
     st.markdown("**The workload** (shared by both configurations)")
     c1, c2, c3, c4 = st.columns(4)
-    samples = c1.slider("Samples", 4, MAX_SAMPLES, 32, 4, key="dl_samples", bind="query-params")
-    io_ms = c2.slider("I/O latency per sample (ms)", 0, MAX_IO_MS, 20, key="dl_io", bind="query-params",
+    default = Workload()
+    io_ms = c2.slider("I/O latency per sample (ms)", 0, MAX_IO_MS, int(default.io_ms), key="dl_io", bind="query-params",
                       help="__getitem__ sleeps this long: a read from disk or network.")
-    transform_ms = c3.slider("CPU transform per sample (ms)", 0, MAX_TRANSFORM_MS, 5, key="dl_cpu",
-                             bind="query-params", help="Real torch work (elementwise arithmetic on a 3x64x64 image) "
-                             "sized to take about this long on one idle core.")
-    step_ms = c4.slider("Training step per batch (ms)", 0, MAX_STEP_MS, 15, 5, key="dl_step", bind="query-params",
+    transform_ms = c3.slider("CPU transform per sample (ms)", 0, MAX_TRANSFORM_MS, int(default.transform_ms),
+                             key="dl_cpu", bind="query-params",
+                             help="Real torch work (elementwise arithmetic on a 3x64x64 image) sized to take about "
+                             "this long on one idle core.")
+    step_ms = c4.slider("Training step per batch (ms)", 0, MAX_STEP_MS, int(default.step_ms), 5, key="dl_step",
+                        bind="query-params",
                         help="The main process sleeps this long, like a CPU waiting for a GPU step.")
+    # only sample counts whose run without workers fits the budget, at the smallest batch size below
+    smallest = min(batch_before_drawn(k, d) for k, d in (("dl_a_batch", DEFAULT_A.batch_size),
+                                                          ("dl_b_batch", DEFAULT_B.batch_size),
+                                                          ("dl_epoch_batch", EPOCH_BATCH)))
+    choices = sample_choices(io_ms, transform_ms, step_ms, smallest)
+    samples = c1.select_slider("Samples", choices, value=default_samples(choices), key="dl_samples",
+                               bind="query-params", help=f"Counts whose run without workers stays under "
+                               f"{SERIAL_BUDGET_MS / 1000:g} s with these costs: up to {choices[-1]} now.")
     return samples, float(io_ms), float(transform_ms), float(step_ms)
 
 
-def config_ui(prefix: str, title: str, workers: int) -> tuple:
+def config_ui(prefix: str, title: str, default: LoaderConfig) -> tuple:
     st.markdown(f"**{title}**")
-    num_workers = st.slider("num_workers", 0, MAX_WORKERS, workers, key=f"dl_{prefix}_workers", bind="query-params")
-    batch_size = st.slider("batch_size", 1, MAX_BATCH, 4, key=f"dl_{prefix}_batch", bind="query-params")
-    prefetch = st.slider("prefetch_factor", 1, MAX_PREFETCH, 2, key=f"dl_{prefix}_prefetch", bind="query-params",
+    num_workers = st.slider("num_workers", 0, MAX_WORKERS, default.num_workers, key=f"dl_{prefix}_workers",
+                            bind="query-params")
+    batch_size = st.slider("batch_size", 1, MAX_BATCH, default.batch_size, key=f"dl_{prefix}_batch",
+                           bind="query-params")
+    prefetch = st.slider("prefetch_factor", 1, MAX_PREFETCH, default.prefetch_factor, key=f"dl_{prefix}_prefetch",
+                         bind="query-params",
                          disabled=num_workers == 0, help="Batches each worker may have requested ahead.")
     left, right = st.columns(2)
-    persistent = left.toggle("persistent_workers", False, key=f"dl_{prefix}_persistent", bind="query-params",
-                             disabled=num_workers == 0)
-    pin = right.toggle("pin_memory", False, key=f"dl_{prefix}_pin", bind="query-params")
+    persistent = left.toggle("persistent_workers", default.persistent_workers, key=f"dl_{prefix}_persistent",
+                             bind="query-params", disabled=num_workers == 0)
+    pin = right.toggle("pin_memory", default.pin_memory, key=f"dl_{prefix}_pin", bind="query-params")
     return num_workers, batch_size, prefetch, persistent, pin
 
 
@@ -156,9 +184,9 @@ def timeline_section() -> tuple:
     workload = workload_ui()
     left, right = st.columns(2, gap="large")
     with left:
-        a = config_ui("a", "Configuration A", 0)
+        a = config_ui("a", "Configuration A", DEFAULT_A)
     with right:
-        b = config_ui("b", "Configuration B", 4)
+        b = config_ui("b", "Configuration B", DEFAULT_B)
     params = (workload, a, b)
     with ui.input_errors():
         for cfg in (a, b):
@@ -185,8 +213,8 @@ def show_comparison(result, fig) -> None:
                       delta_color="off", delta_arrow="off",
                       help="Measured samples/s over the same workload with num_workers=0, next to the best the "
                       "settings allow.")
-            st.caption(f"First batch after {1000 * run.epoch_startup_s[0]:.0f} ms; median transform "
-                       f"{run.median_transform_ms:.1f} ms per sample as measured in the workers.")
+            st.markdown(result.verdict(run))
+            st.caption(f"Median transform {run.median_transform_ms:.1f} ms per sample as measured where it ran.")
             for note in run.warnings:
                 st.caption(f"torch says: {note}")
     ui.plot(fig, key="dl_gantt")
@@ -209,7 +237,7 @@ def epochs_section(workload: tuple) -> None:
              "shrinks to one batch.")
     c1, c2 = st.columns(2)
     workers = c1.slider("num_workers", 1, MAX_WORKERS, 2, key="dl_epoch_workers", bind="query-params")
-    batch = c2.slider("batch_size", 1, MAX_BATCH, 4, key="dl_epoch_batch", bind="query-params")
+    batch = c2.slider("batch_size", 1, MAX_BATCH, EPOCH_BATCH, key="dl_epoch_batch", bind="query-params")
     config = (workers, batch, 2, False, False)
     params = (workload, config)
     with ui.input_errors():

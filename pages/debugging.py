@@ -52,7 +52,10 @@ def nan_section() -> None:
         "A loss that turns NaN is found in two complementary ways. **Forward hooks** on every module report the "
         "first module whose output is not finite. **`torch.autograd.detect_anomaly()`** checks every backward "
         "node's output and, when one returns NaN, raises and prints the traceback of the *forward* call that "
-        "created that node. Pick a planted source: the batch has an all-zero (padding) row, as real batches do."
+        "created that node: the first backward node that produced a NaN, which need not be where the first "
+        "non-finite value appeared. An **op-level forward tracer** (a `TorchDispatchMode` that checks every op's "
+        "output) finds that origin. Pick a planted source: the batch has an all-zero (padding) row, as real "
+        "batches do."
     )
     source = st.selectbox("NaN source", nan_trace.SOURCES, format_func=nan_trace.SOURCE_LABELS.get, key="dbg_nan_src",
                           bind="query-params")
@@ -67,10 +70,17 @@ def nan_section() -> None:
                         f"**`{r.first_bad or 'none'}`**.")
             ui.table([{"module": h.module, "type": h.kind, "finite": h.finite, "non-finite": h.nonfinite}
                           for h in r.hook_rows], hide_index=True)
+            if r.origin is not None:
+                o = r.origin
+                st.markdown(f"Op-level tracer: first non-finite output from **`{o.op}`** (`{o.line}`), "
+                            f"{o.nonfinite} of {o.numel} values ({o.nan} NaN); non-finite inputs: "
+                            f"{o.inputs_nonfinite}.")
             st.markdown("`detect_anomaly` raised:")
             st.code(r.error or "(no error)", language="text", wrap_lines=True)
             st.markdown("…and printed the forward traceback of that node (library frames left out):")
             st.code(r.traceback or "(none)", language="text", wrap_lines=True)
+            if why := nan_trace.anomaly_vs_origin(r):
+                st.info(why, icon=":material/lightbulb:")
         with fixed:
             st.markdown("**The fix**")
             st.code(nan_trace.FIX_LINE[source], language="python", wrap_lines=True)

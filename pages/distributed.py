@@ -84,12 +84,7 @@ def show_collectives(run: core.DistRun, key: str) -> None:
         ui.plot(figs.collective_figure(core.collective_view(run, "reduce")), key=f"{key}_trap_bad")
     st.subheader("Ring all_reduce: bytes sent per rank")
     rows = core.ring_rows(run)
-    n = run.world_size
-    ui.prose(f"A ring all_reduce is a reduce-scatter then an all-gather, each of N−1 steps sending one chunk of "
-             f"size/N to the right-hand neighbour. Each rank sends 2(N−1)/N × size = 2·{n - 1}/{n} × "
-             f"{rows[0]['message bytes']:,} B = {rows[0]['2(N-1)/N × size']:,.0f} B, whatever N is: the "
-             "bandwidth cost barely grows with more ranks. The ranks below ran the ring by hand with send/recv, "
-             "counted their bytes, and compared the result with `dist.all_reduce`.")
+    ui.prose(core.ring_summary(run, rows))
     ui.plot(figs.ring_figure(rows), key=f"{key}_ring_fig")
     ui.table(pd.DataFrame(rows), hide_index=True)
 
@@ -107,22 +102,15 @@ def show_ddp(run: core.DistRun, key: str) -> None:
              help=f"Across ranks, gradients differ by at most {view['max_diff_across_ranks']:.1e}.")
     ui.plot(figs.ddp_timeline_figure(view, (0, last)), key=f"{key}_timeline")
     ui.legend(figs.DDP_LEGEND)
-    ui.steps([
-        "DDP registers a hook on each parameter's gradient accumulator and groups parameters into buckets "
-        "of at most `bucket_cap_mb`.",
-        "In iteration 1, DDP does not yet know the order gradients arrive in, so all parameters wait in one "
-        "bucket reduced when backward ends: no overlap.",
-        "At the end of iteration 1 it rebuilds the buckets in the order gradients actually became ready.",
-        "From then on a bucket's all_reduce starts (async) as soon as its last gradient is ready, while earlier "
-        "layers are still computing their backward: communication overlaps computation.",
-        "The comm hook divides by the world size: every rank ends with the same mean gradient.",
-    ], key=f"{key}_steps")
+    ui.steps(core.ddp_story(view, float(run.params["bucket_cap_mb"])), key=f"{key}_steps")
+    cap = core.bucket_cap_bytes(float(run.params["bucket_cap_mb"]))
     with st.expander("Buckets: size and parameters, first vs last iteration"):
         for label, it in (("iteration 1", first_it), (f"iteration {last + 1}", last_it)):
-            st.markdown(f"**{label}**")
-            ui.table(pd.DataFrame([{"bucket": bk["index"], "bytes": bk["bytes"], "parameters": ", ".join(
-                bk["params"]), "all_reduce start ms": round(bk["start"], 3), "end ms": round(bk["end"], 3)}
-                for bk in it["buckets"]]), hide_index=True)
+            st.markdown(f"**{label}** (cap {cap:,} B)")
+            ui.table(pd.DataFrame([{"bucket": bk["index"], "bytes": bk["bytes"], "bytes − cap": bk["bytes"] - cap,
+                                    "parameters": ", ".join(bk["params"]),
+                                    "all_reduce start ms": round(bk["start"], 3), "end ms": round(bk["end"], 3)}
+                                   for bk in it["buckets"]]), hide_index=True)
     st.subheader("Gradient accumulation: no_sync() vs syncing every micro-batch")
     acc = view["accumulation"]
     left, right = st.columns(2)
@@ -130,8 +118,7 @@ def show_ddp(run: core.DistRun, key: str) -> None:
                 acc["all_reduces"]["no_sync"])
     right.metric("all_reduces when every micro-batch syncs (the trap)", acc["all_reduces"]["every_step"],
                  delta=acc["all_reduces"]["every_step"] - acc["all_reduces"]["no_sync"], delta_color="inverse")
-    st.caption(f"Same final gradients either way (max difference {acc['max_grad_diff']:.1e}); only the "
-               "communication differs: without no_sync every micro-batch all_reduces every bucket.")
+    st.caption(core.accumulation_caption(acc))
     st.subheader("find_unused_parameters")
     ok, bad = view["unused"]["True"], view["unused"]["False"]
     left, right = st.columns(2)
@@ -274,9 +261,12 @@ def ddp_section(world: int) -> None:
     a, b, c = st.columns(3)
     raw["bucket_cap_mb"] = a.text_input("bucket_cap_mb", "0.02", key="dist_bucket", bind="query-params",
                                         help=f"{core.BUCKET_MB[0]} to {core.BUCKET_MB[1]} MB")
-    raw["micro_batches"] = b.slider("Micro-batches (no_sync)", 1, 8, 4, key="dist_micro", bind="query-params")
+    micro = core.micro_batch_choices(raw["per_rank"])  # at most one micro-batch per sample
+    raw["micro_batches"] = b.select_slider("Micro-batches (no_sync)", micro, core.nearest_choice(micro, 4),
+                                           key="dist_micro", bind="query-params")
     raw["head_first"] = c.toggle("Register the head first", True, key="dist_head_first", bind="query-params",
-                                 help="Registration order ≠ use order: iteration 1's buckets follow registration.")
+                                 help="Registers the head before the blocks, so the registration order differs "
+                                      "from the order gradients arrive in during backward.")
     raw["seed"] = 0
     with ui.input_errors():
         show_run(run_button("ddp", world, raw, "DDP"), "dist_ddp")
@@ -326,8 +316,11 @@ def tp_pp_section(world: int) -> None:
              "outputs; row-parallel splits the input features and all-reduces partial sums. Both are checked "
              "against the full `F.linear` on the same inputs.")
     a, b, c = st.columns(3)
-    raw = {"d_in": a.slider("Input features", 2, 256, 8, 2, key="dist_d_in", bind="query-params"),
-           "d_out": b.slider("Output features", 2, 256, 8, 2, key="dist_d_out", bind="query-params"),
+    features = core.feature_choices(world)  # multiples of the world size: every rank gets an equal shard
+    raw = {"d_in": a.select_slider("Input features", features, core.nearest_choice(features, 8), key="dist_d_in",
+                                   bind="query-params"),
+           "d_out": b.select_slider("Output features", features, core.nearest_choice(features, 8), key="dist_d_out",
+                                    bind="query-params"),
            "batch": c.slider("Batch", 1, 16, 2, key="dist_batch", bind="query-params"), "seed": 0}
     with ui.input_errors():
         show_run(run_button("tensor_parallel", world, raw, "tensor parallel"), "dist_tp")

@@ -80,6 +80,13 @@ def network_ui() -> tuple:
     return depth, width, activation, init, norm, residual, steps
 
 
+def ratio_metric(column, label: str, p: flow.Pass) -> None:
+    """The layer 1 / last ratio with its verdict, which also weighs the loss: a ratio near 1 can hide a blow-up."""
+    column.metric(label, f"{p.ratio:.2e}", p.verdict, delta_color="green" if p.verdict == "healthy" else "red",
+                  delta_arrow="off", help="Ratio of the first and last hidden layers' weight-gradient norms: between "
+                  "0.1 and 10 the gradient reaches the input undiminished, provided the loss at init is near chance.")
+
+
 def depth_section() -> None:
     st.header("Vanishing and exploding across depth", divider="gray")
     ui.prose(
@@ -93,13 +100,13 @@ def depth_section() -> None:
     params = network_ui()
     with ui.input_errors():
         r = cached_flow(*params)
-        first, last = r.yours.grad_norms[0], r.yours.grad_norms[-1]
-        fixed_first, fixed_last = r.fixed.grad_norms[0], r.fixed.grad_norms[-1]
         a, b, c = st.columns(3)
-        a.metric("Your setting: layer 1 / last layer", f"{first / max(last, flow.TINY):.2e}",
-                 help="Ratio of the first and last hidden layers' weight-gradient norms; 1 is healthy.")
-        b.metric("Full fix: layer 1 / last layer", f"{fixed_first / max(fixed_last, flow.TINY):.2e}")
+        ratio_metric(a, "Your setting: layer 1 / last layer", r.yours)
+        ratio_metric(b, "Full fix: layer 1 / last layer", r.fixed)
         c.metric("Loss at init", f"{r.yours.loss:.4g}", help="Cross-entropy on 10 random classes: ln 10 ≈ 2.30.")
+        warning = flow.health_warning(r)
+        if warning:
+            st.warning(warning, icon=":material/warning:")
         norms, stds, heatmap, hist = flow_figures(*params)
         left, right = st.columns(2)
         with left:
@@ -118,12 +125,17 @@ def depth_section() -> None:
             "A slope down towards layer 1 is vanishing: early layers barely learn. Up is exploding.",
             "The heatmap repeats the measurement at every training step: the pattern persists, it is not a fluke "
             "of one batch.",
-            "The fixes: residuals give the gradient an identity path around every block; LayerNorm/BatchNorm "
-            "keep pre-activations in the responsive range; the right init (Xavier for tanh/sigmoid, Kaiming for "
-            "ReLU/GELU) keeps each layer's gain near 1.",
+            "The usual fixes: residuals give the gradient an identity path around every block; LayerNorm and "
+            "BatchNorm rescale each layer's pre-activations; the matching init keeps a *linear layer's* factor near "
+            "1 (Xavier when the activation's slope is about 1, as tanh's is near 0; Kaiming for ReLU, which passes "
+            "half its inputs). A sigmoid's slope is at most 0.25, so no init alone keeps a sigmoid layer's factor "
+            "at 1. Whether a fix helps is measured below, not assumed.",
         ],
         key="gf_depth_steps",
     )
+    with ui.input_errors():
+        st.markdown("**What each line measured**\n\n" + "\n".join(
+            f"- {line}" for line in flow.fix_sentences(cached_flow(*params), figures.VARIANT_NAMES)))
 
 
 def clipping_section() -> None:

@@ -23,6 +23,7 @@ from demos.memory.figures import (
 )
 from demos.memory.models import MODELS
 from demos.memory.questions import QUESTIONS
+from demos.memory.surprises import autocast_above, optimizer_peak, surprising_pairs, unfused_spec
 from demos.memory.training import (
     CARDS,
     DTYPES,
@@ -35,8 +36,10 @@ from demos.memory.training import (
     default_device,
     largest_fitting,
     logging_trap,
+    peak_phase,
     simulate,
     sweep_batches,
+    variant_spec,
 )
 from pages import ui
 from pages.shell.entry import require_shell
@@ -173,6 +176,20 @@ def sweep_section(spec: RunSpec, card: str) -> None:
     ui.plot(sweep_figure(batches, {k: tuple(v) for k, v in peaks.items()}, capacity, card, fits), key="mem_sweep_fig")
     st.caption("Peak is affine in batch size, so the largest batch that fits is interpolated between the swept "
                "sizes (≈). Each point is a full tracked run of the chosen steps at that batch size.")
+    for plain, auto, batch in surprising_pairs(list(peaks), batches, peaks):
+        i = batches.index(batch)
+        runs = [cached_timeline(variant_spec(spec, name, batch), "meta") for name in (plain, auto)]
+        why = autocast_above(plain, auto, batch, *runs, (peaks[plain][i], peaks[auto][i]))
+        if why:
+            st.info(why, icon=":material/lightbulb:")
+
+
+def peak_callout(spec: RunSpec, t) -> None:
+    """A peak inside optimizer.step() surprises: say why, with the same steps measured with foreach=False."""
+    if peak_phase(t).startswith("optimizer"):
+        why = optimizer_peak(t, cached_timeline(unfused_spec(spec), DEVICE))
+        if why:
+            st.info(why, icon=":material/lightbulb:")
 
 
 def training_section() -> None:
@@ -200,6 +217,7 @@ def training_section() -> None:
         with right:
             st.markdown("**Largest tensors alive at the peak**")
             holders_table(t)
+        peak_callout(spec, t)
         ui.steps([
             "Parameters exist before the first op; the input batch is next to them.",
             "Forward: each op's output is allocated; what autograd saves for backward stays (activation), the rest "

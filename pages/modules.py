@@ -6,7 +6,6 @@ import streamlit as st
 from demos.modules import containers, freezing, hooks, params, sharing
 from demos.modules import figures as figs
 from demos.modules.common import fmt, source_of
-from demos.modules.inputs import MAX_CHANNELS
 from demos.modules.questions import QUESTIONS
 from pages import ui
 from pages.shell.entry import require_shell
@@ -218,7 +217,8 @@ def zero_channel_part(net, run) -> None:
     enabled = on.toggle("Hook registered", True, key="modules_zero_on", bind="query-params")
     layers = hooks.conv_names(run.channels)
     layer = left.selectbox("Layer", layers, key="modules_zero_layer", bind="query-params")
-    channel = right.number_input("Channel to zero", 0, MAX_CHANNELS - 1, 0,
+    width = run.channels[layers.index(layer)]  # only channels this layer has can be picked
+    channel = right.number_input(f"Channel to zero (0 to {width - 1})", 0, width - 1, 0,
                                  key="modules_zero_channel", bind="query-params")
     with ui.input_errors():
         effect = run_demo("zero_channel", *net, layer, int(channel), enabled)
@@ -286,7 +286,8 @@ def pileup_part() -> None:
 def freeze_ui() -> tuple[tuple[str, ...], str]:
     left, right = st.columns([3, 1])
     frozen = left.multiselect("Freeze (requires_grad_(False))", freezing.LAYERS, default=["stem", "bn"],
-                              key="modules_frozen", bind="query-params")
+                              key="modules_frozen", bind="query-params", max_selections=len(freezing.LAYERS) - 1,
+                              help="At most all but one: with every layer frozen there is nothing to train.")
     optimizer = right.selectbox("Optimizer", freezing.OPTIMIZERS, key="modules_optimizer", bind="query-params")
     return tuple(frozen), optimizer
 

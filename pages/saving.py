@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from demos.isolated import run_isolated
-from demos.saving.checkpoint import CHECKPOINT_CODE, checkpoint_contents, crash_during_save
+from demos.saving.checkpoint import checkpoint_code, checkpoint_contents, crash_during_save
 from demos.saving.export import export_demo, trace_vs_script
 from demos.saving.figures import checkpoint_figure, quant_figure, scales_figure, state_bytes_figure
 from demos.saving.onnx_export import onnx_roundtrip
@@ -131,7 +131,7 @@ def checkpoint_section() -> None:
                     st.success(f"torch.load: {res.load_outcome}", icon=":material/check_circle:")
                 else:  # the trap being demonstrated, not an input error
                     st.warning(f"torch.load: {res.load_outcome}", icon=":material/broken_image:")
-    ui.show_code(CHECKPOINT_CODE, key="sv_ckpt_code", file_name="atomic_checkpoint.py")
+    ui.show_code(checkpoint_code(width, fraction), key="sv_ckpt_code", file_name="atomic_checkpoint.py")
 
 
 def export_section() -> None:

@@ -104,7 +104,7 @@ def show_traps(section: str) -> None:
             st.code(t.trap.code, language="python", wrap_lines=True)
             st.code(t.trap.output, language="text", wrap_lines=True)
         with right:
-            st.markdown(":green[**Correct**]")
+            st.markdown(f":green[**{t.correct_label}**]")
             st.code(t.correct.code, language="python", wrap_lines=True)
             st.code(t.correct.output, language="text", wrap_lines=True)
         st.caption(t.lesson)
@@ -315,8 +315,7 @@ def einsum_section() -> None:
         with left:
             ui.table(pd.DataFrame([{"index": i.name, "size": i.size, "in": ", ".join(i.operands),
                                         "role": i.role} for i in r.indices]), hide_index=True, width="stretch")
-            muls = f"{r.multiplies:,} multiplies and {r.adds:,} adds" if r.multiplies else f"{r.adds:,} adds"
-            st.markdown(f"Loop nest: **{r.iterations:,} iterations** ({muls}).")
+            st.markdown(f"Loop nest: **{r.iterations:,} iterations** ({r.arithmetic}).")
             if r.equivalent_ok:
                 st.success(f"Equals **{r.equivalent}**: `{r.equivalent_code}` (torch.allclose: True).",
                            icon=":material/check_circle:")

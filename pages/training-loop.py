@@ -253,9 +253,8 @@ def section_mistakes() -> None:
         focus = st.selectbox("Look closer at", mistakes.MISTAKES, format_func=mistakes.VARIANTS.get,
                              key="tl_mis_focus", bind="query-params")
         st.info(mistakes.symptom(result.runs[focus], correct), icon=":material/troubleshoot:")
-        if focus == "no_train_after_eval":
-            st.caption("Here it may even score better: dropout is off and batch-norm statistics are frozen — the "
-                       "run is no longer the training you configured, and nothing warns you.")
+        if focus == "no_train_after_eval" and mistakes.why_eval_scores_better(result):
+            st.caption(mistakes.why_eval_scores_better(result))
         ui.plot(cached_figure("symptom", steps, lr, seed, focus), key="tl_mis_symptom")
         side_by_side("Correct loop (ran above)", _loop_lines(correct.code),
                      f"{mistakes.VARIANTS[focus]} (ran above)", _loop_lines(result.runs[focus].code))
@@ -359,8 +358,8 @@ def schedule_ui():
     step_size = c.number_input("StepLR step_size", 1, schedulers.MAX_TOTAL, 30, key="tl_sch_step",
                                bind="query-params")
     gamma = d.slider("StepLR gamma", 0.05, 1.0, 0.5, 0.05, key="tl_sch_gamma", bind="query-params")
-    warmup = e.number_input("Warmup steps", 1, schedulers.MAX_TOTAL - 1, 10, key="tl_sch_warmup",
-                            bind="query-params")
+    warmup = e.number_input("Warmup steps", 1, total - 1, min(10, total - 1), key="tl_sch_warmup",
+                            bind="query-params", help="Fewer than the total steps.")
     return total, base_lr, int(step_size), gamma, int(warmup)
 
 
@@ -485,9 +484,7 @@ def section_amp() -> None:
         left, right = st.columns([2, 3])
         with left:
             ui.plot(cached_figure("ops", hidden, batch), key="tl_amp_ops_fig")
-            st.caption("Recorded while running by a TorchDispatchMode: every aten op with its input and output "
-                       "dtypes. Matmuls (addmm, mm) run in the low-precision dtype; log_softmax and the loss run in "
-                       "float32; `_to_copy` rows are the casts autocast inserted; parameters stay float32.")
+            st.caption(amp.ops_caption(ops))
         with right:
             ui.table(pd.DataFrame(amp.ops_table(ops)), hide_index=True, width="stretch", height=320)
         ui.show_code(ops.code, key="tl_amp_ops_code", file_name="autocast_ops.py")
@@ -566,8 +563,8 @@ def section_resume() -> None:
                          bind="query-params")
         ui.plot(cached_figure("resume", (total, split, int(seed)), tuple(shown or ())), key="tl_res_fig")
         st.caption(f"Checkpoint: {', '.join(r.checkpoint_keys)} — {r.checkpoint_bytes:,} bytes. Without the "
-                   "optimizer, Adam restarts its moments (and bias correction) and the parameters diverge; without "
-                   "the scheduler the LR jumps; without the RNG state dropout masks and batches differ.")
+                   "optimizer, Adam restarts its moments (and bias correction); without the RNG state dropout masks "
+                   f"and batches differ. {resume.scheduler_trap(r)}")
         side_by_side("Load everything", "model.load_state_dict(ckpt['model'])\nopt.load_state_dict(ckpt['optimizer'])\n"
                      "sched.load_state_dict(ckpt['scheduler'])\nscaler.load_state_dict(ckpt['scaler'])\n"
                      "torch.set_rng_state(ckpt['rng'])\nstart = ckpt['step']",

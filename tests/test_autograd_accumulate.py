@@ -25,7 +25,7 @@ def test_micro_batches_equal_one_large_batch(batch, k):
 def test_micro_batch_inputs_are_checked():
     with pytest.raises(InputError, match="does not split"):
         micro_batches(30, 4)
-    with pytest.raises(InputError, match="between"):
+    with pytest.raises(InputError, match="Batch size: 1000 is out of range"):
         micro_batches(1000, 4)
 
 

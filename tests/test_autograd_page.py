@@ -1,5 +1,7 @@
 """The autograd page in AppTest: a preset, moved widgets, and bad input answered with a sentence."""
 
+import pytest
+
 from demos.autograd.graph import PRESETS
 from tests.conftest import assert_clean, open_page, switch_tab
 
@@ -27,8 +29,9 @@ def test_preset_and_widgets_run_clean():
     switch_tab(at, "ag_tab", "no_grad & detach").slider(key="ag_n").set_value(64).run()
     assert_clean(at)
     at = switch_tab(at, "ag_tab", "Accumulation")
-    at.slider(key="ag_batch").set_value(48)
-    at.slider(key="ag_k").set_value(6).run()
+    at.slider(key="ag_batch").set_value(48).run()
+    assert at.select_slider(key="ag_k").options == ["1", "2", "3", "4", "6", "8", "12", "16"]
+    at.select_slider(key="ag_k").set_value(6).run()
     assert_clean(at)
 
 
@@ -38,7 +41,7 @@ def test_each_tab_is_its_own_view():
     for tab in TABS:
         at = open_page(PAGE, query={"ag_tab": tab})
         assert_clean(at)
-        keys = {w.key for w in [*at.toggle, *at.selectbox, *at.slider]}
+        keys = {w.key for w in [*at.toggle, *at.selectbox, *at.slider, *at.select_slider]}
         assert {k for k in own.values() if k in keys} == ({own[tab]} if tab in own else set()), tab
     at = open_page(PAGE, query={"ag_tab": "Custom Functions", "ag_custom": "Numerically stable log-sum-exp"})
     assert_clean(at)
@@ -49,15 +52,40 @@ def test_bad_input_is_a_sentence():
     at = open_page(PAGE)
     at.text_input(key="ag_expr").input("x @ b").run()
     assert not at.exception
-    assert any("Shape mismatch in 'x @ b': (8, 3) @ (2,)" in e for e in errors(at)), errors(at)
+    assert any("Shape mismatch in `x @ b`: (8, 3) @ (2,)" in e for e in errors(at)), errors(at)
     at.text_input(key="ag_expr").input("relu(zz) % 2").run()
     assert any("'%' is not supported" in e for e in errors(at)), errors(at)
     at.text_input(key="ag_expr").input("sum(W * q)").run()
-    assert any("Unknown name 'q'" in e for e in errors(at)), errors(at)
+    assert any("Unknown name `q`" in e for e in errors(at)), errors(at)
     at.text_input(key="ag_leaves").input("x: 100,3").run()
     assert any("limit is 64" in e for e in errors(at)), errors(at)
     at = open_page(PAGE, query={"ag_tab": "Accumulation"})
-    at.slider(key="ag_batch").set_value(30)
-    at.slider(key="ag_k").set_value(4).run()
-    assert not at.exception
-    assert any("does not split into 4" in e for e in errors(at)), errors(at)
+    at.slider(key="ag_batch").set_value(30).run()
+    assert at.select_slider(key="ag_k").options == ["1", "2", "3", "5", "6", "10", "15"]
+    assert at.select_slider(key="ag_k").value == 3  # 4 does not divide 30: the largest divisor below it
+
+
+def test_micro_batch_k_from_the_url_is_one_of_the_divisors():
+    at = open_page(PAGE, query={"ag_tab": "Accumulation", "ag_batch": "30", "ag_k": "4"})
+    assert_clean(at)
+    assert at.select_slider(key="ag_k").value == 3
+
+
+@pytest.mark.parametrize("leaves, expr", [
+    ("W: 3,2 grad", "W / 0"),
+    ("W: 3,2 grad", "sum(W) / 0"),
+    ("w: 3 grad", "sum(w * (w * 2).detach())"),
+    ("x: 3,3 grad", "sum(x.T.detach() @ x)"),
+])
+def test_reported_crashes_render_every_section_from_a_shared_link(leaves, expr):
+    at = open_page(PAGE, query={"ag_tab": "Backward", "ag_leaves": leaves, "ag_expr": expr})
+    assert_clean(at)
+    assert any(s.value.startswith("2. Backward") for s in at.header)
+    for i in range(len(at.selectbox(key="ag_chain").options)):
+        at.selectbox(key="ag_chain").set_value(i).run()
+        assert_clean(at)
+    if "detach" in expr:
+        at.selectbox(key="ag_chain").set_value(0).run()
+        assert any("No gradient reaches this operation" in note.value for note in at.info)
+    else:
+        assert any("inf" in str(df.value) for df in at.dataframe)

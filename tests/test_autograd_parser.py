@@ -41,7 +41,7 @@ def test_round_trip_to_torch_code(text, torch_text):
 @pytest.mark.parametrize("text, words", [
     ("x % 2", "not supported"),
     ("x // 2", "not supported"),
-    ("foo(x)", "Unknown function 'foo'"),
+    ("foo(x)", "Unknown function `foo`"),
     ("x +", "ends too early"),
     ("(" * 30 + "x" + ")" * 30, "nests more than"),
     ("x.sum()", "only .detach() and .T"),
@@ -57,7 +57,7 @@ def test_bad_expressions_are_named(text, words):
 @pytest.mark.parametrize("expr, words", [
     ("x @ b", "inner sizes 3 and 2"),
     ("x + W", "(4, 3) and (3, 2) do not broadcast"),
-    ("zz * 2", "Unknown name 'zz'"),
+    ("zz * 2", "Unknown name `zz`"),
     ("x[9]", "Index 9 is out of range"),
     ("sum(x, 5)", "dim=5 is out of range"),
     ("s.T", ".T needs a 2-D tensor"),

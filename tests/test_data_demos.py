@@ -10,7 +10,17 @@ from torch.utils.data import DistributedSampler, RandomSampler, WeightedRandomSa
 from demos.data.collate import bucketing, corpus_lengths, pad_batch
 from demos.data.pinning import pin_demo
 from demos.data.samplers import distributed_partition, sampler_orders, weighted_sampling
-from demos.data.timeline import LoaderConfig, Workload, speedup_bound, timeline_code, validate
+from demos.data.timeline import (
+    MAX_BATCH,
+    MAX_SAMPLES,
+    LoaderConfig,
+    Workload,
+    default_samples,
+    sample_choices,
+    speedup_bound,
+    timeline_code,
+    validate,
+)
 from demos.errors import InputError
 
 
@@ -113,9 +123,26 @@ def test_speedup_bound_names_the_slowest_stage():
     assert speedup_bound(io_bound, LoaderConfig(num_workers=0), 2) == 1.0
 
 
+@pytest.mark.parametrize("io, cpu, step, batch", [(20, 5, 15, 4), (25, 1, 40, 4), (100, 20, 200, 1),
+                                                  (0, 0, 0, 16), (100, 0, 5, 16)])
+def test_offered_sample_counts_are_exactly_those_validate_accepts(io, cpu, step, batch):
+    choices = sample_choices(io, cpu, step, batch)
+    assert choices[0] == 4
+    for n in range(4, MAX_SAMPLES + 1, 4):
+        workload, config = Workload(n, io, cpu, step), LoaderConfig(batch_size=batch)
+        if n in choices:
+            validate(workload, config)
+            for bigger in range(batch, MAX_BATCH + 1):  # a larger batch means fewer steps: still accepted
+                validate(workload, LoaderConfig(batch_size=bigger))
+        else:
+            with pytest.raises(InputError, match="under 1.5 s"):
+                validate(workload, config)
+    assert default_samples(choices) == min(Workload().samples, choices[-1])
+
+
 def test_validation_names_the_limit():
     with pytest.raises(InputError, match="under 1.5 s"):
         validate(Workload(samples=64, io_ms=100, transform_ms=0, step_ms=0), LoaderConfig())
-    with pytest.raises(InputError, match="num_workers must be between 0 and 4"):
+    with pytest.raises(InputError, match="num_workers: 9 is out of range; it must be from 0 to 4"):
         validate(Workload(), LoaderConfig(num_workers=9))
     compile(timeline_code(Workload(), LoaderConfig(), LoaderConfig(num_workers=2)), "<snippet>", "exec")

@@ -2,6 +2,7 @@
 
 import psutil
 
+from demos.data.timeline import sample_choices
 from tests.conftest import assert_clean, open_page
 
 PAGE = "pages/data-loading.py"
@@ -26,27 +27,36 @@ def test_moving_sampler_and_collate_widgets_and_typing_bad_input():
     assert_clean(at)
     at.text_input(key="dl_lengths").input("3, x").run()
     assert not at.exception
-    assert [e.value for e in at.error] == ["Entry 1 of sequence lengths must be a number such as 3, -0.5 or 1e-3, "
-                                           "not 'x'."]
+    assert [e.value for e in at.error] == ["Sequence lengths, entry 2: `x` is not a number such as 3, -0.5 or 1e-3."]
     at.text_input(key="dl_lengths").input("3, 4").run()
     at.text_input(key="dl_class_sizes").input("900, 0").run()
     assert not at.exception
-    assert [e.value for e in at.error] == ["Class size 1 must be a whole number between 1 and 10000; got 0."]
+    assert [e.value for e in at.error] == ["Class sizes, entry 2: 0 is out of range; it must be from 1 to 10000."]
 
 
-def test_settings_over_the_budget_are_refused_with_the_limit():
+def test_samples_are_offered_only_where_the_run_fits_the_budget():
     at = open_page(PAGE)
-    at.slider(key="dl_samples").set_value(64)
     at.slider(key="dl_io").set_value(100).run()
-    assert not at.exception
-    assert len(at.error) >= 1 and "under 1.5 s" in at.error[0].value
+    assert_clean(at)
+    offered = [int(o) for o in at.select_slider(key="dl_samples").options]
+    assert offered == list(sample_choices(100, 1, 40, 4)) and max(offered) < 40
+    assert at.select_slider(key="dl_samples").value == max(offered), "40 no longer fits: the largest that does"
+    at.slider(key="dl_a_batch").set_value(1).run()  # more batches, more steps: fewer samples fit
+    assert_clean(at)
+    assert [int(o) for o in at.select_slider(key="dl_samples").options] == list(sample_choices(100, 1, 40, 1))
+
+
+def test_an_over_budget_url_falls_back_to_a_count_that_fits():
+    at = open_page(PAGE, query={"dl_samples": "64", "dl_io": "100", "dl_step": "200"})
+    assert_clean(at)
+    assert at.select_slider(key="dl_samples").value in sample_choices(100, 1, 200, 4)
 
 
 def test_buttons_run_real_workers_and_leave_no_process():
     before = [p.pid for p in psutil.Process().children(recursive=True)]
     at = open_page(PAGE)
     for key, value in SMALL_WORKLOAD.items():
-        at.slider(key=key).set_value(value)
+        (at.select_slider if key == "dl_samples" else at.slider)(key=key).set_value(value)
     at.slider(key="dl_b_workers").set_value(2)
     at.slider(key="dl_stream_len").set_value(6)
     at.run()
@@ -54,6 +64,9 @@ def test_buttons_run_real_workers_and_leave_no_process():
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 6
     assert {m.label for m in at.metric} >= {"samples/s", "starved", "speedup"}
+    verdicts = [m.value for m in at.markdown if m.value.startswith(("Starved", "The first batch came after"))]
+    assert len(verdicts) == 2 and verdicts[0].startswith("Starved: without workers")
+    assert "starting 2 workers" in verdicts[1] and ("Kept up" in verdicts[1] or "Still starved" in verdicts[1])
     at.button(key="dl_epochs_button").click().run()
     at.button(key="dl_streams_button").click().run()
     assert_clean(at)

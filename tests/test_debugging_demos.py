@@ -53,8 +53,35 @@ def test_nan_snippet_runs_and_finds_the_same_module():
     exec(compile(nan_trace.nan_code("div_zero"), "<snippet>", "exec"),
          {"print": lambda *a: printed.append(" ".join(map(str, a))), "__name__": "__snippet__"})
     assert printed[0].startswith("first non-finite output: 2 Planted")
-    assert "DivBackward0" in printed[1]
-    assert "grads finite: True" in printed[2]
+    assert printed[1] == "first non-finite op: aten.div.Tensor 16 of 96 values, 16 NaN"
+    assert "DivBackward0" in printed[2]
+    assert "grads finite: True" in printed[3]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # anomaly mode warns by design
+def test_anomaly_names_the_first_nan_node_and_the_op_tracer_names_the_origin():
+    """fp16 overflow: the real exception names DivBackward0, the forward tracer names the exp that overflowed."""
+    r = nan_trace.trace_nan("fp16_overflow")
+    with pytest.raises(RuntimeError) as raised, torch.autograd.detect_anomaly():
+        nan_trace.build("fp16_overflow")(nan_trace.make_batch()).mean().backward()
+    assert f"Function '{r.node}' returned nan values" in str(raised.value) and r.node == "DivBackward0"
+    assert r.origin.op == "aten.exp.default" and r.origin.line == "e = torch.exp(h.half() * 100)"
+    model, x = nan_trace.build("fp16_overflow"), nan_trace.make_batch()
+    with torch.no_grad():
+        h = model.act(model.encoder(x))
+        e = torch.exp(h.half() * 100)
+    assert torch.isfinite(h.half() * 100).all(), "exp's input is finite: exp is the origin"
+    assert (r.origin.nonfinite, r.origin.nan, r.origin.numel) == (int(e.isinf().sum()), 0, e.numel())
+    why = nan_trace.anomaly_vs_origin(r)
+    assert "`DivBackward0`: the first backward node that returned NaN, not where the bad values began" in why
+    assert f"`aten.exp.default` (`e = torch.exp(h.half() * 100)`): {r.origin.nonfinite} infinite of its 96" in why
+
+
+@pytest.mark.parametrize("source", nan_trace.SOURCES[:3])
+def test_when_anomaly_mode_and_the_origin_agree_the_page_says_so(source):
+    r = nan_trace.trace_nan(source)
+    assert nan_trace.op_name(r.node) == nan_trace.op_name(r.origin.op)
+    assert "Here both point at the same op" in nan_trace.anomaly_vs_origin(r)
 
 
 def test_unknown_nan_source_is_an_input_error():

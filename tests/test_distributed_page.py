@@ -74,21 +74,33 @@ def test_bad_text_is_a_sentence_not_a_traceback():
     at = open_page(PAGE)
     at.text_input(key="dist_ring").input("10 million").run()
     assert not at.exception
-    assert any("Ring message size must be a whole number" in e for e in errors(at))
+    assert any("Ring message size: `10 million` is not a whole number" in e for e in errors(at))
     at.text_input(key="dist_ring").input("2000000").run()
-    assert any("between 1 and 1000000" in e for e in errors(at))
+    assert any("Ring message size: `2000000` is out of range; it must be from 1 to 1000000." in e
+               for e in errors(at))
     at = open_tab("DDP")
     at.text_input(key="dist_bucket").input("0").run()
-    assert any("Bucket cap (MB) must be between" in e for e in errors(at))
+    assert any("bucket_cap_mb: `0` is out of range" in e for e in errors(at))
     at.text_input(key="dist_bucket").input("lots").run()
-    assert any("Bucket cap (MB) must be a number" in e for e in errors(at))
+    assert any("bucket_cap_mb: `lots` is not a number" in e for e in errors(at))
     assert not at.exception
 
 
-def test_indivisible_tensor_parallel_split_is_explained():
-    at = open_tab("Tensor & pipeline", dist_world="3")
-    assert not at.exception
-    assert any("must be divisible by the number of ranks (3)" in e for e in errors(at))
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_tensor_parallel_offers_only_features_that_split_evenly(world):
+    at = open_tab("Tensor & pipeline", dist_world=str(world), dist_d_in="10")  # 10 does not split into 3 or 4
+    assert_clean(at)
+    for key in ("dist_d_in", "dist_d_out"):
+        offered = [int(o) for o in at.select_slider(key=key).options]
+        assert offered and all(n % world == 0 for n in offered) and len(offered) == 256 // world
+    assert at.select_slider(key="dist_d_in").value == (10 if world == 2 else 6 if world == 3 else 8)
+
+
+def test_ddp_micro_batches_never_exceed_the_samples_per_rank():
+    at = open_tab("DDP", dist_ddp_per_rank="3", dist_micro="8")
+    assert_clean(at)
+    assert at.select_slider(key="dist_micro").options == ["1", "2", "3"]
+    assert at.select_slider(key="dist_micro").value == 3
 
 
 def test_pipeline_and_zero_widgets_move():

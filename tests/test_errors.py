@@ -2,11 +2,13 @@
 
 import re
 
+import streamlit
 from hypothesis import given
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from demos.errors import QUOTE_LIMIT, quoted
+from pages.shell import entry
 from pages.ui.errors import BUG_NOTE
 
 
@@ -50,3 +52,22 @@ def test_an_unexpected_exception_is_one_sentence_and_the_page_goes_on(monkeypatc
     assert not at.exception
     assert len(at.error) == 1 and BUG_NOTE in at.error[0].value and "KeyError" in at.error[0].value
     assert at.markdown[-1].value == "below"
+
+
+SHELL_APP = """
+from pages.shell import entry
+entry.main()
+"""
+
+
+def test_a_page_that_raises_outside_its_blocks_is_one_sentence_in_the_shell(monkeypatch, tmp_path):
+    monkeypatch.undo()  # the bug box is what this test wants to see
+    page = tmp_path / "broken.py"
+    page.write_text('import streamlit as st\nst.write("above")\n{}["missing"]\n')
+    # set here, not in the app's source: monkeypatch puts the real navigation back for the tests that follow
+    monkeypatch.setattr(entry, "navigation_pages",
+                        lambda: {"Start": [streamlit.Page(str(page), title="Broken", default=True)]})
+    at = AppTest.from_string(SHELL_APP).run()
+    assert not at.exception
+    assert len(at.error) == 1 and BUG_NOTE in at.error[0].value and "KeyError" in at.error[0].value
+    assert at.markdown[0].value == "above"

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from demos.errors import InputError
-from demos.gradient_flow import clipping, dead_relu, flow
+from demos.gradient_flow import clipping, dead_relu, figures, flow
 from demos.gradient_flow.network import batch, build
 
 
@@ -201,3 +201,59 @@ def test_dead_relu_validation():
         dead_relu.dead_relus(0.5, "default")
     with pytest.raises(InputError, match="Initialization"):
         dead_relu.dead_relus(0.01, "zeros")
+
+
+def test_activation_slopes_are_the_derivative_torch_gives_at_each_layers_input(vanishing):
+    net = build(vanishing.cfg)
+    h, _ = batch(vanishing.cfg, 0)
+    slopes = []
+    for block in net.blocks:
+        z = block.norm(block.linear(h))
+        s = torch.sigmoid(z)
+        slopes.append((s * (1 - s)).mean().item())  # d sigmoid / dz
+        h = block(h)
+    assert vanishing.yours.act_slopes == pytest.approx(slopes, rel=1e-5)
+    assert vanishing.yours.layer_gain == pytest.approx(vanishing.yours.ratio ** (1 / 29))
+
+
+def test_xavier_keeps_the_linear_factor_near_1_but_sigmoid_still_vanishes():
+    """The claim the page makes about init, checked: with Xavier the per-layer factor is the sigmoid's slope."""
+    r = flow.gradient_flow(30, 32, "sigmoid", "xavier", "none", False, steps=1)
+    p = r.yours
+    assert p.verdict == "vanishing" and p.ratio < 1e-10
+    assert max(p.act_slopes) <= 0.25
+    assert p.layer_gain / (sum(p.act_slopes) / len(p.act_slopes)) == pytest.approx(1.0, abs=0.1)
+
+
+def test_defaults_explain_why_layernorm_is_the_worst_line(vanishing):
+    lines = flow.fix_sentences(vanishing, figures.VARIANT_NAMES)
+    yours, residual, layernorm, fixed = vanishing.variants
+    assert layernorm.ratio < yours.ratio, "at defaults + LayerNorm really is below your setting"
+    why = next(line for line in lines if line.startswith("+ LayerNorm is further from 1"))
+    assert f"{yours.layer_gain:.3g} to {layernorm.layer_gain:.3g}" in why
+    assert [line for line in lines if line.startswith("**")][2].startswith("**+ LayerNorm**: layer 1 / last = "
+                                                                         f"{layernorm.ratio:.2g} (vanishing)")
+    healthy = [p for p in vanishing.variants if p.verdict == "healthy"]
+    assert bool(healthy) != any(line.startswith("No line is healthy") for line in lines)
+
+
+def test_a_blown_up_run_is_not_called_healthy():
+    r = flow.gradient_flow(30, 32, "relu", "normal", "none", False, steps=2)
+    assert 0.1 < r.yours.ratio < 10, "the ratio alone would look healthy"
+    assert r.yours.loss > 100 * flow.CHANCE_LOSS
+    assert r.yours.verdict == "loss far above chance"
+    assert f"{r.yours.loss:.3g}" in flow.health_warning(r)
+
+
+def test_diverged_training_is_named_with_its_step():
+    r = flow.gradient_flow(30, 32, "relu", "normal", "none", False, steps=3)
+    assert not math.isfinite(r.step_losses[-1])
+    cfg_ok = flow.gradient_flow(30, 32, "sigmoid", "normal", "none", False, steps=2)
+    assert flow.health_warning(cfg_ok) == ""
+
+
+def test_batchnorm_alone_beating_the_recipe_is_said():
+    r = flow.gradient_flow(30, 32, "sigmoid", "normal", "batch", False, steps=1)
+    assert r.yours.verdict == "healthy" and r.fixed.verdict != "healthy"
+    assert any(line.startswith("Healthy here: your setting; the textbook recipe is not")
+               for line in flow.fix_sentences(r, figures.VARIANT_NAMES))

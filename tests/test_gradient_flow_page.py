@@ -45,8 +45,8 @@ def test_moving_the_network_widgets(at):
 def test_bad_learning_rate_is_a_sentence(at):
     at.text_input(key="gf_lr").input("fast").run()
     assert not at.exception
-    assert any("Learning rate must be a number" in e.value for e in at.error)
+    assert any("Learning rate: `fast` is not a number" in e.value for e in at.error)
     at.text_input(key="gf_lr").input("5").run()
-    assert any("between 0.0001 and 1" in e.value for e in at.error)
+    assert any("Learning rate: `5` is out of range; it must be from 0.0001 to 1." in e.value for e in at.error)
     at.text_input(key="gf_lr").input("0.1").run()
     assert_clean(at)

@@ -1,5 +1,7 @@
 """The home page's worked example equals torch, and its snippet alone reproduces the figure's numbers."""
 
+import re
+
 import pytest
 import torch
 
@@ -32,6 +34,26 @@ def test_softmax_matches_torch_and_snippet(logits, t):
 def test_temperature_limits(t):
     with pytest.raises(InputError, match="Temperature"):
         softmax_temperature("1, 2", t)
+
+
+@pytest.mark.parametrize("logits, t, words", [
+    ("1e39, 1", 1.0, "entry 1 (1e+39) is outside float32's range"),
+    ("1, -1e39", 1.0, "stores it as -inf"),
+    ("3e38, 1", 0.05, "entry 1 becomes 6e+39"),
+    ("-3e38, -3e38", 0.05, "softmax returns nan"),
+])
+def test_float32_overflow_is_explained(logits, t, words):
+    """The typed logits fit a Python float but not float32, or logits / T overflows: torch would give nan."""
+    with pytest.raises(InputError, match=re.escape(words)):
+        softmax_temperature(logits, t)
+    if "becomes" in words or "nan" in words:
+        x = torch.tensor(softmax_temperature(logits, 1.0).logits)
+        assert torch.softmax(x / t, dim=0).isnan().all()
+
+
+def test_a_large_negative_scaled_logit_is_drawn_as_torch_gives_it():
+    r = softmax_temperature("-3e38, 1", 0.05)  # -6e39 overflows to -inf: its probability is exactly 0
+    assert r.probs == (0.0, 1.0)
 
 
 def test_format_answer_canonical_texts():

@@ -80,3 +80,22 @@ def test_a_link_carries_the_allocator_script():
     at = open_page(PAGE, query={"mem_tab": "Caching allocator", "mem_script": script})
     assert_clean(at)
     assert at.text_area(key="mem_script").value == script
+
+
+def test_why_callouts_appear_only_with_their_surprise():
+    """A peak in optimizer.step() gets its 'why' (numbers from the same run); a peak in backward gets none."""
+    from demos.memory.allocator import fmt_bytes
+    from demos.memory.surprises import unfused_spec
+    from demos.memory.training import RunSpec, simulate
+
+    query = {"mem_model": "Transformer tiny (2 x 128)", "mem_batch": "1", "mem_seq": "8", "mem_steps": "1"}
+    at = open_page(PAGE, query=query)
+    assert_clean(at)
+    why = [i.value for i in at.info if i.value.startswith("Why the peak")]
+    spec = RunSpec(model="Transformer tiny (2 x 128)", batch=1, seq_len=8, steps=1)
+    t, unfused = simulate(spec), simulate(unfused_spec(spec))
+    assert len(why) == 1 and f"Why the peak ({fmt_bytes(t.peak)})" in why[0]
+    assert f"the peak is {fmt_bytes(unfused.peak)}" in why[0]
+    at = open_page(PAGE, query={**query, "mem_batch": "64", "mem_seq": "256"})
+    assert_clean(at)
+    assert not [i.value for i in at.info if i.value.startswith("Why")]

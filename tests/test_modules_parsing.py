@@ -54,9 +54,10 @@ def test_accepted_head_names_build_a_module_dict(names):
     assert list(heads.keys()) == list(parsed)
 
 
-@pytest.mark.parametrize("text, fragment", [("forward", "already an attribute"), ("a, a", "unique"),
-                                            ("a.b", "not a name"), ("1x", "not a name"), ("", "between 1 and 6"),
-                                            ("a b c d e f g", "between 1 and 6")])
+@pytest.mark.parametrize("text, fragment", [("forward", "already an attribute"), ("a, a", "`a` appears twice"),
+                                            ("a.b", "not a Python identifier"), ("1x", "not a Python identifier"),
+                                            ("", "give 1 to 6 names; got 0"),
+                                            ("a b c d e f g", "give 1 to 6 names; got 7")])
 def test_bad_head_names_are_explained(text, fragment):
     with pytest.raises(InputError, match=fragment):
         parse_head_names(text)

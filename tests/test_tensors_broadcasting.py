@@ -1,5 +1,7 @@
 """Broadcasting demo against torch: result shapes and errors, roles, which element is read, the traps."""
 
+import re
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -47,6 +49,7 @@ def _check_against_torch(shapes, style=0):
     assert (r.torch_error is None) == (error is None)
     if error:
         assert r.torch_error.endswith(error)
+        _check_conflict_sentence(shapes, r, error)
         return
     for shape, roles in zip(shapes, r.roles, strict=True):
         padded = (None,) * (r.ndim - len(shape)) + tuple(shape)
@@ -57,6 +60,28 @@ def _check_against_torch(shapes, style=0):
                 assert d == 1 and out != 1
             else:
                 assert role == "kept" and d == out
+
+
+def _check_conflict_sentence(shapes, r, error):
+    """The sentence names exactly the dims where two sizes differ and neither is 1, torch's among them."""
+    ndim = max(len(s) for s in shapes)
+    expected = []
+    for k in range(-ndim, 0):
+        sizes = {s[k] for s in shapes if len(s) >= -k and s[k] != 1}
+        if len(sizes) > 1:
+            expected.append(k)
+    assert r.conflict_dims == tuple(expected)
+    torch_dim = int(re.search(r" at (-\d+)!", error).group(1))
+    assert torch_dim in r.conflict_dims
+    named = [int(d) for d in re.findall(r"(?:at|Dimension) (-\d+)", r.conflict)]
+    if len(expected) > 1:
+        head = r.conflict.split(" (counting")[0]
+        named = [int(d) for d in re.findall(r"-\d+", head)]
+    assert named == expected
+    for k in expected:
+        for name, shape in zip(bc.NAMES, shapes, strict=False):
+            if len(shape) >= -k and shape[k] != 1:
+                assert f"{name}'s dim {len(shape) + k} is {shape[k]}" in r.conflict
 
 
 @settings(max_examples=150, deadline=None)
@@ -76,6 +101,18 @@ def test_conflict_names_the_dimension_and_shows_torchs_message():
     assert r.result is None
     assert "Dimension -1" in r.conflict and "A's dim 1 is 3" in r.conflict and "B's dim 0 is 4" in r.conflict
     assert r.torch_error.startswith("RuntimeError: Attempting to broadcast a dimension of length 4")
+
+
+def test_every_conflicting_dimension_is_named_including_the_one_torch_names():
+    r = bc.broadcast(("2, 3", "4, 5", ""))
+    assert r.conflict_dims == (-2, -1)
+    assert r.conflict.startswith("Dimensions -2 and -1 (counting from the right) conflict")
+    assert "at -2, A's dim 0 is 2, B's dim 0 is 4" in r.conflict
+    assert "at -1, A's dim 1 is 3, B's dim 1 is 5" in r.conflict
+    assert " at -1!" in r.torch_error  # torch names the rightmost; the sentence names it too
+    three = bc.broadcast(("2, 1, 4", "3, 1", "5, 6, 1"))
+    assert three.conflict_dims == (-3, -2)
+    assert "at -3, A's dim 0 is 2, C's dim 0 is 5" in three.conflict
 
 
 @settings(max_examples=300, deadline=None)
@@ -118,9 +155,9 @@ def test_grid_reads_the_element_torch_broadcasting_reads(case):
 
 
 def test_grid_index_errors_name_the_dim_and_limit():
-    with pytest.raises(InputError, match="Index 1 is 7 but dimension 1 has size 3"):
+    with pytest.raises(InputError, match="`7` is out of range for dim 1, which has size 3"):
         bc.grid(("2, 1", "3", ""), "0, 7")
-    with pytest.raises(InputError, match="needs 2 numbers"):
+    with pytest.raises(InputError, match="needs 2 numbers; got 1"):
         bc.grid(("2, 1", "3", ""), "1")
     assert bc.grid(("2, 1", "3", ""), "").index == (1, 2)
 

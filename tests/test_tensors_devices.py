@@ -45,3 +45,14 @@ def test_tensor_to_is_out_of_place_module_to_in_place():
     traps = {t.key: t for t in dev.traps()}
     assert traps["to"].trap.output.startswith("x on cpu")
     assert "RuntimeError" in traps["mix"].trap.output and "RuntimeError" not in traps["mix"].correct.output
+
+
+def test_pinned_fix_says_it_needs_an_accelerator_where_there_is_none():
+    pinned = {t.key: t for t in dev.traps()}["pinned"]
+    assert "RuntimeError" not in pinned.correct.output
+    if not torch.cuda.is_available() and not torch.accelerator.is_available():
+        assert pinned.correct.output.startswith("needs an accelerator")
+        assert "needs an accelerator" in pinned.correct_label
+        assert dev.report().pinned.startswith("needs an accelerator")
+    else:
+        assert pinned.correct_label == "Correct" and pinned.correct.output.startswith("pinned: True")

@@ -51,7 +51,7 @@ def test_snippet_reproduces_the_matrix():
 def test_bad_choices_are_input_errors():
     with pytest.raises(InputError, match="at least one"):
         dt.promotion((), True, ("int",))
-    with pytest.raises(InputError, match="Unknown dtype or scalar 'float8'"):
+    with pytest.raises(InputError, match="Unknown dtype or scalar `float8`"):
         dt.promotion(("float8",), False, ())
 
 
@@ -74,3 +74,15 @@ def test_traps_show_the_silent_results():
     assert "inf" in traps["fp16"].trap.output and "inf" not in traps["fp16"].correct.output
     assert float(traps["bf16"].trap.output) == 1.0 and float(traps["bf16"].correct.output) > 1.0
     assert traps["to_self"].trap.output.startswith("y is x: True")
+
+
+def test_bf16_lesson_names_the_step_torch_rounds_away():
+    bits, eps, step = dt.rounding_step(torch.bfloat16)
+    assert eps == torch.finfo(torch.bfloat16).eps == 2.0 ** -7 and bits == 8
+    assert step == torch.finfo(torch.bfloat16).eps / 2
+    one = torch.tensor(1.0, dtype=torch.bfloat16)
+    assert (one + step).item() == 1.0 and (one + 2 * step).item() > 1.0
+    assert (one + step * 1.01).item() > 1.0  # anything above the half gap rounds up
+    lesson = {t.key: t for t in dt.traps()}["bf16"].lesson
+    assert f"{bits} significant bits" in lesson and f"1/{round(1 / step)} or less" in lesson
+    assert f"gap after 1.0 is 1/{round(1 / eps)}" in lesson and "1/256" in lesson

@@ -88,11 +88,11 @@ def test_roles_counts_and_loop_nest():
 
 def test_errors_name_index_operand_and_limit():
     cases = {
-        ("ij,jk->ik", "(2, 3); (4, 5)"): "Index 'j' has size 3",
-        ("ij,jk->ik", "(2, 3)"): "2 operands but 1 shapes",
-        ("ijk,jk->i", "(2, 3); (3, 4)"): "Operand A ('ijk') has 3 indices",
-        ("ii->", "(3, 4)"): "Index 'i' repeats in operand A",
-        ("ij->iz", "2, 3"): "Output index 'z'",
+        ("ij,jk->ik", "(2, 3); (4, 5)"): "Index `j` has size 3",
+        ("ij,jk->ik", "(2, 3)"): "2 operands but Operand shapes lists 1",
+        ("ijk,jk->i", "(2, 3); (3, 4)"): "Operand A (`ijk`) has 3 indices",
+        ("ii->", "(3, 4)"): "Index `i` repeats in operand A",
+        ("ij->iz", "2, 3"): "Output index `z`",
         ("...ij->ij", "2, 3"): "Ellipsis",
         ("i,i,i,i->", "(2,); (2,); (2,); (2,)"): "limit is 3",
         ("abcdefghi->", "1,1,1,1,1,1"): "limit is 8",
@@ -114,3 +114,26 @@ def test_any_text_is_parsed_or_refused_with_input_error(equation, shapes):
         es.einsum(equation, shapes)
     except InputError as err:
         assert str(err).strip()
+
+
+COUNT_CASES = [*es.PRESETS.values(), ("ij,jk->ik", "(2, 1); (1, 3)"), ("ij,jk->ik", "(2, 0); (0, 3)"),
+               ("ijk->kji", "2, 3, 4"), ("iij->ij", "3, 3, 2"), ("i,i->i", "(5,); (5,)")]
+
+
+@pytest.mark.parametrize("equation, shapes", COUNT_CASES)
+def test_multiplies_and_adds_count_terms_per_output_element(equation, shapes):
+    """einsum of all-ones operands counts the terms each output element sums: t terms take t - 1 adds."""
+    r = es.einsum(equation, shapes)
+    terms = torch.einsum(r.equation, *[torch.ones(s, dtype=torch.float64) for s in r.shapes]).reshape(-1)
+    assert r.adds == int((terms - 1).clamp(min=0).sum())
+    assert r.multiplies == (len(r.shapes) - 1) * int(terms.sum())
+    assert (f"{r.adds:,} adds" in r.arithmetic) == (r.adds > 0)
+    assert ("no adds" in r.arithmetic) == (r.adds == 0 and r.iterations > 0)
+    assert ("no multiplies" in r.arithmetic) == (r.multiplies == 0 and r.iterations > 0)
+
+
+@pytest.mark.parametrize("equation", ["ij->ji", "ii->i"])
+def test_transpose_and_diagonal_are_copies_with_no_adds(equation):
+    r = es.einsum(equation, "4, 4")
+    assert r.adds == 0 and r.multiplies == 0
+    assert r.arithmetic.startswith("no multiplies and no adds:") and "is a copy of one input element" in r.arithmetic

@@ -154,13 +154,13 @@ def test_menu_step_is_valid_chain_or_input_error(chain, label, args):
 
 
 def test_limits_are_named():
-    with pytest.raises(InputError, match="between 1 and 64"):
+    with pytest.raises(InputError, match="x must have 1 to 64"):
         lay.layout("9, 9", "")
     with pytest.raises(InputError, match="draws at most 512"):
         lay.layout("3, 4", ".expand(100, 3, 4)")
     with pytest.raises(InputError, match="limit is 10"):
         lay.layout("3, 4", ".T" * 11)
-    with pytest.raises(InputError, match="not in the menu"):
+    with pytest.raises(InputError, match="is not one of the ops here"):
         lay.layout("3, 4", ".numpy()")
 
 

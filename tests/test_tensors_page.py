@@ -21,14 +21,14 @@ def test_broadcasting_defaults_then_bad_then_good_shapes():
     assert "`torch.broadcast_shapes` → `(2, 3, 4)`" in _text(at)
     assert len(at.get("plotly_chart")) == 2  # alignment table and grid view
     at.text_input(key="tensors_bc_a").input("2, x").run()
-    assert _errors(at) == ["Shape A: Dimension 1 ('x') is not a whole number ≥ 0."]
+    assert _errors(at) == ["Shape A `2, x`: dim 1 (`x`) is not a whole number ≥ 0."]
     assert at.subheader, "the page goes on below the error"
     at.text_input(key="tensors_bc_a").input("(8, 1, 6, 1)").run()
     at.text_input(key="tensors_bc_b").input("7, 1, 5").run()
     assert_clean(at)
     assert "→ `(8, 7, 6, 5)`" in _text(at)
     at.text_input(key="tensors_bc_b").input("5000").run()
-    assert _errors(at) == ["Shape B: Dimension 0 is 5000; the limit is 4096."]
+    assert _errors(at) == ["Shape B `5000`: dim 0 is `5000`; the limit is 4096."]
 
 
 def test_incompatible_shapes_name_the_dim_and_show_torchs_error():
@@ -41,7 +41,8 @@ def test_incompatible_shapes_name_the_dim_and_show_torchs_error():
 def test_grid_index_bad_then_good():
     at = open_page(PAGE)
     at.text_input(key="tensors_bc_index").input("0, 9, 0").run()
-    assert _errors(at) == ["Index 1 is 9 but dimension 1 has size 3 (valid: 0 to 2)."]
+    assert _errors(at) == ["Element of the result `0, 9, 0`: `9` is out of range for dim 1, which has size 3 "
+                           "(valid: -3 to 2)."]
     at.text_input(key="tensors_bc_index").input("1, 2, 0").run()
     assert_clean(at)
     assert "`out[1, 2, 0]` reads A[1, 0, 0], B[2, 0]" in _text(at)
@@ -63,11 +64,11 @@ def test_memory_layout_chain_menu_and_errors():
     assert at.text_input(key="tensors_mem_chain").value == ".T"
     at.text_input(key="tensors_mem_args").input("two").run()
     at.button(key="tensors_mem_add").click().run()
-    assert _errors(at) == ["Step 2 (.reshape): 'two' is not a whole number."]
+    assert _errors(at) == ["Op chain, step 2 (`.reshape`): `two` is not a whole number."]
     at.text_input(key="tensors_mem_chain").input(".numpy()").run()
-    assert any("not in the menu" in e for e in _errors(at))
+    assert any("`.numpy` is not one of the ops here" in e for e in _errors(at))
     at.text_input(key="tensors_mem_base").input("100, 100").run()
-    assert any("limit is 64" in e or "between 1 and 64" in e for e in _errors(at))
+    assert any("Shape of x `100, 100`: dim 0 is `100`; the limit is 64." in e for e in _errors(at))
 
 
 def test_dtypes_matrix_and_empty_choice():
@@ -89,7 +90,7 @@ def test_einsum_preset_bad_and_good_input():
     assert at.text_input(key="tensors_es_eq").value == "ii->"
     assert "torch.trace(A)" in at.success[0].value
     at.text_input(key="tensors_es_shapes").input("(3, 4)").run()
-    assert _errors(at) == ["Index 'i' repeats in operand A with sizes 3 and 4; a repeated index needs equal sizes."]
+    assert _errors(at) == ["Index `i` repeats in operand A with sizes 3 and 4; a repeated index needs equal sizes."]
     at.text_input(key="tensors_es_eq").input("ij,jk->ik").run()
     at.text_input(key="tensors_es_shapes").input("(2, 3); (3, 4)").run()
     assert_clean(at)
@@ -122,3 +123,24 @@ def test_whiteboard_mode_on_every_tab():
         assert_clean(at)
         assert at.expander, f"{tab}: prose folds into expanders on a whiteboard"
     assert at.get("graphviz_chart"), "the Devices tab is the one shown last"
+
+
+def test_page_sentences_agree_with_torch():
+    """Each sentence the issue named, as the page shows it, checked against torch's own numbers."""
+    import torch
+
+    at = open_page(PAGE, query={"tensors_bc_a": "2, 3", "tensors_bc_b": "4, 5"})
+    assert_clean(at)
+    assert at.warning[0].value.startswith("Dimensions -2 and -1 (counting from the right) conflict")
+    assert " at -1!" in _text(at)  # torch's message names the rightmost, which the sentence names too
+    at = open_page(PAGE, query={"tensors_tab": "einsum", "tensors_es_eq": "ij->ji", "tensors_es_shapes": "2, 3"})
+    assert_clean(at)
+    assert "**6 iterations** (no multiplies and no adds: each of the 6 output elements is a copy" in _text(at)
+    at = open_page(PAGE, query={"tensors_tab": "dtypes"})
+    step = torch.finfo(torch.bfloat16).eps / 2
+    assert f"1/{round(1 / step)} or less to 1.0 rounds back to 1.0" in _text(at)
+    at = open_page(PAGE, query={"tensors_tab": "Devices"})
+    assert_clean(at)
+    if not torch.accelerator.is_available():
+        assert ":green[**Correct (needs an accelerator: none on this host)**]" in _text(at)
+        assert "needs an accelerator: this host has none" in _text(at)

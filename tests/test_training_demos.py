@@ -343,3 +343,44 @@ def test_resume_is_bit_identical_and_each_trap_is_not():
     assert r.resumed["no_scheduler"].lrs[26] != r.straight.lrs[26]
     assert r.resumed["no_rng"].lrs == r.straight.lrs  # only the randomness differs
     assert set(r.checkpoint_keys) == {"model", "optimizer", "scheduler", "scaler", "step", "rng"}
+
+
+# Claims the page makes from these numbers --------------------------------------------------------------------------
+
+
+def test_every_training_snippet_pins_the_one_thread_its_numbers_came_from(loops):
+    from demos.training.common import ONE_THREAD_LINE
+    snippets = [run.code for run in loops.runs.values()] + [resume.resume_demo(40, 20, 0).code,
+                                                            amp.autocast_ops(8, 2).code]
+    for code in snippets:
+        assert ONE_THREAD_LINE in code
+        assert code.index(ONE_THREAD_LINE) > code.index("import torch")
+
+
+def test_why_eval_scores_better_is_the_control_run_without_dropout(loops):
+    trap, correct, control = loops.runs["no_train_after_eval"], loops.runs["correct"], loops.control
+    assert trap.val_loss < correct.val_loss, "the surprise the page explains is real at these settings"
+    direct = mistakes.run_loop("correct", loops.steps, loops.lr, loops.seed, dropout=0.0)
+    assert control.val_loss == direct.val_loss and all(control.training)
+    why = mistakes.why_eval_scores_better(loops)
+    assert f"{trap.val_loss:.3f} against {correct.val_loss:.3f}" in why and f"{control.val_loss:.3f}" in why
+    closer = abs(control.val_loss - trap.val_loss) < abs(correct.val_loss - trap.val_loss)
+    assert ("the gain is dropout's absence" in why) == closer
+
+
+def test_the_fresh_scheduler_trap_names_the_lr_it_really_reached():
+    r = resume.resume_demo(120, 60, 0)
+    after = r.resumed["no_scheduler"].lrs[60:70]
+    assert max(after) > 5 * resume.PEAK_LR, "the fresh warmup multiplies the restored LR: no restart"
+    said = resume.scheduler_trap(r)
+    assert f"reaching {max(after):.3g} ({max(after) / resume.PEAK_LR:.2g}× the peak" in said
+    assert "restores LR " + f"{after[0]:.3g}" in said and after[0] == r.straight.lrs[60]
+    assert "restarts" not in resume.VARIANTS["no_scheduler"]
+
+
+def test_autocast_caption_lists_what_was_recorded_and_says_cuda_differs():
+    ops = amp.autocast_ops(16, 4)
+    said = amp.ops_caption(ops)
+    low = {op for ph, op, _, out in ops.ops if out == "bfloat16" and op not in ("_to_copy", "t", "view")}
+    assert all(op in said for op in low)
+    assert "CPU autocast's op lists" in said and "native_layer_norm would run in float32" in said

@@ -75,14 +75,23 @@ class MicroBatchResult:
     code: str
 
 
+def micro_batch_choices(batch: int) -> tuple[int, ...]:
+    """The k that split a batch into equal micro-batches: its divisors up to MAX_K."""
+    return tuple(k for k in range(1, MAX_K + 1) if batch % k == 0)
+
+
+def default_micro_batches(batch: int, wanted: int = 4) -> int:
+    """The largest valid k not above `wanted` (1 always divides)."""
+    return max(k for k in micro_batch_choices(batch) if k <= wanted)
+
+
 def micro_batches(batch: int, k: int) -> MicroBatchResult:
     """Mean-MSE gradient (float64) of one batch vs k micro-batches accumulating loss / k, and forgetting / k."""
     if not 2 <= batch <= MAX_BATCH:
-        raise InputError(f"The batch size must be between 2 and {MAX_BATCH}; got {batch}.")
-    if not 1 <= k <= MAX_K:
-        raise InputError(f"The number of micro-batches must be between 1 and {MAX_K}; got {k}.")
-    if batch % k:
-        raise InputError(f"A batch of {batch} does not split into {k} equal micro-batches; pick k dividing {batch}.")
+        raise InputError(f"Batch size: {batch} is out of range; it must be from 2 to {MAX_BATCH}.")
+    if k not in micro_batch_choices(batch):
+        raise InputError(f"Micro-batches k: a batch of {batch} does not split into {k} equal micro-batches; k must "
+                         f"be one of {', '.join(map(str, micro_batch_choices(batch)))}.")
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(batch, FEATURES, generator=gen, dtype=torch.float64)
     y = torch.randn(batch, 1, generator=gen, dtype=torch.float64)

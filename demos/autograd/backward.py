@@ -49,6 +49,12 @@ class Chain:
     operands: tuple[str, ...]  # a (and b) as sub-expressions; numbers included
     upstream: str
     terms: tuple[ChainTerm, ...]
+    note: str = ""  # why no rule is shown (no gradient reached this operation)
+
+
+CUT_BY_DETACH = "None: cut off by .detach()"
+NO_GRADIENT_NOTE = ("No gradient reaches this operation: every path from its result to the output goes through "
+                    ".detach(), so backward never runs its node and its .grad stays None.")
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,19 @@ def _num(v: float, digits: int = 4) -> str:
 
 def _first(t: torch.Tensor) -> float:
     return float(t.detach().flatten()[0])
+
+
+def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    """max |a - b|, counting equal entries (the same infinity, or nan in both) as 0; 0 for empty tensors."""
+    if a.numel() == 0:
+        return 0.0
+    same = (a == b) | (a.isnan() & b.isnan())
+    return float(torch.where(same, 0.0, (a - b).abs()).max())
+
+
+def _tensor(v, like: torch.Tensor) -> torch.Tensor:
+    """A number operand as a 0-d tensor: its rules then divide by zero as torch does (inf), never raising."""
+    return v if isinstance(v, torch.Tensor) else torch.tensor(float(v), dtype=like.dtype)
 
 
 def _elem(shape) -> str:
@@ -140,7 +159,7 @@ def _local(step, which: int, g):
     node, out = step.node, step.out
     a = step.inputs[which]
     if isinstance(node, BinOp):
-        x, y = step.inputs
+        x, y = (_tensor(v, out) for v in step.inputs)
         if node.op == "@":
             return _matmul_terms(x, y, g, which)
         rule, factors = _binary_factors(node.op, which, x, y, out)
@@ -171,16 +190,23 @@ def _binary_factors(op: str, which: int, x, y, out) -> tuple[str, list]:
         return ("g · b", [("b", y)]) if which == 0 else ("g · a", [("a", x)])
     if op == "/":
         return ("g / b", [("1/b", 1 / y)]) if which == 0 else ("−g · a / b²", [("−a/b²", -x / y**2)])
+    # torch defines the two 0·inf corners of pow as 0 (pow_backward and pow_backward_exponent); so does the hand rule
     if which == 0:
-        return "g · n · a^(n−1)", [("n·a^(n−1)", y * x ** (y - 1))]
-    return "g · aⁿ · ln a", [("aⁿ·ln a", out * torch.log(torch.as_tensor(x, dtype=out.dtype)))]
+        return "g · n · a^(n−1) (0 where n = 0)", [("n·a^(n−1)", torch.where(y == 0, 0.0, y * x ** (y - 1)))]
+    local = torch.where((x == 0) & (y >= 0), 0.0, out * torch.log(x))
+    return "g · aⁿ · ln a (0 where a = 0 and n ≥ 0)", [("aⁿ·ln a", local)]
 
 
 def _call_terms(node, a, out, g):
     f = node.func
-    if f in ("relu", "sigmoid", "tanh", "exp", "log"):
+    if f == "relu":  # torch selects rather than multiplies: an inf g stays inf where a > 0 and becomes 0 elsewhere
+        hand = torch.where(a <= 0, 0.0, g)
+        a0 = _first(a)
+        why = "≤ 0, so 0" if a0 <= 0 else "> 0, so g" if a0 > 0 else "is nan, so g"
+        return "∂L/∂a = g where a > 0, 0 where a ≤ 0 (a nan passes g on)", hand, \
+            f"a = {_num(a0)} {why} = {_first(hand):.4g}"
+    if f in ("sigmoid", "tanh", "exp", "log"):
         rule, factor = {
-            "relu": ("g · 1[a > 0]", (a > 0).to(a.dtype)),
             "sigmoid": ("g · σ(a)(1 − σ(a))", out * (1 - out)),
             "tanh": ("g · (1 − tanh²a)", 1 - out**2),
             "exp": ("g · eᵃ", out),
@@ -209,17 +235,26 @@ def chain_rule(step, g: torch.Tensor) -> tuple[ChainTerm, ...]:
         label = to_source(_operand_node(step.node, which))
         if not isinstance(a, torch.Tensor) or not a.requires_grad:
             continue
-        if isinstance(step.node, Detach):
-            terms.append(ChainTerm(label, ".detach() passes no gradient: the graph is cut here", "", "", None, None,
-                                   None))
+        if a.numel() == 0:
+            terms.append(ChainTerm(label, f"`{label}` has shape {format_shape(a.shape)}: no elements, so no "
+                                   "gradient to show", "", "", None, None, None))
             continue
         with torch.no_grad():
             rule, hand, numbers = _local(step, which, g)
         engine = _engine_vjp(step, which, g)
-        diff = None if hand is None else float((hand - engine).abs().max()) if engine.numel() else 0.0
+        diff = None if hand is None else max_abs_diff(hand, engine)
         terms.append(ChainTerm(label, rule, numbers, f"{label}{_elem(a.shape)}",
                                None if hand is None else _first(hand), _first(engine), diff))
     return tuple(terms)
+
+
+def chain_at(step) -> Chain:
+    """The chain rule at one operation that needs a gradient, or a note when no gradient reached it."""
+    operands = tuple(E.to_source(c) for c in E.children(step.node))
+    g = step.out.grad
+    if g is None:
+        return Chain(step.text, fn_name(step.out.grad_fn), operands, CUT_BY_DETACH, (), NO_GRADIENT_NOTE)
+    return Chain(step.text, fn_name(step.out.grad_fn), operands, preview(g), chain_rule(step, g))
 
 
 def _engine_vjp(step, which: int, g: torch.Tensor) -> torch.Tensor:
@@ -268,9 +303,17 @@ def gradcheck_expression(leaves_text: str, expr_text: str) -> tuple[bool, str, s
         return ok, mode, "analytic and numerical gradients agree"
     except GradcheckError as err:
         reason = gradcheck_reason(err)
-        if _has_detach(tree):
+        if not _finite_gradient(fn, inputs):
+            reason += (" (expected: the analytic gradient contains inf or nan, from a division by zero, a log or "
+                       "power of a non-positive number, or an overflow, and finite differences cannot match it)")
+        elif _has_detach(tree):
             reason += " (expected: .detach() hides part of the dependence from autograd; finite differences see it)"
         return False, mode, reason
+
+
+def _finite_gradient(fn, inputs) -> bool:
+    grads = torch.autograd.grad(fn(*inputs), inputs, allow_unused=True)
+    return all(g is None or bool(torch.isfinite(g).all()) for g in grads)
 
 
 def _has_detach(node) -> bool:
@@ -291,14 +334,13 @@ def backward_view(leaves_text: str, expr_text: str) -> BackwardResult:
     grad_steps = [s for s in b.steps if s.out.requires_grad]
     if not grad_steps:
         raise InputError("No operation in the expression needs a gradient.")
-    chains = tuple(Chain(s.text, fn_name(s.out.grad_fn), tuple(E.to_source(c) for c in E.children(s.node)),
-                         preview(s.out.grad), chain_rule(s, s.out.grad)) for s in grad_steps)
+    chains = tuple(chain_at(s) for s in grad_steps)
 
     fresh = build(leaves_text, expr_text)
     wanted = [(n, t) for n, t in fresh.tensors.items() if t.requires_grad]
     oracle = torch.autograd.grad(fresh.out, [t for _, t in wanted], torch.ones_like(fresh.out), allow_unused=True)
-    diffs = [0.0 if o is None and b.tensors[n].grad is None else float((b.tensors[n].grad - o).abs().max())
-             for (n, _), o in zip(wanted, oracle, strict=True)]
+    diffs = [max_abs_diff(_or_zeros(b.tensors[n].grad, t), _or_zeros(o, t))
+             for (n, t), o in zip(wanted, oracle, strict=True)]
     ok, mode, message = gradcheck_expression(leaves_text, expr_text)
     made = creators(b)
     return BackwardResult(
@@ -309,7 +351,8 @@ def backward_view(leaves_text: str, expr_text: str) -> BackwardResult:
         } for n, t in b.tensors.items()]),
         intermediate_grads=pd.DataFrame([{
             "operation": s.text, "grad_fn": fn_name(s.out.grad_fn), "shape": format_shape(s.out.shape),
-            "value": preview(s.out), "gradient flowing in (.grad)": preview(s.out.grad),
+            "value": preview(s.out),
+            "gradient flowing in (.grad)": CUT_BY_DETACH if s.out.grad is None else preview(s.out.grad),
         } for s in grad_steps]),
         order=pd.DataFrame([{"ran": i + 1, "node": f"#{k}", "grad_fn": fn_name(b.nodes[k]),
                              "for": made.get(b.nodes[k], "(part of an indexing step)")}
@@ -321,12 +364,16 @@ def backward_view(leaves_text: str, expr_text: str) -> BackwardResult:
     )
 
 
+def _or_zeros(grad: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
+    """A leaf's gradient, zeros when none reached it (unused, or only used through .detach())."""
+    return torch.zeros_like(like) if grad is None else grad
+
+
 def backward_code(b, expr_text: str) -> str:
     """A runnable script: named intermediates with retain_grad, order hooks, backward, gradcheck."""
     lines = ["import torch", "", leaves_code(b.leaves), "", f"# {expr_text.strip()}"]
-    temps: dict = {}
-    for i, s in enumerate(b.steps, 1):
-        temps[s.node] = f"t{i}"
+    # keyed by id: two equal sub-expressions (x * 2 + x * 2) are two operations, each with its own temporary
+    temps = {id(s.node): f"t{i}" for i, s in enumerate(b.steps, 1)}
     for i, s in enumerate(b.steps, 1):
         lines.append(f"t{i} = {_code_with_temps(s.node, temps, top=True)}")
         if s.out.requires_grad:
@@ -355,11 +402,11 @@ def backward_code(b, expr_text: str) -> str:
 
 def _code_with_temps(node, temps: dict, top: bool = False) -> str:
     """torch code for one operation, its operands replaced by their temporaries."""
-    if not top and node in temps:
-        return temps[node]
+    if not top and id(node) in temps:
+        return temps[id(node)]
     def sub(child):
         text = _code_with_temps(child, temps)
-        return text if child in temps or isinstance(child, (E.Name, E.Num)) else f"({text})"
+        return text if id(child) in temps or isinstance(child, (E.Name, E.Num)) else f"({text})"
 
     if isinstance(node, E.Num):
         return E.to_source(node)

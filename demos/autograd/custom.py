@@ -191,7 +191,8 @@ def _code(cls, custom: str, plain: str) -> str:
 
 TRAP_CODE = (
     "import torch\n\n\n" + inspect.getsource(SquareForgetsGrad) + "\n\n"
-    "x = torch.randn(5, dtype=torch.float64, requires_grad=True)\n"
+    "gen = torch.Generator().manual_seed(0)  # the page's x\n"
+    "x = torch.randn(5, generator=gen, dtype=torch.float64).requires_grad_()\n"
     "SquareForgetsGrad.apply(x).sum().backward()   # naive test: grad_out is all ones\n"
     "print(torch.allclose(x.grad, 2 * x))          # True: the bug is invisible\n"
     "x.grad = None\n"

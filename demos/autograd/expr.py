@@ -15,11 +15,12 @@ Leaves are declared as 'x: 4,3; W: 3,2 grad' (name, shape, and 'grad' for requir
 import functools
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 
 import torch
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.parsing import format_shape, parse_shape
 
 MAX_EXPR = 200
@@ -60,7 +61,9 @@ def tokenize(text: str) -> list[Token]:
             if bad:
                 raise InputError(f"The operator {bad} is not supported; use + - * / @ ** and the functions "
                                  f"{', '.join(FUNCS)}.")
-            raise InputError(f"Unexpected character '{text[start]}' at position {start + 1} of the expression.")
+            name = unicodedata.name(text[start], "").lower()
+            raise InputError(f"Unexpected character {quoted(text[start])}{f' ({name})' if name else ''} at position "
+                             f"{start + 1} of the expression.")
         kind = m.lastgroup
         if kind == "op" and m.group("op") == "/" and text[m.end():m.end() + 1] == "/":
             raise InputError(f"The operator {_BAD_OPS['//']} is not supported; use + - * / @ **.")
@@ -132,8 +135,8 @@ class Parser:
     def take(self, text: str | None = None) -> Token:
         tok = self.tokens[self.i]
         if text is not None and tok.text != text:
-            found = f"'{tok.text}'" if tok.kind != "end" else "the end of the expression"
-            raise InputError(f"Expected '{text}' at position {tok.pos + 1} but found {found}.")
+            found = quoted(tok.text) if tok.kind != "end" else "the end of the expression"
+            raise InputError(f"Expected {quoted(text)} at position {tok.pos + 1} but found {found}.")
         self.i += 1
         return tok
 
@@ -147,7 +150,7 @@ class Parser:
         tree = self.expr()
         tok = self.peek()
         if tok.kind != "end":
-            raise InputError(f"Unexpected '{tok.text}' at position {tok.pos + 1} of the expression.")
+            raise InputError(f"Unexpected {quoted(tok.text)} at position {tok.pos + 1} of the expression.")
         return tree
 
     def expr(self):
@@ -207,7 +210,8 @@ class Parser:
                 self.take(")")
                 value = self.node(Detach(value))
             else:
-                raise InputError(f"'.{name.text}' is not supported after a tensor; only .detach() and .T are.")
+                raise InputError(f"{quoted('.' + name.text)} is not supported after a tensor; only .detach() "
+                                 "and .T are.")
         return value
 
     def index_items(self) -> tuple:
@@ -232,7 +236,7 @@ class Parser:
                     raise InputError("A slice has at most two colons, as in start:stop:step.")
             elif tok.text == "-" or tok.kind == "num":
                 if current is not None:
-                    raise InputError(f"Unexpected '{tok.text}' in an index at position {tok.pos + 1}.")
+                    raise InputError(f"Unexpected {quoted(tok.text)} in an index at position {tok.pos + 1}.")
                 current = self.index_int()
             else:
                 break
@@ -254,7 +258,7 @@ class Parser:
             sign = -1
         tok = self.take()
         if tok.kind != "num" or not tok.text.isdigit():
-            raise InputError(f"An index must be a whole number; '{tok.text}' is not.")
+            raise InputError(f"An index must be a whole number; {quoted(tok.text)} is not.")
         if len(tok.text) > 4:
             raise InputError(f"The index {tok.text} is too large; tensors here have at most {MAX_DIM} rows.")
         return sign * int(tok.text)
@@ -274,13 +278,13 @@ class Parser:
             if tok.text in FUNCS:
                 return self.node(self.call(tok.text))
             if tok.text in RESERVED:
-                raise InputError(f"'{tok.text}' is not a function or tensor here; functions: {', '.join(FUNCS)}.")
+                raise InputError(f"{quoted(tok.text)} is not a function or tensor here; functions: {', '.join(FUNCS)}.")
             if self.peek().text == "(":
-                raise InputError(f"Unknown function '{tok.text}'; the functions are {', '.join(FUNCS)}.")
+                raise InputError(f"Unknown function {quoted(tok.text)}; the functions are {', '.join(FUNCS)}.")
             return self.node(Name(tok.text))
         if tok.kind == "end":
             raise InputError("The expression ends too early: an operand is missing.")
-        raise InputError(f"Unexpected '{tok.text}' at position {tok.pos + 1} of the expression.")
+        raise InputError(f"Unexpected {quoted(tok.text)} at position {tok.pos + 1} of the expression.")
 
     def call(self, func: str) -> Call:
         self.take("(")
@@ -335,24 +339,24 @@ def parse_leaves(text: str) -> tuple[Leaf, ...]:
     names = [leaf.name for leaf in leaves]
     for name in names:
         if names.count(name) > 1:
-            raise InputError(f"The leaf '{name}' is declared twice.")
+            raise InputError(f"The leaf {quoted(name)} is declared twice.")
     return tuple(leaves)
 
 
 def _parse_leaf(entry: str) -> Leaf:
     m = re.fullmatch(r"([A-Za-z_]\w*)\s*:\s*(.*?)\s*((?:requires_)?grad)?", entry)
     if not m:
-        raise InputError(f"'{entry}' is not a leaf declaration; write name: shape, e.g. 'W: 3,2 grad'.")
+        raise InputError(f"{quoted(entry)} is not a leaf declaration; write name: shape, e.g. `W: 3,2 grad`.")
     name, shape_text, grad = m.groups()
     if name in RESERVED:
-        raise InputError(f"'{name}' is reserved; choose another name for the tensor.")
+        raise InputError(f"{quoted(name)} is reserved; choose another name for the tensor.")
     if len(name) > 12:
-        raise InputError(f"The name '{name[:12]}…' is too long; at most 12 characters.")
-    shape = parse_shape(shape_text, max_dims=3, max_dim=MAX_DIM)
+        raise InputError(f"The name {quoted(name)} is too long; at most 12 characters.")
+    shape = parse_shape(shape_text, max_dims=3, max_dim=MAX_DIM, field=f"The shape of {quoted(name)}")
     if 0 in shape:
-        raise InputError(f"The shape of '{name}' has a zero dimension; every size must be 1 to {MAX_DIM}.")
+        raise InputError(f"The shape of {quoted(name)} has a zero dimension; every size must be 1 to {MAX_DIM}.")
     if math.prod(shape) > MAX_LEAF_NUMEL:
-        raise InputError(f"'{name}' has {math.prod(shape)} elements; the limit is {MAX_LEAF_NUMEL} (64x64).")
+        raise InputError(f"{quoted(name)} has {math.prod(shape)} elements; the limit is {MAX_LEAF_NUMEL} (64x64).")
     return Leaf(name, shape, grad is not None)
 
 
@@ -473,7 +477,7 @@ def _shape(v) -> str:
 
 def _check_result(out, text: str):
     if isinstance(out, torch.Tensor) and out.numel() > MAX_RESULT_NUMEL:
-        raise InputError(f"'{text}' has {out.numel()} elements; intermediate results are limited to "
+        raise InputError(f"{quoted(text)} has {out.numel()} elements; intermediate results are limited to "
                          f"{MAX_RESULT_NUMEL}.")
     return out
 
@@ -487,7 +491,7 @@ def _binary(op: str, a, b, text: str):
         try:
             torch.broadcast_shapes(a.shape, b.shape)
         except RuntimeError:
-            raise InputError(f"Shape mismatch in '{text}': {_shape(a)} and {_shape(b)} do not broadcast "
+            raise InputError(f"Shape mismatch in {quoted(text)}: {_shape(a)} and {_shape(b)} do not broadcast "
                              "(aligned from the right, sizes must be equal or 1).") from None
     if op == "+":
         return a + b
@@ -506,25 +510,25 @@ def _numbers(op: str, a: float, b: float, text: str) -> float:
         value = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
                  "**": lambda: a ** b}[op]()
     except (OverflowError, ZeroDivisionError):
-        raise InputError(f"'{text}' is too large or undefined as a number.") from None
+        raise InputError(f"{quoted(text)} is too large or undefined as a number.") from None
     if isinstance(value, complex) or not math.isfinite(value):
-        raise InputError(f"'{text}' is not a finite real number.")
+        raise InputError(f"{quoted(text)} is not a finite real number.")
     return value
 
 
 def _matmul(a, b, text: str):
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-        raise InputError(f"'{text}' uses @ with a number; matrix multiplication needs two tensors.")
+        raise InputError(f"{quoted(text)} uses @ with a number; matrix multiplication needs two tensors.")
     if a.dim() == 0 or b.dim() == 0:
-        raise InputError(f"'{text}': @ needs tensors with at least 1 dimension; got {_shape(a)} @ {_shape(b)}.")
+        raise InputError(f"{quoted(text)}: @ needs tensors with at least 1 dimension; got {_shape(a)} @ {_shape(b)}.")
     inner_b = b.shape[0] if b.dim() == 1 else b.shape[-2]
     if a.shape[-1] != inner_b:
-        raise InputError(f"Shape mismatch in '{text}': {_shape(a)} @ {_shape(b)}; the inner sizes "
+        raise InputError(f"Shape mismatch in {quoted(text)}: {_shape(a)} @ {_shape(b)}; the inner sizes "
                          f"{a.shape[-1]} and {inner_b} must be equal.")
     try:
         torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except RuntimeError:
-        raise InputError(f"Shape mismatch in '{text}': the batch dimensions of {_shape(a)} and {_shape(b)} "
+        raise InputError(f"Shape mismatch in {quoted(text)}: the batch dimensions of {_shape(a)} and {_shape(b)} "
                          "do not broadcast.") from None
     return a @ b
 
@@ -532,13 +536,13 @@ def _matmul(a, b, text: str):
 def _check_dim(t: torch.Tensor, dim: int, text: str) -> None:
     n = max(t.dim(), 1)
     if not -n <= dim < n:
-        raise InputError(f"dim={dim} is out of range in '{text}': the input has shape {_shape(t)} "
+        raise InputError(f"dim={dim} is out of range in {quoted(text)}: the input has shape {_shape(t)} "
                          f"(dims {-n} to {n - 1}).")
 
 
 def _call(func: str, a, dim, text: str):
     if not isinstance(a, torch.Tensor):
-        raise InputError(f"'{text}' applies {func} to a number; apply it to a tensor.")
+        raise InputError(f"{quoted(text)} applies {func} to a number; apply it to a tensor.")
     if dim is not None:
         _check_dim(a, dim, text)
     if func in ("sum", "mean"):
@@ -550,15 +554,17 @@ def _call(func: str, a, dim, text: str):
 
 def _index(a, items, text: str):
     if not isinstance(a, torch.Tensor):
-        raise InputError(f"'{text}' indexes a number; only tensors can be indexed.")
+        raise InputError(f"{quoted(text)} indexes a number; only tensors can be indexed.")
     if len(items) > a.dim():
-        raise InputError(f"'{text}' has {len(items)} indices but the tensor has shape {_shape(a)} "
+        raise InputError(f"{quoted(text)} has {len(items)} indices but the tensor has shape {_shape(a)} "
                          f"({a.dim()} dimensions).")
     for d, item in enumerate(items):
         if isinstance(item, int) and not -a.shape[d] <= item < a.shape[d]:
-            raise InputError(f"Index {item} is out of range in '{text}': dimension {d} has size {a.shape[d]}.")
+            raise InputError(f"Index {item} is out of range in {quoted(text)}: dimension {d} has size {a.shape[d]}.")
     key = tuple(item if isinstance(item, int) else slice(*item) for item in items)
-    return a[key]
+    # x[:] passes a slice, x[0, :] a tuple, and torch records them differently (SliceBackward0 vs AliasBackward0):
+    # index exactly as the printed code does
+    return a[key[0]] if len(key) == 1 else a[key]
 
 
 def evaluate(tree, tensors: dict[str, torch.Tensor], steps: list | None = None):
@@ -568,7 +574,7 @@ def evaluate(tree, tensors: dict[str, torch.Tensor], steps: list | None = None):
     if isinstance(tree, Name):
         if tree.name not in tensors:
             known = ", ".join(tensors) or "none"
-            raise InputError(f"Unknown name '{tree.name}'; the leaf tensors are: {known}.")
+            raise InputError(f"Unknown name {quoted(tree.name)}; the leaf tensors are: {known}.")
         return tensors[tree.name]
     args = tuple(evaluate(c, tensors, steps) for c in children(tree))
     text = _source(tree)
@@ -583,7 +589,7 @@ def evaluate(tree, tensors: dict[str, torch.Tensor], steps: list | None = None):
     elif isinstance(tree, Transpose):
         t = _tensor_only(args[0], text)
         if t.dim() != 2:
-            raise InputError(f"'{text}': .T needs a 2-D tensor; this one has shape {_shape(t)}.")
+            raise InputError(f"{quoted(text)}: .T needs a 2-D tensor; this one has shape {_shape(t)}.")
         out = t.T
     else:
         out = _index(args[0], tree.items, text)
@@ -595,5 +601,5 @@ def evaluate(tree, tensors: dict[str, torch.Tensor], steps: list | None = None):
 
 def _tensor_only(a, text: str) -> torch.Tensor:
     if not isinstance(a, torch.Tensor):
-        raise InputError(f"'{text}' needs a tensor, not a number.")
+        raise InputError(f"{quoted(text)} needs a tensor, not a number.")
     return a

@@ -20,7 +20,7 @@ from demos.autograd.expr import (
     parse_leaves,
     to_source,
 )
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.parsing import format_shape
 from demos.style import COLORS, over, text_on
 
@@ -99,6 +99,9 @@ def build(leaves_text: str, expr_text: str, dtype=torch.float32) -> Built:
         raise InputError(f"torch refused the expression: {str(err).splitlines()[0]}") from None
     if not isinstance(out, torch.Tensor):
         raise InputError("The expression is a plain number; use at least one leaf tensor.")
+    if isinstance(tree, Name):
+        raise InputError(f"The expression is only the leaf {quoted(tree.name)}: no operation runs, so autograd "
+                         f"records no graph; apply one, for example sum({tree.name}).")
     if out.grad_fn is None:
         raise InputError("The result has no grad_fn: no leaf with requires_grad=True reaches it (mark a leaf "
                          "with 'grad', or remove a .detach()).")
@@ -221,10 +224,18 @@ def graph_code(leaves, expr_text: str, tree, show_saved: bool) -> str:
         "import torch\nfrom torchviz import make_dot\n\n"
         f"{leaves_code(leaves)}\n"
         f"out = {to_source(tree, torch_style=True)}  # {expr_text.strip()}\n"
-        f"dot = make_dot(out, params={{{params}}}, show_saved={show_saved})\n"
-        "print(dot.source)  # or dot.render('graph', format='png') with the dot binary\n"
-        "fn = out.grad_fn\n"
-        "print(type(fn).__name__, fn.next_functions)\n"
+        f"dot = make_dot(out, params={{{params}}}, show_saved={show_saved})  # dot.render('graph', format='png') "
+        "draws it\n\n"
+        "# the node table: a depth-first walk of next_functions, numbering each node the first time it is met\n"
+        "order, stack = [], [out.grad_fn]\n"
+        "while stack:\n"
+        "    fn = stack.pop()\n"
+        "    if fn is not None and fn not in order:\n"
+        "        order.append(fn)\n"
+        "        stack.extend(reversed([n for n, _ in fn.next_functions if n is not None]))\n"
+        "for i, fn in enumerate(order):\n"
+        "    nxt = [f'#{order.index(n)} {type(n).__name__}' for n, _ in fn.next_functions if n is not None]\n"
+        "    print(f'#{i}', type(fn).__name__, '->', ', '.join(nxt) or '—')\n"
     )
 
 
@@ -235,8 +246,12 @@ def graph_view(leaves_text: str, expr_text: str, show_saved: bool = False) -> Gr
     dot = make_dot(b.out, params=params, show_saved=show_saved)
     dot.graph_attr.update(size="9,9")
     notes = []
-    if not torch.isfinite(b.out).all():
-        notes.append("The output contains inf or nan (log of a negative entry, or an overflow in exp).")
+    origin = first_non_finite(b.steps)
+    if origin is not None:
+        where = ("The output contains inf or nan" if not bool(torch.isfinite(b.out).all())
+                 else "The output is finite, but an intermediate result is not")
+        notes.append(f"{where}: the first operation whose result holds an inf or a nan is {quoted(origin.text)} "
+                     f"({_non_finite_kind(origin.out)}).")
     unused = [name for name in params if name not in _reached_leaf_names(b)]
     if unused:
         notes.append(f"Not in the graph although requires_grad=True: {', '.join(unused)} (unused or detached).")
@@ -246,6 +261,17 @@ def graph_view(leaves_text: str, expr_text: str, show_saved: bool = False) -> Gr
         n_nodes=len(b.nodes), dot=dot.source, forward_dot=forward_dot(b.tree, b.tensors, shapes),
         nodes=node_table(b), notes=tuple(notes), code=graph_code(b.leaves, expr_text, b.tree, show_saved),
     )
+
+
+def first_non_finite(steps: list) -> Step | None:
+    """The first operation, in evaluation order, whose result holds an inf or a nan."""
+    return next((s for s in steps if not bool(torch.isfinite(s.out).all())), None)
+
+
+def _non_finite_kind(t: torch.Tensor) -> str:
+    n_inf, n_nan = int(torch.isinf(t).sum()), int(torch.isnan(t).sum())
+    parts = [f"{n} {word}" for n, word in ((n_inf, "inf"), (n_nan, "nan")) if n]
+    return f"{' and '.join(parts)}, out of {t.numel()} elements"
 
 
 def _reached_leaf_names(b: Built) -> set:

@@ -7,7 +7,7 @@ from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader, default_collate
 
 from demos.errors import InputError
-from demos.parsing import parse_numbers
+from demos.parsing import parse_numbers, whole_in_range
 
 MAX_LEN = 48
 MAX_BATCH_ITEMS = 12
@@ -39,10 +39,7 @@ class BucketResult:
 def parse_lengths(text: str) -> tuple[int, ...]:
     """'5, 3, 8' -> (5, 3, 8): 2 to 12 sequence lengths, each a whole number from 1 to 48."""
     values = parse_numbers(text, "Sequence lengths", min_count=2, max_count=MAX_BATCH_ITEMS)
-    for i, v in enumerate(values):
-        if v != int(v) or not 1 <= v <= MAX_LEN:
-            raise InputError(f"Length {i} must be a whole number between 1 and {MAX_LEN}; got {v:g}.")
-    return tuple(int(v) for v in values)
+    return tuple(whole_in_range(v, f"Sequence lengths, entry {i + 1}", 1, MAX_LEN) for i, v in enumerate(values))
 
 
 def make_sequences(lengths) -> list[torch.Tensor]:

@@ -13,7 +13,7 @@ from torch.utils.data import (
 )
 
 from demos.errors import InputError
-from demos.parsing import parse_numbers
+from demos.parsing import parse_numbers, whole_in_range
 
 MAX_ORDER_LENGTH = 24
 MAX_CLASS_SIZE = 10_000
@@ -81,10 +81,7 @@ print(list(BatchSampler(SequentialSampler(data), 4, drop_last=True)))
 def parse_class_sizes(text: str) -> tuple[int, ...]:
     """'900, 90, 10' -> (900, 90, 10): 2 to 8 whole class sizes, each 1 to 10000."""
     values = parse_numbers(text, "Class sizes", min_count=2, max_count=MAX_CLASSES)
-    for i, v in enumerate(values):
-        if v != int(v) or not 1 <= v <= MAX_CLASS_SIZE:
-            raise InputError(f"Class size {i} must be a whole number between 1 and {MAX_CLASS_SIZE}; got {v:g}.")
-    return tuple(int(v) for v in values)
+    return tuple(whole_in_range(v, f"Class sizes, entry {i + 1}", 1, MAX_CLASS_SIZE) for i, v in enumerate(values))
 
 
 def weighted_sampling(class_sizes_text: str, batch_size: int, seed: int = 0) -> WeightedResult:

@@ -1,5 +1,6 @@
 """A real DataLoader run, timed from inside its workers and its main loop, drawn as a Gantt chart."""
 
+import math
 import os
 import time
 import warnings
@@ -19,6 +20,7 @@ MAX_TRANSFORM_MS = 20
 MAX_STEP_MS = 200
 SERIAL_BUDGET_MS = 1500  # the 0-worker run of a workload must fit in this
 COMPARE_LIMIT_S = 15.0
+STEADY_OK = 0.15  # a main loop that waits at most this share of the time after its first batch keeps up
 MAIN = "main process"
 MAIN_LOADING = "main (loading itself)"
 
@@ -27,10 +29,13 @@ MAIN_LOADING = "main (loading itself)"
 class Workload:
     """What one sample costs to load and what one training step costs in the main process."""
 
-    samples: int = 32
-    io_ms: float = 20.0
-    transform_ms: float = 5.0
-    step_ms: float = 15.0
+    # The page's defaults: a read-bound sample (25 ms of I/O, 1 ms of CPU) and a 40 ms step. Without workers the
+    # main loop loads 4 x 26 ms per 40 ms step; 4 workers deliver a batch every 26 ms, under the step with room for
+    # passing batches between processes even on a busy 2-core host (measured: 9-11% wait after the first batch).
+    samples: int = 40
+    io_ms: float = 25.0
+    transform_ms: float = 1.0
+    step_ms: float = 40.0
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,10 @@ class LoaderConfig:
         extra += ", persistent" if self.persistent_workers and self.num_workers else ""
         extra += ", pin_memory" if self.pin_memory else ""
         return f"{self.num_workers} workers, batch {self.batch_size}{extra}"
+
+
+DEFAULT_A = LoaderConfig(num_workers=0, batch_size=4)  # the page's default pair: the problem...
+DEFAULT_B = LoaderConfig(num_workers=4, batch_size=4, prefetch_factor=2)  # ...and the fix
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,30 @@ class LoaderRun:
         return self.starved_s / self.wall_s
 
     @property
+    def first_batch_s(self) -> float:
+        """iter(loader) to the first batch, over all epochs: worker start-up plus filling the pipeline."""
+        return sum(self.epoch_startup_s)
+
+    @property
+    def steady_s(self) -> float:
+        """The run from each epoch's first batch on."""
+        return max(self.wall_s - self.first_batch_s, 1e-9)
+
+    @property
+    def steady_wait_fraction(self) -> float:
+        """Share of the steady part the main loop waited for data (each epoch's first wait left out)."""
+        waits, seen = 0.0, False
+        for s in self.spans:
+            if s.row != MAIN:
+                continue
+            if s.kind == "startup":
+                seen = False
+            elif s.kind == "wait":
+                waits += (s.end - s.start) if seen else 0.0
+                seen = True
+        return waits / self.steady_s
+
+    @property
     def median_transform_ms(self) -> float:
         ms = sorted(1000 * (s.end - s.start) for s in self.spans if s.kind == "transform")
         return ms[len(ms) // 2] if ms else 0.0
@@ -103,6 +136,30 @@ class Comparison:
 
     def bound(self, run: LoaderRun) -> float:
         return speedup_bound(run.workload, run.config, self.cores)
+
+    def steady_speedup(self, run: LoaderRun) -> float:
+        """The run's rate from its first batch on, over the 0-worker rate (whose whole run counts)."""
+        return run.epochs * run.workload.samples / run.steady_s / self.baseline_samples_per_s[run.config.batch_size]
+
+    def verdict(self, run: LoaderRun) -> str:
+        """What this run's measurement shows, and why: a sentence built from its own numbers."""
+        w, c, starved = run.workload, run.config, run.starved_fraction
+        if c.num_workers == 0:
+            return (f"Starved: without workers the main process loads every sample itself, so {starved:.0%} of "
+                    f"the run went to loading (red) and {1 - starved:.0%} to training steps.")
+        first_ms, steady = 1000 * run.first_batch_s, run.steady_wait_fraction
+        fill = run.first_batch_s / run.wall_s
+        opening = (f"The first batch came after {first_ms:.0f} ms (starting {c.num_workers} "
+                   f"{'worker' if c.num_workers == 1 else 'workers'} and loading one batch), {fill:.0%} of the run.")
+        if steady <= STEADY_OK:
+            rest = (f" Kept up: from then on the main loop waited only {steady:.0%} of the time and trained at "
+                    f"{self.steady_speedup(run):.1f}x the 0-worker rate (bound {self.bound(run):.1f}x).")
+            if fill > STEADY_OK:
+                rest += (f" The whole run's {self.speedup(run):.2f}x is lower because the first batch's wait is a "
+                         "large share of this short run; an epoch of thousands of batches pays it once.")
+            return opening + rest
+        return (opening + f" Still starved: from then on the main loop waited {steady:.0%} of the time. "
+                + bottleneck(w, c, self.cores, self.load_average))
 
 
 def cores() -> int:
@@ -146,7 +203,21 @@ def validate(workload: Workload, config: LoaderConfig, budget_ms: float = SERIAL
 
 def _check_range(name: str, value, low, high) -> None:
     if not low <= value <= high:
-        raise InputError(f"{name} must be between {low} and {high}; got {value}.")
+        raise InputError(f"{name}: {value} is out of range; it must be from {low} to {high}.")
+
+
+def sample_choices(io_ms: float, transform_ms: float, step_ms: float, batch_size: int) -> tuple[int, ...]:
+    """The sample counts (multiples of 4) whose run without workers fits SERIAL_BUDGET_MS at this batch size.
+
+    4 samples always fit (4 x (100 + 20) + 4 x 200 = 1280 ms at the limits), so the tuple is never empty.
+    """
+    return tuple(n for n in range(4, MAX_SAMPLES + 1, 4)
+                 if serial_estimate_ms(Workload(n, io_ms, transform_ms, step_ms), batch_size) <= SERIAL_BUDGET_MS)
+
+
+def default_samples(choices: tuple[int, ...], wanted: int = Workload.samples) -> int:
+    """The wanted count if it fits, else the largest that does (choices run from 4 up in steps of 4)."""
+    return min(wanted, choices[-1])
 
 
 def serial_estimate_ms(w: Workload, batch_size: int) -> float:
@@ -162,6 +233,26 @@ def speedup_bound(w: Workload, c: LoaderConfig, n_cores: int) -> float:
     serial = load_ms + w.step_ms
     parallel = max(w.step_ms, load_ms / c.num_workers, c.batch_size * w.transform_ms / n_cores, 1e-9)
     return serial / parallel
+
+
+def bottleneck(w: Workload, c: LoaderConfig, n_cores: int, load_average: float) -> str:
+    """Why a loader with workers still starves the step: the slowest stage of speedup_bound, in numbers."""
+    if w.step_ms == 0:
+        return "With a 0 ms step there is nothing to hide loading behind: every batch is waited for."
+    load_ms = c.batch_size * (w.io_ms + w.transform_ms)
+    per_worker, cpu = load_ms / c.num_workers, c.batch_size * w.transform_ms / n_cores
+    if per_worker >= max(w.step_ms, cpu) and per_worker > 0:
+        need = math.ceil(load_ms / w.step_ms)
+        more = (f"about {need} workers would keep up" if need <= MAX_WORKERS
+                else "no worker count allowed here keeps up; a longer step or cheaper samples would")
+        return (f"Each worker needs {per_worker:.0f} ms per batch ({c.batch_size} x {w.io_ms + w.transform_ms:g} ms "
+                f"shared by {c.num_workers}) against a {w.step_ms:g} ms step: {more}.")
+    if cpu >= w.step_ms and cpu > 0:
+        return (f"The transforms need {c.batch_size * w.transform_ms:g} ms of CPU per batch and {n_cores} cores "
+                f"give {cpu:.0f} ms per batch against a {w.step_ms:g} ms step: more workers than cores cannot help.")
+    busy = f" (load average {load_average:.1f} on {n_cores} cores)" if load_average > n_cores else ""
+    return ("By the bound the loaders should keep up, so the waits are costs the bound leaves out: passing batches "
+            f"between processes{', pinning them' if c.pin_memory else ''} and a busy host{busy}.")
 
 
 def _loader_kwargs(c: LoaderConfig) -> dict:

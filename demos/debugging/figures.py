@@ -92,8 +92,10 @@ def nan_graph(r) -> str:
     for row in r.hook_rows:
         bad = not row.finite
         extra = f"\\n{row.nonfinite}/{row.numel} not finite" if bad else "\\nfinite"
+        if bad and r.origin is not None:
+            extra += f"\\nfirst non-finite op: {r.origin.op}"
         if bad and r.node:
-            extra += f"\\nbackward: {r.node} → nan"
+            extra += f"\\nanomaly mode: {r.node} → nan"
         colour = error if bad else ok
         fill = "#fde8e8" if bad else "#eaf6ea"
         lines.append(f'{row.module} [label="{row.module} ({row.kind}){extra}", color="{colour}", fillcolor="{fill}"];')

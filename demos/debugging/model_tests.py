@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 
 BUGS = ("none", "unused_layer", "detached_branch", "squeeze_output", "softmax_before_ce", "dropout_always_on")
 BUG_LABELS = {
@@ -124,7 +124,7 @@ def _timed(fn, bug):
 def run_model_tests(bug: str) -> TestReport:
     """Run the four tests against the model with the chosen bug (or none)."""
     if bug not in BUGS:
-        raise InputError(f"The planted bug must be one of {', '.join(BUGS)}; got '{bug}'.")
+        raise InputError(f"The planted bug must be one of {', '.join(BUGS)}; got {quoted(bug)}.")
     rows, losses = [], []
     for name, fn in (("output shape", test_output_shape), ("overfit one batch", overfit_one_batch),
                      ("every parameter gets a gradient", every_param_gets_grad),
@@ -139,7 +139,15 @@ def run_model_tests(bug: str) -> TestReport:
 TEST_CODE = '''import torch
 from torch import nn
 
-from mymodel import Classifier  # your model
+
+class Classifier(nn.Module):  # the page's correct model: import yours here instead
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(10, 32)
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
 
 
 def test_output_shape():
@@ -151,13 +159,15 @@ def test_output_shape():
 def test_overfits_one_batch():
     torch.manual_seed(0)
     model = Classifier()
-    x, y = torch.randn(8, 10), torch.randint(0, 4, (8,))
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(8, 10, generator=g), torch.randint(0, 4, (8,), generator=g)
     opt = torch.optim.Adam(model.parameters(), lr=0.02)
     for _ in range(150):
         loss = nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
+    print(f"final loss {loss.item():.4f}")
     assert loss.item() < 0.05
 
 
@@ -176,4 +186,17 @@ def test_deterministic_under_seed():
     b = Classifier().eval()
     with torch.no_grad():
         assert torch.equal(a(x), b(x)) and torch.equal(a(x), a(x))
+
+
+if __name__ == "__main__":  # pytest this_file.py runs the same four tests
+    tests = [test_output_shape, test_overfits_one_batch, test_every_parameter_gets_a_gradient,
+             test_deterministic_under_seed]
+    passed = 0
+    for test in tests:
+        try:
+            test()
+            passed += 1
+        except AssertionError as err:
+            print(test.__name__, "failed:", err)
+    print(f"{passed} of {len(tests)} passed")
 '''

@@ -3,13 +3,15 @@
 import math
 import re
 import threading
+import traceback
 import warnings
 from dataclasses import dataclass
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 
 SOURCES = ("log_zero", "div_zero", "sqrt_negative", "fp16_overflow")
 SOURCE_LABELS = {
@@ -91,6 +93,16 @@ class HookRow:
 
 
 @dataclass(frozen=True)
+class OpRow:
+    op: str  # the aten op, e.g. aten.exp.default
+    nonfinite: int  # entries of its output that are nan or inf
+    nan: int  # of those, the nan entries (the rest are inf)
+    numel: int
+    inputs_nonfinite: int  # non-finite entries among its inputs: 0 means this op made them
+    line: str  # the source line in this file that called it
+
+
+@dataclass(frozen=True)
 class NaNTrace:
     source: str
     loss: float
@@ -99,6 +111,7 @@ class NaNTrace:
     traceback: str  # the forward traceback anomaly mode printed, paths shortened
     hook_rows: tuple[HookRow, ...]  # every module in call order, up to and including the first non-finite
     first_bad: str  # module name the forward-hook tracer names, '' if all finite
+    origin: OpRow | None  # the first op whose output is not finite, from the op-level forward tracer
     fixed_loss: float
     fixed_grads_finite: bool
     code: str
@@ -114,7 +127,7 @@ def make_batch(seed: int = 0) -> torch.Tensor:
 
 def build(source: str, fixed: bool = False, seed: int = 0) -> NaNNet:
     if source not in SOURCES:
-        raise InputError(f"The NaN source must be one of {', '.join(SOURCES)}; got '{source}'.")
+        raise InputError(f"The NaN source must be one of {', '.join(SOURCES)}; got {quoted(source)}.")
     torch.manual_seed(seed)
     return NaNNet(source, fixed)
 
@@ -139,6 +152,62 @@ def hook_trace(model: nn.Module, x: torch.Tensor) -> tuple[list[HookRow], str]:
     first = next((r.module for r in rows if not r.finite), "")
     shown = rows[: next((i + 1 for i, r in enumerate(rows) if not r.finite), len(rows))]
     return shown, first
+
+
+class _FirstNonFinite(TorchDispatchMode):
+    """Checks every op's output as it runs and keeps the first one that is not finite (with its source line)."""
+
+    def __init__(self):
+        super().__init__()
+        self.first: OpRow | None = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if self.first is None:
+            outs = [t for t in (out if isinstance(out, tuple | list) else (out,))
+                    if isinstance(t, torch.Tensor) and t.is_floating_point()]
+            bad = sum(int((~torch.isfinite(t)).sum()) for t in outs)
+            if bad:
+                ins = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
+                frames = [f for f in traceback.extract_stack() if f.filename == __file__ and f.name == "forward"]
+                nan = sum(int(t.isnan().sum()) for t in outs)
+                self.first = OpRow(str(func), bad, nan, sum(t.numel() for t in outs),
+                                   sum(int((~torch.isfinite(a)).sum()) for a in ins),
+                                   (frames[-1].line or "").split("#")[0].strip() if frames else "")
+        return out
+
+
+def op_trace(model: nn.Module, x: torch.Tensor) -> OpRow | None:
+    """The forward op that first produced a non-finite value: the origin, which anomaly mode does not name."""
+    with torch.no_grad(), _FirstNonFinite() as mode:
+        model(x)
+    return mode.first
+
+
+def op_name(op: str) -> str:
+    """`aten.exp.default` -> `exp`; `DivBackward0` -> `div`: the op both tracers talk about."""
+    if op.endswith(tuple(f"Backward{i}" for i in range(10))):
+        return re.sub(r"Backward\d+$", "", op).lower()
+    return op.split(".")[1] if op.startswith("aten.") else op
+
+
+def anomaly_vs_origin(r: "NaNTrace") -> str:
+    """Why anomaly mode named the node it named, from this run: compare it with the op-level tracer's origin."""
+    if not r.node or r.origin is None:
+        return ""
+    o = r.origin
+    kinds = ", ".join(f"{k} {w}" for k, w in ((o.nonfinite - o.nan, "infinite"), (o.nan, "NaN")) if k)
+    made = ("from finite inputs, so it is where the first non-finite value appeared" if o.inputs_nonfinite == 0
+            else f"but {o.inputs_nonfinite} of its inputs were already non-finite")
+    origin = (f"The op-level forward tracer (a `TorchDispatchMode` checking every op's output) finds the first "
+              f"non-finite output at `{o.op}` (`{o.line}`): {kinds} of its {o.numel} values, {made}.")
+    if op_name(r.node) == op_name(o.op):
+        return (f"`detect_anomaly` names `{r.node}`, the first backward node that returned NaN. {origin} Here both "
+                f"point at the same op, `{op_name(o.op)}`.")
+    only_inf = " It produced infinities, not NaN, and anomaly mode only checks for NaN." if o.nan == 0 else ""
+    return (f"`detect_anomaly` names `{r.node}`: the first backward node that returned NaN, not where the bad values "
+            f"began. {origin}{only_inf} So the NaN that stopped the backward at `{r.node}` grew from "
+            f"`{op_name(o.op)}`'s output: fix the origin, not the node anomaly mode names.")
 
 
 def _short_traceback(text: str) -> str:
@@ -180,6 +249,7 @@ def trace_nan(source: str) -> NaNTrace:
     x = make_batch()
     loss, node, error, tb = anomaly_run(model, x)
     rows, first = hook_trace(model, x)
+    origin = op_trace(model, x)
     fixed = build(source, fixed=True)
     fixed_loss = fixed(x).mean()
     fixed_loss.backward()
@@ -187,7 +257,7 @@ def trace_nan(source: str) -> NaNTrace:
     fixed.planted(h).mean().backward()  # the ReLU before it would otherwise mask a nan at the zeros
     grads_ok = torch.isfinite(h.grad).all().item() and all(torch.isfinite(p.grad).all().item()
                                                             for p in fixed.parameters())
-    return NaNTrace(source, loss, node, error, tb, tuple(rows), first, fixed_loss.item(),
+    return NaNTrace(source, loss, node, error, tb, tuple(rows), first, origin, fixed_loss.item(),
                     grads_ok and math.isfinite(fixed_loss.item()), nan_code(source))
 
 
@@ -195,6 +265,7 @@ def nan_code(source: str) -> str:
     """A standalone script: the planted op, the hook tracer, anomaly mode, then the fix."""
     return f'''import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
 
 
 class Planted(nn.Module):
@@ -232,6 +303,23 @@ except StopIteration:
     pass
 for h in handles:
     h.remove()
+
+
+class FirstNonFiniteOp(TorchDispatchMode):  # op level: the origin, which anomaly mode does not name
+    first = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {{}}))
+        if (self.first is None and isinstance(out, torch.Tensor) and out.is_floating_point()
+                and not torch.isfinite(out).all()):
+            bad = int((~torch.isfinite(out)).sum())
+            self.first = func
+            print("first non-finite op:", func, bad, "of", out.numel(), "values,", int(out.isnan().sum()), "NaN")
+        return out
+
+
+with torch.no_grad(), FirstNonFiniteOp():
+    model(x)
 
 try:
     with torch.autograd.detect_anomaly():  # prints the forward traceback of the failing node

@@ -129,8 +129,10 @@ def seed_worker(worker_id):
 
 if __name__ == "__main__":  # required with forkserver and spawn: workers re-import this file
     bug = DataLoader(AugmentDataset(), batch_size=None, num_workers=2, multiprocessing_context="forkserver")
-    for row in bug:
-        print("bug", row)  # items 0 and 1 (workers 0 and 1) share the same 'random' value
+    for i, worker, seed, dataset_rng, global_np, torch_rand in bug:
+        # items 0 and 1 (workers 0 and 1) share the same dataset_rng value: the copied Generator.
+        # This loader has no generator=, so its worker seeds (and np.random, torch.rand) change from run to run.
+        print("bug", i, worker, dataset_rng)
     fixed = DataLoader(AugmentDataset(), batch_size=None, num_workers=2, multiprocessing_context="forkserver",
                        worker_init_fn=seed_worker, generator=torch.Generator().manual_seed(0))
     for row in fixed:

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
-import torch.nn as nn
 
 from demos import guests
 from demos.distributed.launcher import MAX_WORLD, MIN_WORLD, run_ranks
 from demos.distributed.models import ENV_KEYS, Tower
 from demos.distributed.results import check_ranks, load_result
 from demos.errors import InputError, quoted
+from demos.memory.models import GPT, GPT2_CONTEXT  # the Memory page's model: one parameter count for both pages
 from demos.parsing import parse_int, parse_number
 
 # name: (low, high) for whole-number parameters of each demo
@@ -62,6 +62,23 @@ def _whole(name: str, value) -> int:
     return parse_int(str(value), LABELS[name], low, high)
 
 
+def feature_choices(world: int) -> tuple[int, ...]:
+    """Tensor-parallel feature counts each rank can hold an equal share of: the multiples of the world size."""
+    low, high = LIMITS["d_in"]
+    return tuple(n for n in range(low, high + 1) if n % world == 0)
+
+
+def micro_batch_choices(per_rank: int) -> tuple[int, ...]:
+    """DDP micro-batch counts that give every micro-batch at least one sample."""
+    low, high = LIMITS["micro_batches"]
+    return tuple(range(low, min(high, per_rank) + 1))
+
+
+def nearest_choice(choices: tuple[int, ...], wanted: int) -> int:
+    """The largest choice not above `wanted`, else the smallest choice."""
+    return max((c for c in choices if c <= wanted), default=choices[0])
+
+
 def validate_world(world_size) -> int:
     return parse_int(str(world_size), "World size", MIN_WORLD, MAX_WORLD)
 
@@ -69,16 +86,17 @@ def validate_world(world_size) -> int:
 def validate_params(demo: str, world: int, raw: dict) -> dict:
     """Check every parameter of a demo against its limit; return them as plain JSON values."""
     if demo not in DEMO_PARAMS:
-        raise InputError(f"Unknown demo '{demo}'; choose one of {', '.join(DEMO_PARAMS)}.")
+        raise InputError(f"Unknown demo {quoted(demo)}; choose one of {', '.join(DEMO_PARAMS)}.")
     p = {}
     for name in DEMO_PARAMS[demo]:
         if name not in raw:
-            raise InputError(f"The {demo} demo needs the parameter '{name}'.")
+            raise InputError(f"The {demo} demo needs the parameter {quoted(name)}.")
         value = raw[name]
         if name == "bucket_cap_mb":
-            mb = parse_number(str(value), "Bucket cap (MB)")
+            mb = parse_number(str(value), "bucket_cap_mb")
             if not BUCKET_MB[0] <= mb <= BUCKET_MB[1]:
-                raise InputError(f"Bucket cap (MB) must be between {BUCKET_MB[0]} and {BUCKET_MB[1]}; got {mb:g}.")
+                raise InputError(f"bucket_cap_mb: {quoted(value)} is out of range; it must be from {BUCKET_MB[0]} "
+                                 f"to {BUCKET_MB[1]} MB.")
             p[name] = mb
         elif name in FLAGS:
             p[name] = bool(value)
@@ -86,12 +104,14 @@ def validate_params(demo: str, world: int, raw: dict) -> dict:
             p[name] = _whole(name, value)
     if demo == "ddp":
         if p["micro_batches"] > p["per_rank"]:
-            raise InputError(f"Micro-batches ({p['micro_batches']}) cannot exceed samples per rank ({p['per_rank']}).")
+            raise InputError(f"Micro-batches: {p['micro_batches']} is more than the {p['per_rank']} samples per rank, "
+                             "so some micro-batch would be empty.")
         p["iterations"] = DDP_ITERATIONS
     if demo == "tensor_parallel":
         for name in ("d_in", "d_out"):
             if p[name] % world:
-                raise InputError(f"{LABELS[name]} ({p[name]}) must be divisible by the number of ranks ({world}).")
+                raise InputError(f"{LABELS[name]}: {p[name]} does not split into {world} equal shards; use a "
+                                 f"multiple of {world}.")
     return p
 
 
@@ -229,7 +249,7 @@ def block_origins(op: str, world: int, n: int, rank: int, count: int) -> list[in
 def collective_view(run: DistRun, op: str) -> dict:
     """Every rank's tensor before and after one collective, with where each element came from."""
     if op not in OPS:
-        raise InputError(f"Unknown collective '{op}'; choose one of {', '.join(OPS)}.")
+        raise InputError(f"Unknown collective {quoted(op)}; choose one of {', '.join(OPS)}.")
     n = int(run.params["length"])
     rows = []
     for r, entry in enumerate(run.ranks):
@@ -254,6 +274,33 @@ def ring_rows(run: DistRun) -> list[dict]:
     return out
 
 
+def ring_summary(run: DistRun, rows: list[dict]) -> str:
+    """The ring's cost, from this run: 2(N-1)/N of the message per rank, what the ranks measured, and the check."""
+    n = run.world_size
+    size = rows[0]["message bytes"]
+    numel = size // 4
+    factor = 2 * (n - 1) / n
+    sent = [r["sent bytes (measured)"] for r in rows]
+    text = (f"A ring all_reduce is a reduce-scatter then an all-gather, each of N−1 steps sending one chunk of "
+            f"size/N to the right-hand neighbour, so each rank sends 2(N−1)/N × size: here 2·{n - 1}/{n} × "
+            f"{size:,} B = {factor * size:,.0f} B, {factor:.2f}× the message. The factor grows with N but stays "
+            "below 2 (" + ", ".join(f"N = {k}: {2 * (k - 1) / k:.2f}×" for k in (2, 4, 8, 64)) + "), so the "
+            "bytes per rank never reach twice the message however many ranks join, while the number of sequential "
+            "steps, 2(N−1) = "
+            f"{2 * (n - 1)} here, grows linearly. ")
+    measured = f"{sent[0]:,} B" if min(sent) == max(sent) else f"{min(sent):,} to {max(sent):,} B"
+    if all(b == factor * size for b in sent):
+        text += f"Every rank measured exactly {measured}. "
+    elif numel % n:
+        text += (f"The ranks measured {measured}, not exactly the formula: {numel:,} elements do not split into {n} "
+                 "equal chunks. ")
+    else:
+        text += f"The ranks measured {measured}. "
+    worst = max(r["max |ring − all_reduce|"] for r in rows)
+    return text + (f"The ranks ran the ring by hand with send/recv; its result differs from `dist.all_reduce` by at "
+                   f"most {worst:.1e}.")
+
+
 # ---- DDP ------------------------------------------------------------------------------------------------------
 
 def ddp_view(run: DistRun, rank: int = 0) -> dict:
@@ -269,6 +316,8 @@ def ddp_view(run: DistRun, rank: int = 0) -> dict:
         iterations.append({"layers": layers, "buckets": buckets, "backward_end": float(it["backward_end"])})
     return {
         "rank": rank, "iterations": iterations, "params": entry["params"],
+        "head_first": bool(run.params.get("head_first")),
+        "order": [f"fc{i}" for i in range(int(run.params["layers"]))] + ["head"],  # Tower.forward's order
         "max_diff_vs_single": max(float(e["max_diff_vs_single"]) for e in run.ranks),
         "max_diff_across_ranks": float(entry["max_diff_across_ranks"]),
         "accumulation": entry["accumulation"], "unused": entry["unused"],
@@ -282,6 +331,127 @@ def overlap_ms(iteration: dict) -> float:
         for layer in iteration["layers"]:
             total += max(0.0, min(b["end"], layer["end"]) - max(b["start"], layer["start"]))
     return total
+
+
+def bucket_cap_bytes(cap_mb: float) -> int:
+    """The byte cap DDP derives from bucket_cap_mb: int(bucket_cap_mb * 2**20)."""
+    return int(cap_mb * 2**20)
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def _modules(names: list[str]) -> list[str]:
+    """Module names in first-seen order from parameter names (`fc1.weight` -> `fc1`)."""
+    out = []
+    for n in names:
+        m = n.rsplit(".", 1)[0]
+        if m not in out:
+            out.append(m)
+    return out
+
+
+def bucket_sentences(buckets: list[dict], sizes: dict, cap: int) -> list[str]:
+    """What each bucket's size says about the cap, measured: over it (and which parameter pushed it), at, or under."""
+    out = []
+    for i, b in enumerate(buckets):
+        last = b["params"][-1] if b["params"] else ""
+        before = b["bytes"] - 4 * sizes.get(last, 0)
+        if b["bytes"] > cap and last in sizes and 0 <= before < cap:
+            out.append(f"bucket {b['index']} holds {b['bytes']:,} B, {b['bytes'] - cap:,} B over the cap: it held "
+                       f"{before:,} B, under the cap, until `{last}` ({4 * sizes[last]:,} B) was added and closed it")
+        elif b["bytes"] > cap:
+            out.append(f"bucket {b['index']} holds {b['bytes']:,} B, {b['bytes'] - cap:,} B over the cap")
+        elif b["bytes"] == cap:
+            out.append(f"bucket {b['index']} holds exactly the cap, {cap:,} B")
+        elif i == len(buckets) - 1 and len(buckets) > 1:
+            out.append(f"the last bucket, {b['index']}, holds the {b['bytes']:,} B left over, under the cap")
+        else:
+            out.append(f"bucket {b['index']} holds {b['bytes']:,} B, under the cap")
+    return out
+
+
+def ddp_story(view: dict, cap_mb: float) -> list[str]:
+    """The DDP steps, each sentence derived from this run's buckets, timings and gradient checks."""
+    cap = bucket_cap_bytes(cap_mb)
+    sizes = {name: int(n) for name, _, n in view["params"]}
+    registered = list(sizes)
+    its = view["iterations"]
+    first, last = its[0], its[-1]
+    n_last = len(its)
+    rebuilt = bucket_sentences(last["buckets"], sizes, cap)
+    over = any(b["bytes"] > cap for b in last["buckets"])
+    steps = [
+        f"DDP hooks each parameter's gradient and packs parameters into buckets: it adds parameters to a bucket and "
+        f"closes the bucket once it reaches `bucket_cap_mb` = {cap_mb:g} MB = {cap:,} B"
+        + (", so a bucket can pass the cap by up to its last parameter. " if over else ". ")
+        + f"In iteration {n_last}: " + "; ".join(rebuilt) + "."
+    ]
+    b0 = first["buckets"][0] if first["buckets"] else {}
+    layer_end = max((lay["end"] for lay in first["layers"]), default=b0.get("start", 0.0))
+    if not b0:
+        steps.append("Iteration 1 recorded no bucket.")
+    elif len(first["buckets"]) == 1:
+        order = "registration order" if b0["params"] == registered else "this order"
+        when = (f"its all_reduce started at {b0['start']:.2f} ms, after every layer's backward had ended "
+                f"({layer_end:.2f} ms): no overlap" if b0["start"] >= layer_end else
+                f"its all_reduce started at {b0['start']:.2f} ms, once every gradient was ready")
+        steps.append(
+            f"Iteration 1 is a single bucket of all {len(b0['params'])} parameters ({b0['bytes']:,} B"
+            + (", over the cap" if b0["bytes"] > cap else "")
+            + "): with `find_unused_parameters=False` DDP does not split buckets before it has seen the order "
+            f"gradients arrive in, so {when}. The bucket lists the parameters in {order} ({_names(b0['params'])})"
+            + (", the head first because it was registered first" if view.get("head_first") and
+               b0["params"][:1] == ["head.weight"] else "")
+            + ": a single bucket is reduced once, whatever the order of its names.")
+    else:
+        steps.append(f"Iteration 1 used {len(first['buckets'])} buckets, built from the registration order: "
+                     + "; ".join(bucket_sentences(first["buckets"], sizes, cap)) + ".")
+    ready = _modules([p for b in last["buckets"] for p in b["params"]])
+    forward = [lay for lay in view.get("order", []) if lay in ready]
+    rebuild = (f"After iteration 1 DDP rebuilt the buckets in the order gradients became ready: "
+               f"{_names(ready)}")
+    backwards = _modules(registered)[::-1]
+    if forward and ready == forward[::-1]:
+        rebuild += (" (the reverse of the forward order, which here is also the reverse of the registration order)"
+                    if ready == backwards else
+                    f" (the reverse of the forward order, not of the registration order, {_names(backwards)})")
+    steps.append(rebuild + f", giving {len(last['buckets'])} bucket{'s' if len(last['buckets']) != 1 else ''}.")
+    ov = overlap_ms(last)
+    if not last["buckets"]:
+        steps.append(f"Iteration {n_last} recorded no bucket, so nothing could overlap.")
+    elif len(last["buckets"]) == 1:
+        steps.append(f"With one bucket, its all_reduce can only start once the last gradient is ready, so nothing "
+                     f"overlaps (measured {ov:.2f} ms in iteration {n_last}).")
+    else:
+        first_b = min(last["buckets"], key=lambda b: b["start"])
+        running = [lay["name"] for lay in sorted(last["layers"], key=lambda x: x["end"])
+                   if lay["end"] > first_b["start"]]
+        if ov > 0 and running:
+            steps.append(f"From then on a bucket's all_reduce starts (async) as soon as its last gradient is ready: in "
+                         f"iteration {n_last} bucket {first_b['index']} started at {first_b['start']:.2f} ms while "
+                         f"the backward of {_names(running)} had not finished, so communication overlapped "
+                         f"computation for {ov:.2f} ms.")
+        else:
+            steps.append(f"A bucket's all_reduce starts (async) as soon as its last gradient is ready, but in "
+                         f"iteration {n_last} no all_reduce ran during a layer's backward (measured overlap "
+                         f"{ov:.2f} ms): the layers finished first.")
+    steps.append(f"The comm hook divides by the world size, so every rank ends with the same mean gradient: the "
+                 f"ranks' gradients differ by at most {view['max_diff_across_ranks']:.1e}, and differ from one "
+                 f"process on the whole batch by at most {view['max_diff_vs_single']:.1e}.")
+    return steps
+
+
+def accumulation_caption(acc: dict) -> str:
+    """What no_sync saved in this run, from the counted all_reduces."""
+    counts, micro = acc["all_reduces"], acc["micro_batches"]
+    same = f"Same final gradients either way (max difference {acc['max_grad_diff']:.1e}); "
+    if counts["no_sync"] == counts["every_step"]:
+        return same + (f"with {micro} micro-batch{'es' if micro != 1 else ''} there is nothing to skip: both ran "
+                       f"{counts['no_sync']} all_reduces.")
+    return same + (f"only the communication differs: without no_sync each of the {micro} micro-batches all_reduces "
+                   f"every bucket ({counts['every_step']} all_reduces instead of {counts['no_sync']}).")
 
 
 # ---- DistributedSampler ---------------------------------------------------------------------------------------
@@ -352,23 +522,27 @@ PRECISIONS = {
 
 
 def model_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
-    """Real parameter count: the page's MLP, or transformer layers built on the meta device (no memory)."""
+    """Real parameter count: the page's MLP, or the Memory page's GPT-2-style model built on the meta device.
+
+    Both pages build the same `demos.memory.models.GPT` (token and 1024 position embeddings, pre-norm blocks with
+    biases, final LayerNorm, output head tied to the token embedding), so GPT-2 small is 124,439,808 on both.
+    """
     if preset not in PRESETS:
-        raise InputError(f"Unknown model '{preset}'.")
+        raise InputError(f"Unknown model {quoted(preset)}.")
     if PRESETS[preset] is None:
         model = Tower(_whole("layers", layers), _whole("width", width))
         return sum(p.numel() for p in model.parameters()), f"Tower({layers}, {width}) in torch"
     n_layers, d, heads, vocab = PRESETS[preset]
     with torch.device("meta"):
-        block = nn.TransformerEncoderLayer(d, heads, dim_feedforward=4 * d, batch_first=True)
-        embed = nn.Embedding(vocab, d)
-    count = n_layers * sum(p.numel() for p in block.parameters()) + sum(p.numel() for p in embed.parameters())
-    return count, f"{n_layers} × nn.TransformerEncoderLayer({d}, {heads}) + nn.Embedding({vocab}, {d}) on meta"
+        model = GPT(n_layers, d, heads, vocab, GPT2_CONTEXT)
+    count = sum(p.numel() for p in model.parameters())  # parameters() lists the tied head weight once
+    return count, (f"the Memory page's GPT({n_layers} blocks, d={d}, {heads} heads, vocab {vocab}, context "
+                   f"{GPT2_CONTEXT}, head tied to the token embedding) built on meta")
 
 
 def _precision(name: str) -> tuple[int, int, int]:
     if name not in PRECISIONS:
-        raise InputError(f"Unknown precision '{name}'.")
+        raise InputError(f"Unknown precision {quoted(name)}.")
     return PRECISIONS[name]
 
 
@@ -427,8 +601,26 @@ def pipeline_schedule(stages: int, micro: int, kind: str) -> Schedule:
     p = parse_int(str(stages), "Stages", 2, 8)
     m = parse_int(str(micro), "Micro-batches", 1, 16)
     if kind not in ("GPipe", "1F1B"):
-        raise InputError(f"Unknown schedule '{kind}'; choose GPipe or 1F1B.")
+        raise InputError(f"Unknown schedule {quoted(kind)}; choose GPipe or 1F1B.")
     orders = [_stage_order(kind, p, m, s) for s in range(p)]
+    tasks = run_schedule(orders)
+    makespan = max(start + 1 for _, start, _, _ in tasks)
+    peak = peak_in_flight(tasks, p)
+    code = (inspect.getsource(_stage_order) + "\n\n" + inspect.getsource(run_schedule) + "\n\n"
+            + inspect.getsource(peak_in_flight) + "\n\n"
+            f"orders = [_stage_order({kind!r}, {p}, {m}, s) for s in range({p})]\n"
+            "tasks = run_schedule(orders)\n"
+            "makespan = max(start + 1 for _, start, _, _ in tasks)\n"
+            f"print('makespan', makespan, 'time units; bubble', 1 - 2 * {m} / makespan, "
+            f"'; formula (p-1)/(m+p-1) =', ({p} - 1) / ({m} + {p} - 1))\n"
+            f"print('peak micro-batches in flight per stage', peak_in_flight(tasks, {p}))\n")
+    return Schedule(kind, p, m, tuple(sorted(tasks, key=lambda t: (t[1], t[0]))), makespan, 1 - (2 * m) / makespan,
+                    (p - 1) / (m + p - 1), tuple(peak), code)
+
+
+def run_schedule(orders: list) -> list[tuple[int, int, str, int]]:
+    """(stage, start, F or B, micro-batch) for every task: unit-time tasks, each as early as its dependencies allow."""
+    p = len(orders)
     done, free, pos, tasks = {}, [0] * p, [0] * p, []
     while any(pos[s] < len(orders[s]) for s in range(p)):
         progressed = False
@@ -448,8 +640,11 @@ def pipeline_schedule(stages: int, micro: int, kind: str) -> Schedule:
                 progressed = True
         if not progressed:
             raise RuntimeError("schedule deadlocked")  # a bug in the orders, never user input
-    makespan = max(free)
-    bubble = 1 - (2 * m) / makespan
+    return tasks
+
+
+def peak_in_flight(tasks: list, p: int) -> tuple[int, ...]:
+    """Per stage, the most micro-batches forwarded but not yet backwarded (their activations are held)."""
     peak = []
     for s in range(p):
         live, best = 0, 0
@@ -457,11 +652,7 @@ def pipeline_schedule(stages: int, micro: int, kind: str) -> Schedule:
             live += 1 if what == "F" else -1
             best = max(best, live)
         peak.append(best)
-    code = (f"# stage s runs its tasks in this order; a task waits for its dependency on the neighbour stage\n"
-            f"orders = [_stage_order({kind!r}, {p}, {m}, s) for s in range({p})]\n"
-            f"bubble = 1 - 2 * {m} / makespan   # formula: ({p}-1)/({m}+{p}-1) = {(p - 1) / (m + p - 1):.4f}\n")
-    return Schedule(kind, p, m, tuple(sorted(tasks, key=lambda t: (t[1], t[0]))), makespan, bubble,
-                    (p - 1) / (m + p - 1), tuple(peak), inspect.getsource(_stage_order) + "\n" + code)
+    return tuple(peak)
 
 
 def tradeoff_rows(params: int, world: int, layers: int, width: int, tokens: int, precision: str) -> list[dict]:

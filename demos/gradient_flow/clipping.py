@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.parsing import parse_number
 
 MAX_POINTS = 1500  # gradient entries drawn in the scatter
@@ -57,7 +57,8 @@ def parse_lr(text: str) -> float:
     """A learning rate typed as text, such as 0.1 or 1e-3, within [MIN_LR, MAX_LR]."""
     lr = parse_number(text, "Learning rate")
     if not math.isfinite(lr) or not MIN_LR <= lr <= MAX_LR:
-        raise InputError(f"Learning rate must be between {MIN_LR:g} and {MAX_LR:g}; got {lr:g}.")
+        raise InputError(f"Learning rate: {quoted(text)} is out of range; it must be from {MIN_LR:g} to "
+                         f"{MAX_LR:g}.")
     return lr
 
 

@@ -7,7 +7,7 @@ from functools import lru_cache
 import torch
 from torch import nn
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 
 LRS = (0.001, 0.01, 0.1, 0.3, 1.0)
 INITS = ("kaiming", "default", "negative_bias")
@@ -63,7 +63,7 @@ def dead_run(lr: float, init: str, seed: int = 0) -> DeadRun:
     if lr not in LRS:
         raise InputError(f"Learning rate must be one of {', '.join(map(str, LRS))}; got {lr}.")
     if init not in INITS:
-        raise InputError(f"Initialization must be one of {', '.join(INITS)}; got '{init}'.")
+        raise InputError(f"Initialization must be one of {', '.join(INITS)}; got {quoted(init)}.")
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(EVAL, 16, generator=g)
     y = torch.sin(x[:, :4]).sum(1, keepdim=True)

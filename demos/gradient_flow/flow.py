@@ -7,12 +7,15 @@ import torch
 from torch import nn
 
 from demos.errors import InputError
-from demos.gradient_flow.network import NetConfig, batch, build, right_init, validate
+from demos.gradient_flow.network import CLASSES, NetConfig, batch, build, right_init, validate
 
 MAX_STEPS = 12
 LR = 0.1
 HIST_BINS = 40
 TINY = 1e-45  # smallest positive float32: an exact zero is drawn at this floor on log axes
+HEALTHY = (0.1, 10.0)  # layer 1 / last layer within one order of magnitude of 1
+CHANCE_LOSS = math.log(CLASSES)  # cross-entropy of a uniform guess
+BLOWN_UP_LOSS = 10 * CHANCE_LOSS  # a loss at init this far above chance means the activations blew up
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,27 @@ class Pass:
     grad_norms: tuple[float, ...]
     act_stds: tuple[float, ...]
     loss: float
+    act_slopes: tuple[float, ...]  # mean derivative of each block's activation at the inputs it received
+
+    @property
+    def ratio(self) -> float:
+        """Layer 1's gradient norm over the last layer's: 1 when the gradient reaches the input undiminished."""
+        return self.grad_norms[0] / max(self.grad_norms[-1], TINY)
+
+    @property
+    def layer_gain(self) -> float:
+        """The average factor one layer applies to the gradient on its way down: ratio ** (1 / (depth - 1))."""
+        return self.ratio ** (1 / (len(self.grad_norms) - 1)) if len(self.grad_norms) > 1 else 1.0
+
+    @property
+    def verdict(self) -> str:
+        """non-finite, loss far above chance (activations blew up), vanishing, exploding or healthy."""
+        if not all(math.isfinite(v) for v in (*self.grad_norms, self.loss)):
+            return "non-finite"
+        if self.loss > BLOWN_UP_LOSS:
+            return "loss far above chance"
+        low, high = HEALTHY
+        return "vanishing" if self.ratio < low else "exploding" if self.ratio > high else "healthy"
 
 
 @dataclass(frozen=True)
@@ -51,19 +75,28 @@ class FlowResult:
         return self.variants[-1]
 
 
+def mean_slope(act: nn.Module, z: torch.Tensor) -> float:
+    """The activation's derivative at each of its inputs, averaged: what it multiplies the gradient by."""
+    z = z.detach().requires_grad_()
+    (slope,) = torch.autograd.grad(act.forward(z).sum(), z)  # forward(), not act(): no hooks, no recursion
+    return slope.mean().item()
+
+
 def one_pass(cfg: NetConfig, seed: int = 0) -> tuple[Pass, nn.Module]:
     """Forward and backward on one batch; norms read from each block's linear.weight.grad."""
     net = build(cfg, seed)
     x, y = batch(cfg, seed)
-    stds = []
+    stds, slopes = [], []
     h = x
     for block in net.blocks:
+        hook = block.act.register_forward_hook(lambda act, args, out: slopes.append(mean_slope(act, args[0])))
         h = block(h)
+        hook.remove()
         stds.append(h.detach().std().item())
     loss = nn.functional.cross_entropy(net.head(h), y)
     loss.backward()
     norms = tuple(b.linear.weight.grad.norm().item() for b in net.blocks)
-    return Pass(cfg, norms, tuple(stds), loss.item()), net
+    return Pass(cfg, norms, tuple(stds), loss.item(), tuple(slopes)), net
 
 
 def fix_variants(cfg: NetConfig) -> tuple[NetConfig, ...]:
@@ -138,6 +171,64 @@ def gradient_flow(depth: int, width: int, activation: str, init: str, norm: str,
         cfg, tuple(passes), tuple(tuple(row) for row in grid), tuple(losses),
         layer_histograms(yours_net, depth), flow_code(cfg),
     )
+
+
+def health_warning(r: FlowResult) -> str:
+    """A sentence when your run blew up or went non-finite (then its ratio says nothing about health), else ''."""
+    p = r.yours
+    if p.verdict == "non-finite":
+        return (f"A gradient or the loss at init is inf or nan (loss {p.loss:.3g}): the activations overflowed "
+                "float32, so no ratio here measures gradient flow.")
+    if p.verdict == "loss far above chance":
+        return (f"The loss at init is {p.loss:.3g}, against ln {CLASSES} ≈ {CHANCE_LOSS:.2f} for a uniform guess: the "
+                f"activations grew to std {p.act_stds[-1]:.3g} at the last layer and every gradient is huge (layer 1: "
+                f"{p.grad_norms[0]:.3g}, last: {p.grad_norms[-1]:.3g}). The ratio {p.ratio:.3g} compares two huge "
+                "numbers: it is not a sign of health.")
+    bad = next((i for i, v in enumerate(r.step_losses) if not math.isfinite(v)), None)
+    if bad is not None:
+        return (f"Plain SGD at lr {LR:g} diverged: the loss is {r.step_losses[bad]} at training step {bad + 1}, so "
+                "the heatmap's later steps hold inf or nan.")
+    return ""
+
+
+def fix_sentences(r: FlowResult, names: tuple[str, ...]) -> list[str]:
+    """What each drawn line measured, which are healthy, and why a fix did worse, all from the numbers."""
+    if r.cfg.depth == 1:
+        return ["With one layer, layer 1 is the last layer: there is no depth for a gradient to vanish over."]
+    lines = [f"**{name}**: layer 1 / last = {p.ratio:.2g} ({p.verdict}); per layer the gradient is multiplied by "
+             f"{p.layer_gain:.3g} on average = the activation's mean slope {_mean(p.act_slopes):.3g} × everything "
+             f"else (weights, normalization, skip path) {_rest(p):.3g}"
+             for p, name in zip(r.variants, names, strict=True)]
+    healthy = [name for p, name in zip(r.variants, names, strict=True) if p.verdict == "healthy"]
+    low, high = HEALTHY
+    if not healthy:
+        lines.append(f"No line is healthy here (layer 1 / last between {low:g} and {high:g}, and a loss at init "
+                     f"within 10× the {CHANCE_LOSS:.2f} of a uniform guess).")
+    elif r.fixed.verdict != "healthy":
+        lines.append(f"Healthy here: {', '.join(healthy)}; the textbook recipe is not ({r.fixed.verdict}): it is a "
+                     "rule of thumb, and the measurement decides.")
+    y = r.yours
+    for p, name in zip(r.variants[1:], names[1:], strict=True):
+        if p.verdict != "healthy" and math.isfinite(p.ratio) and _distance(p) > _distance(y):
+            lines.append(f"{name} is further from 1 than your setting: the activation's mean slope went from "
+                         f"{_mean(y.act_slopes):.3g} to {_mean(p.act_slopes):.3g} and everything else from "
+                         f"{_rest(y):.3g} to {_rest(p):.3g} per layer, so their product went from {y.layer_gain:.3g} "
+                         f"to {p.layer_gain:.3g}.")
+    return lines
+
+
+def _rest(p: Pass) -> float:
+    """The part of the per-layer factor that is not the activation's slope: weights, normalization, skip path."""
+    return p.layer_gain / _mean(p.act_slopes) if _mean(p.act_slopes) else float("inf")
+
+
+def _distance(p: Pass) -> float:
+    """How far the ratio is from 1, in orders of magnitude."""
+    return abs(math.log10(max(p.ratio, TINY))) if math.isfinite(p.ratio) else math.inf
+
+
+def _mean(values) -> float:
+    return sum(values) / len(values) if values else float("nan")
 
 
 def flow_code(cfg: NetConfig) -> str:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 
 ACTIVATIONS = {"sigmoid": nn.Sigmoid, "tanh": nn.Tanh, "relu": nn.ReLU, "gelu": nn.GELU}
 INITS = ("default", "xavier", "kaiming", "normal", "small")
@@ -49,11 +49,11 @@ def validate(cfg: NetConfig) -> NetConfig:
     if not isinstance(cfg.width, int) or not MIN_WIDTH <= cfg.width <= MAX_WIDTH:
         raise InputError(f"Width must be a whole number between {MIN_WIDTH} and {MAX_WIDTH}; got {cfg.width}.")
     if cfg.activation not in ACTIVATIONS:
-        raise InputError(f"Activation must be one of {', '.join(ACTIVATIONS)}; got '{cfg.activation}'.")
+        raise InputError(f"Activation must be one of {', '.join(ACTIVATIONS)}; got {quoted(cfg.activation)}.")
     if cfg.init not in INITS:
-        raise InputError(f"Initialization must be one of {', '.join(INITS)}; got '{cfg.init}'.")
+        raise InputError(f"Initialization must be one of {', '.join(INITS)}; got {quoted(cfg.init)}.")
     if cfg.norm not in NORMS:
-        raise InputError(f"Normalization must be one of {', '.join(NORMS)}; got '{cfg.norm}'.")
+        raise InputError(f"Normalization must be one of {', '.join(NORMS)}; got {quoted(cfg.norm)}.")
     return cfg
 
 

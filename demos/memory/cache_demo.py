@@ -9,7 +9,7 @@ Script grammar, one action per line (or separated by ';'):
 import re
 from dataclasses import dataclass
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.memory.allocator import BlockView, CachingAllocator, OutOfMemory, fmt_bytes
 from demos.parsing import MAX_TEXT
 
@@ -72,19 +72,19 @@ def _parse_line(line: str, i: int, live: set) -> Action:
         name, number, unit = m.group(1), float(m.group(2)), m.group(3).lower()
         nbytes = int(number * UNITS[unit])
         if name in live:
-            raise InputError(f"Line {i}: '{name}' is already allocated; free it first or use another name.")
+            raise InputError(f"Line {i}: {quoted(name)} is already allocated; free it first or use another name.")
         if not 1 <= nbytes <= MAX_ALLOC:
             raise InputError(f"Line {i}: a tensor must be between 1 B and 64 GiB; got {fmt_bytes(nbytes)}.")
         live.add(name)
         return Action("alloc", name, nbytes)
     if m := _FREE.fullmatch(line):
         if m.group(1) not in live:
-            raise InputError(f"Line {i}: '{m.group(1)}' is not allocated at this point.")
+            raise InputError(f"Line {i}: {quoted(m.group(1))} is not allocated at this point.")
         live.discard(m.group(1))
         return Action("free", m.group(1))
     if _EMPTY.fullmatch(line):
         return Action("empty")
-    raise InputError(f"Line {i} ('{line[:40]}') is not 'name = 40 MiB', 'del name' or 'empty_cache()'.")
+    raise InputError(f"Line {i} ({quoted(line)}) is not `name = 40 MiB`, `del name` or `empty_cache()`.")
 
 
 def run_script(text: str, capacity_mib: int, expandable: bool) -> AllocatorRun:
@@ -126,6 +126,10 @@ def script_code(actions: tuple[Action, ...], expandable: bool) -> str:
         "import os",
         f"os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:{expandable}'  # before CUDA starts",
         "import torch",
+        "",
+        "if not torch.cuda.is_available():",
+        "    raise SystemExit('No CUDA GPU here: this script measures the CUDA caching allocator; run it on a machine "
+        "with an NVIDIA GPU.')",
         "",
         "def show(what):",
         "    allocated, reserved = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()",

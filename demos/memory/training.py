@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
-from demos.errors import InputError
-from demos.memory.allocator import CachingAllocator, GiB
+from demos.errors import InputError, quoted
+from demos.memory.allocator import CachingAllocator, GiB, round_size
 from demos.memory.autocast import SimulatedAutocast
 from demos.memory.models import MODELS, build_model, loss_of, make_batch
 from demos.memory.tracker import CATEGORIES, StorageTracker
@@ -40,21 +40,22 @@ class RunSpec:
     checkpointing: bool = False
     set_to_none: bool = True
     steps: int = 2
+    foreach: bool = True  # the optimizers' multi-tensor update; False is measured only to explain a peak in step()
 
 
 def validate(spec: RunSpec) -> RunSpec:
     """Check every field; an InputError names the field and its limit."""
     if spec.model not in MODELS:
-        raise InputError(f"Unknown model '{spec.model}'; choose one of: {', '.join(MODELS)}.")
+        raise InputError(f"Unknown model {quoted(spec.model)}; choose one of: {', '.join(MODELS)}.")
     kind = MODELS[spec.model].kind
     if not 1 <= spec.batch <= MAX_BATCH[kind]:
         raise InputError(f"Batch size must be between 1 and {MAX_BATCH[kind]} for this model; got {spec.batch}.")
     if kind == "transformer" and not 1 <= spec.seq_len <= MAX_SEQ:
         raise InputError(f"Sequence length must be between 1 and {MAX_SEQ}; got {spec.seq_len}.")
     if spec.dtype not in DTYPES:
-        raise InputError(f"Unknown dtype '{spec.dtype}'; choose one of: {', '.join(DTYPES)}.")
+        raise InputError(f"Unknown dtype {quoted(spec.dtype)}; choose one of: {', '.join(DTYPES)}.")
     if spec.optimizer not in OPTIMIZERS:
-        raise InputError(f"Unknown optimizer '{spec.optimizer}'; choose one of: {', '.join(OPTIMIZERS)}.")
+        raise InputError(f"Unknown optimizer {quoted(spec.optimizer)}; choose one of: {', '.join(OPTIMIZERS)}.")
     if not 1 <= spec.steps <= MAX_STEPS:
         raise InputError(f"Steps must be between 1 and {MAX_STEPS}; got {spec.steps}.")
     return spec
@@ -67,6 +68,18 @@ class Holder:
     shape: tuple[int, ...]
     dtype: str
     nbytes: int
+
+
+@dataclass(frozen=True)
+class Group:
+    """Storages alive at the peak that share a category, the op that made them and a dtype."""
+
+    category: str
+    op: str
+    dtype: str
+    count: int
+    nbytes: int  # allocator-rounded, as the peak counts them
+    largest: tuple[int, ...]  # the shape of the largest one
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,7 @@ class Timeline:
     peak_event: int
     peak_by_category: dict[str, int]
     peak_holders: tuple[Holder, ...]  # largest live storages at the peak
+    peak_groups: tuple[Group, ...]  # every storage alive at the peak, grouped, largest group first
     category_peaks: dict[str, int]
     first_optimizer_state_op: int | None
     measured: tuple[tuple[str, int, int, int, int], ...]  # (phase, op, allocated, reserved, max allocated), CUDA only
@@ -98,12 +112,12 @@ class Timeline:
         return max(self.allocated) if self.allocated else 0
 
 
-def _optimizer(name: str, params):
+def _optimizer(name: str, params, foreach: bool = True):
     if name == "SGD":
-        return torch.optim.SGD(params, lr=1e-3, foreach=True)
+        return torch.optim.SGD(params, lr=1e-3, foreach=foreach)
     if name == "SGD momentum":
-        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=True)
-    return torch.optim.Adam(params, lr=1e-3, foreach=True)
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=foreach)
+    return torch.optim.Adam(params, lr=1e-3, foreach=foreach)
 
 
 def _autocast(spec: RunSpec, device: str):
@@ -159,7 +173,7 @@ def run_steps(spec: RunSpec, device: str = "meta") -> tuple[StorageTracker, list
         x = x.to(torch.bfloat16)
     tracker.tag(x, "input")
     tracker.tag(y, "input")
-    opt = _optimizer(spec.optimizer, params)
+    opt = _optimizer(spec.optimizer, params, spec.foreach)
     phases = []
     measure("setup", 0)
     with tracker:
@@ -229,6 +243,27 @@ def _holders(tracker: StorageTracker, sids: set[int], top: int = 8) -> tuple[Hol
     return tuple(Holder(tracker.category(s.sid), s.op, s.shape, s.dtype, s.nbytes) for s in rows[:top])
 
 
+def _groups(tracker: StorageTracker, sids: set[int]) -> tuple[Group, ...]:
+    groups: dict[tuple[str, str, str], list] = {}
+    for sid in sids:
+        st = tracker.storages[sid]
+        key = (tracker.category(sid), st.op.removesuffix(".default"), st.dtype)
+        entry = groups.setdefault(key, [0, 0, (), -1])
+        size = round_size(st.nbytes)
+        entry[0] += 1
+        entry[1] += size
+        if size > entry[3]:
+            entry[2], entry[3] = st.shape, size
+    rows = [Group(*key, n, nbytes, shape) for key, (n, nbytes, shape, _) in groups.items()]
+    return tuple(sorted(rows, key=lambda g: (-g.nbytes, g.category, g.op, g.dtype)))
+
+
+def peak_phase(t: "Timeline") -> str:
+    """The phase (forward 1, backward 2, optimizer 1, ...) that holds the peak."""
+    op = t.op_index[t.peak_event]
+    return next((name for name, first, last in t.phases if first < op <= last), "setup")
+
+
 def simulate(spec: RunSpec, device: str = "meta") -> Timeline:
     """Run the steps on `device` ("meta": no memory used; "cpu"/"cuda": real tensors) and build the timeline."""
     validate(spec)
@@ -245,7 +280,8 @@ def simulate(spec: RunSpec, device: str = "meta") -> Timeline:
         by_category={c: tuple(v) for c, v in series.items()}, total=tuple(total), allocated=tuple(allocated),
         reserved=tuple(reserved), phases=tuple(phases), peak_event=peak_i,
         peak_by_category={c: series[c][peak_i] for c in CATEGORIES},
-        peak_holders=_holders(tracker, peak_live), category_peaks={c: max(series[c], default=0) for c in CATEGORIES},
+        peak_holders=_holders(tracker, peak_live), peak_groups=_groups(tracker, peak_live),
+        category_peaks={c: max(series[c], default=0) for c in CATEGORIES},
         first_optimizer_state_op=first_state, measured=tuple(measure.rows), code=snippet(spec),
     )
 
@@ -254,25 +290,29 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "meta"
 
 
-def batch_sweep(spec: RunSpec, batches: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
-    """Peak bytes per batch size for four variants of spec: as chosen, +checkpointing, +autocast, +both."""
-    validate(spec)
+def sweep_variants(spec: RunSpec) -> dict[str, tuple[bool, str]]:
+    """The sweep's four variants of spec, name -> (checkpointing, dtype): as chosen, +ckpt, +autocast, +both."""
     autocast = spec.dtype if "autocast" in spec.dtype else "bf16 autocast"
     plain = "fp32" if "autocast" in spec.dtype else spec.dtype
-    variants = {
+    return {
         plain: (False, plain),
         f"{plain} + checkpointing": (True, plain),
         autocast: (False, autocast),
         f"{autocast} + checkpointing": (True, autocast),
     }
-    out = {}
-    for name, (ckpt, dtype) in variants.items():
-        peaks = []
-        for b in batches:
-            s = RunSpec(spec.model, b, spec.seq_len, dtype, spec.optimizer, ckpt, spec.set_to_none, spec.steps)
-            peaks.append(simulate(s, "meta").predicted_peak_allocated)
-        out[name] = tuple(peaks)
-    return out
+
+
+def variant_spec(spec: RunSpec, name: str, batch: int) -> RunSpec:
+    """The RunSpec one sweep point runs: variant `name` of spec at `batch`."""
+    ckpt, dtype = sweep_variants(spec)[name]
+    return RunSpec(spec.model, batch, spec.seq_len, dtype, spec.optimizer, ckpt, spec.set_to_none, spec.steps)
+
+
+def batch_sweep(spec: RunSpec, batches: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
+    """Peak bytes per batch size for four variants of spec: as chosen, +checkpointing, +autocast, +both."""
+    validate(spec)
+    return {name: tuple(simulate(variant_spec(spec, name, b), "meta").predicted_peak_allocated for b in batches)
+            for name in sweep_variants(spec)}
 
 
 def sweep_batches(spec: RunSpec) -> tuple[int, ...]:
@@ -297,7 +337,8 @@ def largest_fitting(batches: tuple[int, ...], peaks: tuple[int, ...], capacity: 
 
 def snippet(spec: RunSpec) -> str:
     """A runnable script that reproduces the timeline with the same tracker, on meta tensors or CUDA."""
-    return f'''import torch
+    return f'''# Run from the repository root: it uses this app's storage tracker (demos/memory/tracker.py).
+import torch
 from demos.memory.training import RunSpec, simulate, default_device
 
 spec = RunSpec(model={spec.model!r}, batch={spec.batch}, seq_len={spec.seq_len}, dtype={spec.dtype!r},
@@ -338,7 +379,7 @@ class LoggingTrap:
     code: str
 
 
-def _live_after_batches(model_name: str, batch: int, batches: int, grad: bool) -> tuple[int, ...]:
+def live_after_batches(model_name: str, batch: int, batches: int, grad: bool) -> tuple[int, ...]:
     preset = MODELS[model_name]
     torch.manual_seed(0)
     tracker = StorageTracker("meta")
@@ -358,15 +399,22 @@ def logging_trap(model_name: str = "MLP (4 x 2048)", batch: int = 256, batches: 
     """A validation loop that sums loss tensors with grad on keeps every batch's graph; under no_grad it does not."""
     validate(RunSpec(model=model_name, batch=batch))
     code = (
-        "total = 0.0\n"
-        "for x, y in val_loader:                # trap: grad is on and the loss tensor is kept\n"
-        "    total = total + loss_fn(model(x), y)   # each batch's graph (and its saved activations) stays alive\n"
-        "\n"
-        "with torch.no_grad():                  # correct: no graph is recorded\n"
-        "    total = sum(loss_fn(model(x), y).item() for x, y in val_loader)\n"
+        "# Run from the repository root: it uses this app's storage tracker on meta tensors (no memory is used).\n"
+        "from demos.memory.allocator import fmt_bytes\n"
+        "from demos.memory.training import live_after_batches\n\n"
+        "# The two validation loops it measures, in your code:\n"
+        "#   total = 0.0\n"
+        "#   for x, y in val_loader:                    # trap: grad is on and the loss tensor is kept\n"
+        "#       total = total + loss_fn(model(x), y)   # each batch's graph (and its saved activations) stays\n"
+        "#   with torch.no_grad():                      # correct: no graph is recorded\n"
+        "#       total = sum(loss_fn(model(x), y).item() for x, y in val_loader)\n"
+        "for name, grad in (('trap', True), ('no_grad', False)):\n"
+        f"    live = live_after_batches({model_name!r}, {batch}, {batches}, grad)\n"
+        "    growth = fmt_bytes(live[-1] - live[0])\n"
+        "    print(f'{name}: live after {len(live)} batches {fmt_bytes(live[-1])}, +{growth} since batch 1')\n"
     )
-    return LoggingTrap(_live_after_batches(model_name, batch, batches, True),
-                       _live_after_batches(model_name, batch, batches, False), code)
+    return LoggingTrap(live_after_batches(model_name, batch, batches, True),
+                       live_after_batches(model_name, batch, batches, False), code)
 
 
 BENCH_CASES = {

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.modules.common import norm, source_of
 from demos.modules.inputs import parse_lrs
 
@@ -80,7 +80,7 @@ class FreezeStep:
 def _validate_layers(frozen, allowed=LAYERS) -> tuple[str, ...]:
     unknown = [f for f in frozen if f not in allowed]
     if unknown:
-        raise InputError(f"Unknown layer '{unknown[0]}'; the layers are {', '.join(allowed)}.")
+        raise InputError(f"Unknown layer {quoted(unknown[0])}; the layers are {', '.join(allowed)}.")
     return tuple(f for f in allowed if f in frozen)
 
 
@@ -90,7 +90,7 @@ def freeze_step(frozen=("stem", "bn"), optimizer="SGD", seed: int = 0) -> Freeze
     if len(frozen) == len(LAYERS):
         raise InputError("Leave at least one layer trainable: with every layer frozen there is nothing to train.")
     if optimizer not in OPTIMIZERS:
-        raise InputError(f"The optimizer must be one of {', '.join(OPTIMIZERS)}; got '{optimizer}'.")
+        raise InputError(f"The optimizer must be one of {', '.join(OPTIMIZERS)}; got {quoted(optimizer)}.")
     torch.manual_seed(seed)
     model = FineTuneNet()
     for name in frozen:
@@ -152,7 +152,7 @@ class LateFreeze:
 def late_freeze(optimizer="SGD + momentum", seed: int = 0) -> LateFreeze:
     """Freeze the stem after one step: does the optimizer still move it? It depends on zero_grad."""
     if optimizer not in OPTIMIZERS:
-        raise InputError(f"The optimizer must be one of {', '.join(OPTIMIZERS)}; got '{optimizer}'.")
+        raise InputError(f"The optimizer must be one of {', '.join(OPTIMIZERS)}; got {quoted(optimizer)}.")
     changes, grads = {}, {}
     for set_to_none in (True, False):
         torch.manual_seed(seed)

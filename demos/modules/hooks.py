@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.modules.common import norm, source_of
 from demos.modules.inputs import parse_channels, parse_hook_value
 
@@ -68,7 +68,7 @@ def validate(channels_text: str, image_size: int, pattern: str) -> tuple[int, ..
     """Parsed channels, after checking the image size and the pattern."""
     channels = parse_channels(channels_text)
     if pattern not in PATTERNS:
-        raise InputError(f"Pattern must be one of {', '.join(PATTERNS)}; got '{pattern}'.")
+        raise InputError(f"Pattern must be one of {', '.join(PATTERNS)}; got {quoted(pattern)}.")
     if not MIN_SIZE <= image_size <= MAX_SIZE:
         raise InputError(f"Image size must be between {MIN_SIZE} and {MAX_SIZE} pixels; got {image_size}.")
     return channels
@@ -276,7 +276,7 @@ def pre_hook_effect(channels_text="4, 8", image_size=32, pattern="disc", seed=0,
     """A forward pre-hook on conv1 returns a changed input; the model then computes on that input."""
     channels = validate(channels_text, image_size, pattern)
     if kind not in PRE_HOOKS:
-        raise InputError(f"The pre-hook must be one of {', '.join(PRE_HOOKS)}; got '{kind}'.")
+        raise InputError(f"The pre-hook must be one of {', '.join(PRE_HOOKS)}; got {quoted(kind)}.")
     model, x, _ = build(channels, image_size, pattern, seed)
     conv1 = model.features.conv1
     received = {}
@@ -344,7 +344,7 @@ def zero_channel_effect(channels_text="4, 8", image_size=32, pattern="disc", see
     With enabled=False the hook is never registered, so the 'hooked' run is the plain one."""
     channels = validate(channels_text, image_size, pattern)
     if layer not in conv_names(channels):
-        raise InputError(f"Layer must be one of {', '.join(conv_names(channels))}; got '{layer}'.")
+        raise InputError(f"Layer must be one of {', '.join(conv_names(channels))}; got {quoted(layer)}.")
     width = channels[int(layer[4:]) - 1]
     if not 0 <= channel < width:
         raise InputError(f"{layer} has {width} channels, so the channel must be between 0 and {width - 1}.")
@@ -423,7 +423,7 @@ def grad_surgery(channels_text="4, 8", image_size=32, pattern="disc", seed=0, mo
     With enabled=False no tensor hook is registered, so the 'hooked' gradients are the plain ones."""
     channels = validate(channels_text, image_size, pattern)
     if mode not in SURGERY_MODES:
-        raise InputError(f"The mode must be one of {', '.join(SURGERY_MODES)}; got '{mode}'.")
+        raise InputError(f"The mode must be one of {', '.join(SURGERY_MODES)}; got {quoted(mode)}.")
     value = parse_hook_value(value_text, mode)
     plain = _surgery_pass(channels, image_size, pattern, seed, None)
     hooked = _surgery_pass(channels, image_size, pattern, seed, (mode, value) if enabled else None)

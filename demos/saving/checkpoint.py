@@ -127,26 +127,105 @@ def checkpoint_contents(width: int = 128) -> CheckpointContents:
     return CheckpointContents(rows)
 
 
-CHECKPOINT_CODE = '''import os
-import torch
+def checkpoint_code(width: int, fraction: float) -> str:
+    """The section as one script: the bytes of each checkpoint item, then the crash, naive and atomic."""
+    return f'''import io
+import os
+import random
 
-def atomic_save(obj, path):
+import numpy as np
+import torch
+from torch import nn
+
+
+def atomic_save(obj, path, opener=open):
     """Readers see the old file or the new one, never half of one."""
     tmp = path + ".tmp"                 # same folder: os.replace is atomic within one filesystem
-    with open(tmp, "wb") as f:
+    with opener(tmp, "wb") as f:
         torch.save(obj, f)
-        f.flush()
-        os.fsync(f.fileno())            # the bytes are on disk before the rename
+        if opener is open:
+            f.flush()
+            os.fsync(f.fileno())        # the bytes are on disk before the rename
     os.replace(tmp, path)
 
-checkpoint = {
+
+def naive_save(obj, path, opener=open):
+    with opener(path, "wb") as f:
+        torch.save(obj, f)
+
+
+class MLP(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(16, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU())
+        self.head = nn.Linear(width, 4)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+def saved_bytes(obj):
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.tell()
+
+
+# What a resumable checkpoint holds (serving needs only the model's state_dict)
+torch.manual_seed(0)
+model = MLP({width})
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=100)
+model(torch.randn(8, 16)).sum().backward()
+optimizer.step()
+scheduler.step()
+checkpoint = {{
     "model": model.state_dict(),
     "optimizer": optimizer.state_dict(),
     "scheduler": scheduler.state_dict(),
-    "scaler": scaler.state_dict(),      # fp16 autocast only
-    "step": step, "epoch": epoch,
-    "rng": {"torch": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all()},
-}
+    "scaler": torch.amp.GradScaler("cpu").state_dict(),   # fp16 autocast only
+    "step": {{"step": 1, "epoch": 0, "sampler_epoch": 0}},
+    "torch_rng": torch.get_rng_state(),
+    "other_rng": {{"numpy": np.random.get_state(), "python": random.getstate()}},
+}}
+for name, item in checkpoint.items():
+    print(name, saved_bytes(item), "bytes")
 atomic_save(checkpoint, "last.pt")
-torch.save(model.state_dict(), "serve.pt")   # serving needs only the weights
+torch.save(model.state_dict(), "serve.pt")
+
+
+# A crash after {fraction:g} of the new file is written
+class CrashingFile(io.RawIOBase):
+    def __init__(self, path, limit):
+        self.f, self.left = open(path, "wb"), limit
+
+    def writable(self):
+        return True
+
+    def write(self, data):
+        self.f.write(bytes(data)[: max(self.left, 0)])
+        self.left -= len(data)
+        if self.left < 0:
+            self.f.close()
+            raise OSError("the process died in the middle of torch.save")
+        return len(data)
+
+
+def weights(step):
+    torch.manual_seed(step)
+    return {{"model": MLP(128).state_dict(), "step": step}}
+
+
+size = saved_bytes(weights(2))
+for save in (naive_save, atomic_save):
+    path = save.__name__ + ".pt"
+    save(weights(1), path)
+    try:
+        save(weights(2), path, opener=lambda p, mode: CrashingFile(p, int(size * {fraction!r})))
+    except (OSError, RuntimeError):
+        pass
+    try:
+        outcome = f"loads the checkpoint of step {{torch.load(path)['step']}}"
+    except Exception as err:
+        outcome = f"{{type(err).__name__}}: {{str(err).splitlines()[0]}}"
+    print(save.__name__, os.path.getsize(path), "bytes on disk;", outcome)
 '''

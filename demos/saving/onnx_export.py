@@ -95,11 +95,11 @@ torch.manual_seed(0)
 model = mlp().eval()
 batch = torch.export.Dim("batch", min=1, max=1024)
 program = torch.onnx.export(model, (torch.randn(2, 16),), input_names=["x"],
-                            dynamic_shapes={{"x": {{0: batch}}}}, dynamo=True)
+                            dynamic_shapes=({{0: batch}},), dynamo=True)  # one entry per input, by position
 program.save("mlp.onnx")
 session = ort.InferenceSession("mlp.onnx", providers=["CPUExecutionProvider"])
 for n in (1, 8):
-    x = torch.randn(n, 16)
+    x = torch.randn(n, 16, generator=torch.Generator().manual_seed(n))
     out = session.run(None, {{"x": x.numpy()}})[0]
     print(n, out.shape, abs(out - model(x).detach().numpy()).max())
 '''

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import torch
 
-from demos.errors import InputError
-from demos.parsing import format_shape, parse_shape
+from demos.errors import InputError, quoted
+from demos.parsing import format_shape, parse_shape, plural, split_entries, strip_brackets, text_field
 from demos.style import COLORS, base_layout, category_scale, cell_text
 from demos.tensors.common import Trap, torch_error, trap
 
@@ -32,7 +32,8 @@ class BroadcastResult:
     ndim: int  # aligned width: the longest shape
     roles: tuple[tuple[str, ...], ...]  # per operand, per aligned column: kept / stretched / prepended / conflict
     result: tuple[int, ...] | None  # from torch.broadcast_shapes; None when incompatible
-    conflict: str | None  # our sentence naming the conflicting dimension
+    conflict: str | None  # our sentence naming every conflicting dimension
+    conflict_dims: tuple[int, ...]  # the conflicting aligned dims, counted from the right (-1 is the last)
     torch_error: str | None  # torch's own message for the same shapes
     code: str
 
@@ -40,16 +41,9 @@ class BroadcastResult:
 def parse_shapes(texts: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
     """Two shapes, and a third unless its field is blank; '[]' or '()' is a scalar."""
     if not 2 <= len(texts) <= 3:
-        raise InputError("Broadcasting here takes 2 or 3 shapes.")
-    shapes = []
-    for i, text in enumerate(texts):
-        if i == 2 and not str(text).strip():
-            continue
-        try:
-            shapes.append(parse_shape(text, MAX_DIMS, MAX_DIM))
-        except InputError as err:
-            raise InputError(f"Shape {NAMES[i]}: {err}") from None
-    return tuple(shapes)
+        raise InputError(f"Broadcasting here takes 2 or 3 shapes; got {len(texts)}.")
+    return tuple(parse_shape(text, MAX_DIMS, MAX_DIM, field=f"Shape {NAMES[i]}") for i, text in enumerate(texts)
+                 if i < 2 or str(text).strip())
 
 
 def _padded(shape: tuple[int, ...], ndim: int) -> tuple[int | None, ...]:
@@ -73,15 +67,28 @@ def _column_roles(column: list[int | None]) -> tuple[list[str], int | None]:
     return roles, size
 
 
-def _conflict_sentence(shapes, ndim: int, col: int) -> str:
+def _conflict_parts(shapes, ndim: int, col: int) -> str:
+    """'A's dim 0 is 2, B's dim 0 is 4': every operand whose size in this aligned column is not 1."""
     offset = col - ndim
     parts = []
     for name, shape in zip(NAMES, shapes, strict=False):
         own = len(shape) + offset
         if own >= 0 and shape[own] != 1:
             parts.append(f"{name}'s dim {own} is {shape[own]}")
-    return (f"Dimension {offset} (counting from the right) conflicts: {', '.join(parts)}; "
-            "sizes must be equal or one of them must be 1.")
+    return ", ".join(parts)
+
+
+def _conflict_sentence(shapes, ndim: int, cols: list[int]) -> str:
+    """Name every conflicting column (torch's own message names only the first one it meets)."""
+    rule = "sizes must be equal or one of them must be 1."
+    if len(cols) == 1:
+        return (f"Dimension {cols[0] - ndim} (counting from the right) conflicts: "
+                f"{_conflict_parts(shapes, ndim, cols[0])}; {rule}")
+    labels = [str(c - ndim) for c in cols]
+    names = ", ".join(labels[:-1]) + f" and {labels[-1]}"
+    each = "; ".join(f"at {c - ndim}, {_conflict_parts(shapes, ndim, c)}" for c in cols)
+    return (f"Dimensions {names} (counting from the right) conflict: {each}. In each dimension the {rule} "
+            "torch's message names only the first conflict it meets.")
 
 
 def _code(shapes) -> str:
@@ -102,19 +109,20 @@ def broadcast(texts: tuple[str, ...]) -> BroadcastResult:
     ndim = max(len(s) for s in shapes)
     padded = [_padded(s, ndim) for s in shapes]
     roles = [[] for _ in shapes]
-    conflict = None
+    clashes = []
     for col in range(ndim):
         column_roles, size = _column_roles([p[col] for p in padded])
         for i, role in enumerate(column_roles):
             roles[i].append(role)
-        if size is None and conflict is None:
-            conflict = _conflict_sentence(shapes, ndim, col)
+        if size is None:
+            clashes.append(col)
+    conflict = _conflict_sentence(shapes, ndim, clashes) if clashes else None
     try:
         result, error = tuple(torch.broadcast_shapes(*shapes)), None
     except RuntimeError as err:
         result, error = None, torch_error(err)
-    return BroadcastResult(tuple(shapes), ndim, tuple(tuple(r) for r in roles), result, conflict, error,
-                           _code(shapes))
+    return BroadcastResult(tuple(shapes), ndim, tuple(tuple(r) for r in roles), result, conflict,
+                           tuple(c - ndim for c in clashes), error, _code(shapes))
 
 
 def alignment_figure(r: BroadcastResult) -> go.Figure:
@@ -174,23 +182,24 @@ def grid_available(r: BroadcastResult) -> bool:
 
 def parse_index(text: str, shape: tuple[int, ...]) -> tuple[int, ...]:
     """'1, 2' -> (1, 2) within the result shape; negatives count from the end; blank means the last element."""
-    body = str(text).strip().strip("()[]").strip()
-    if len(body) > 60:
-        raise InputError("The element index is too long: at most 60 characters.")
+    field = "Element of the result"
+    raw = text_field(str(text), field, limit=60)
+    body = strip_brackets(raw, field)
     if not body:
         return tuple(d - 1 for d in shape)
-    parts = [p for p in re.split(r"[,\s]+", body) if p]
+    parts = split_entries(body, field, raw)
     if len(parts) != len(shape):
-        raise InputError(f"The result has {len(shape)} dimensions, so the index needs {len(shape)} numbers; "
+        raise InputError(f"{field} {quoted(raw)}: the result {format_shape(shape)} has "
+                         f"{plural(len(shape), 'dimension')}, so the index needs {plural(len(shape), 'number')}; "
                          f"got {len(parts)}.")
     index = []
     for dim, (part, size) in enumerate(zip(parts, shape, strict=True)):
-        if not re.fullmatch(r"[+-]?\d{1,6}", part):
-            raise InputError(f"Index {dim} ('{part}') is not a whole number.")
-        value = int(part)
-        if not -size <= value < size:
-            raise InputError(f"Index {dim} is {value} but dimension {dim} has size {size} (valid: 0 to {size - 1}).")
-        index.append(value % size)
+        if not re.fullmatch(r"[+-]?\d+", part):
+            raise InputError(f"{field} {quoted(raw)}: entry {dim} ({quoted(part)}) is not a whole number.")
+        if len(part) > 12 or not -size <= int(part) < size:
+            raise InputError(f"{field} {quoted(raw)}: {quoted(part)} is out of range for dim {dim}, which has size "
+                             f"{size} (valid: {-size} to {size - 1}).")
+        index.append(int(part) % size)
     return tuple(index)
 
 

@@ -24,6 +24,7 @@ class Trap:
     trap: Run
     correct: Run
     lesson: str
+    correct_label: str = "Correct"  # the heading over the fix, e.g. when the fix needs hardware this host lacks
 
 
 def run(fn: Callable[[], Any], imports: str = "import torch") -> Run:
@@ -31,9 +32,10 @@ def run(fn: Callable[[], Any], imports: str = "import torch") -> Run:
     return Run(snippet_of(fn, imports), str(fn()))
 
 
-def trap(key: str, title: str, wrong: Callable, right: Callable, lesson: str, imports: str = "import torch") -> Trap:
+def trap(key: str, title: str, wrong: Callable, right: Callable, lesson: str, imports: str = "import torch",
+         correct_label: str = "Correct") -> Trap:
     """Execute both sides of a trap now."""
-    return Trap(key, title, run(wrong, imports), run(right, imports), lesson)
+    return Trap(key, title, run(wrong, imports), run(right, imports), lesson, correct_label)
 
 
 def torch_error(err: BaseException) -> str:

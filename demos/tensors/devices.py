@@ -61,12 +61,15 @@ except RuntimeError as err:
 '''
 
 
+NEEDS_ACCELERATOR = "needs an accelerator"
+
+
 def _pin_status() -> str:
     x = torch.ones(4)
     try:
         return f"pinned: {x.pin_memory().is_pinned()}"
-    except RuntimeError as err:
-        return torch_error(err)
+    except RuntimeError as err:  # a CPU-only host: there is no device to page-lock memory for
+        return f"{NEEDS_ACCELERATOR} (none on this host); torch says {torch_error(err)}"
 
 
 def report() -> DeviceReport:
@@ -159,12 +162,18 @@ def _pinned_trap():
 
 def _pinned_correct():
     x = torch.ones(1024)
-    try:
+    if torch.accelerator.is_available():
         x = x.pin_memory()  # page-locked, so the copy engine can read it while the host goes on
-        outcome = f"pinned: {x.is_pinned()}"
-    except RuntimeError as err:
-        outcome = f"RuntimeError: {err}"  # a CPU-only build has nothing to pin for
+        y = x.to(torch.accelerator.current_accelerator(), non_blocking=True)
+        outcome = f"pinned: {x.is_pinned()}, copy queued to {y.device}"
+    else:
+        outcome = "needs an accelerator: this host has none, so there is nothing to pin for or copy to"
     return outcome
+
+
+def pinned_label() -> str:
+    """The heading over the pinned-memory fix: it runs only where there is an accelerator."""
+    return "Correct" if torch.accelerator.is_available() else f"Correct ({NEEDS_ACCELERATOR}: none on this host)"
 
 
 def traps() -> tuple[Trap, ...]:
@@ -178,5 +187,6 @@ def traps() -> tuple[Trap, ...]:
              "`Module.to` moves parameters and buffers in place and returns the same module."),
         trap("pinned", "non_blocking=True needs pinned memory", _pinned_trap, _pinned_correct,
              "A host-to-device copy can overlap with compute only from page-locked (pinned) memory; from "
-             "pageable memory the driver first copies into a pinned buffer and the call is effectively blocking."),
+             "pageable memory the driver first copies into a pinned buffer and the call is effectively blocking.",
+             correct_label=pinned_label()),
     )

@@ -1,12 +1,13 @@
 """dtypes: the promotion matrix from torch.result_type, float formats from torch.finfo, and the silent traps."""
 
+import math
 from dataclasses import dataclass
 
 import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.style import COLORS, base_layout, cell_text
 from demos.tensors.common import Trap, trap
 
@@ -44,7 +45,7 @@ def validate(dtypes, scalars) -> None:
     """Every name must be one torch knows here; at least one tensor dtype."""
     unknown = [d for d in dtypes if d not in DTYPES] + [s for s in scalars if s not in SCALARS]
     if unknown:
-        raise InputError(f"Unknown dtype or scalar '{unknown[0]}'; choose from {', '.join([*DTYPES, *SCALARS])}.")
+        raise InputError(f"Unknown dtype or scalar {quoted(unknown[0])}; choose from {', '.join([*DTYPES, *SCALARS])}.")
     if not dtypes:
         raise InputError("Pick at least one tensor dtype for the promotion matrix.")
 
@@ -193,6 +194,21 @@ def _to_self_correct():
     return f"y is x: {y is x}, x = {x.tolist()}"
 
 
+def rounding_step(dtype: torch.dtype = torch.bfloat16) -> tuple[int, float, float]:
+    """(significant bits, eps, largest step that vanishes) near 1.0: the gap after 1.0 is eps = 2^-(bits - 1), and
+    1 + step rounds to nearest (ties to even), so every step up to eps / 2 rounds back to 1.0."""
+    eps = torch.finfo(dtype).eps
+    return 1 - int(math.log2(eps)), eps, eps / 2
+
+
+def bf16_lesson() -> str:
+    """The bf16 trap's lesson, with its numbers from torch.finfo."""
+    bits, eps, step = rounding_step(torch.bfloat16)
+    return (f"bfloat16 pays for its range with {bits} significant bits: the gap after 1.0 is 1/{round(1 / eps)} "
+            f"(its eps), so adding a step of 1/{round(1 / step)} or less to 1.0 rounds back to 1.0. Accumulate "
+            "sums and optimizer state in float32.")
+
+
 def traps() -> tuple[Trap, ...]:
     """The dtype mistakes that raise nothing, each executed beside the safe version."""
     return (
@@ -206,8 +222,7 @@ def traps() -> tuple[Trap, ...]:
              "float16 has 5 exponent bits: anything above 65504 is inf, and inf - inf is nan. bfloat16 keeps "
              "float32's 8 exponent bits, which is why it trains without loss scaling."),
         trap("bf16", "bfloat16 vs float16 precision: 1 + 1e-3", _half_precision_trap, _half_precision_correct,
-             "bfloat16 pays for its range with 8 significant bits: steps smaller than 1/128 near 1.0 are rounded "
-             "away. Accumulate sums and optimizer state in float32."),
+             bf16_lesson()),
         trap("sum", "float32 summation order", _sum_order_trap, _sum_order_correct,
              "Floating-point addition is not associative: the order of a reduction (threads, blocks, devices) "
              "changes the last digits, or everything when magnitudes differ this much."),

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
-from demos.errors import InputError
-from demos.parsing import MAX_TEXT, format_shape, parse_shape
+from demos.errors import InputError, quoted
+from demos.parsing import MAX_TEXT, format_shape, parse_shape, plural, text_field
 from demos.style import COLORS, darkened, text_on
 
 MAX_OPERANDS = 3
@@ -80,7 +80,8 @@ class EinsumResult:
     out_shape: tuple[int, ...]
     iterations: int
     multiplies: int
-    adds: int
+    adds: int  # iterations minus output elements: each element's first term is a copy into it, not an add
+    arithmetic: str  # the sentence the page shows about multiplies and adds, from the counts above
     equivalent: str | None  # name of the standard op
     equivalent_code: str | None
     equivalent_ok: bool | None  # torch.allclose(einsum, equivalent) on random inputs
@@ -104,7 +105,7 @@ def parse_equation(text: str) -> Equation:
         raise InputError("Ellipsis (...) is not supported here; name every dimension with a letter.")
     bad = re.search(r"[^A-Za-z,\->]", body)
     if bad:
-        raise InputError(f"The equation may use letters, commas and '->' only; '{bad.group()}' is not allowed.")
+        raise InputError(f"The equation may use letters, commas and '->' only; {quoted(bad.group())} is not allowed.")
     if body.count("->") > 1 or body.replace("->", "").count("-") or body.replace("->", "").count(">"):
         raise InputError("The equation needs at most one '->' and no other '-' or '>'.")
     lhs, arrow, rhs = body.partition("->")
@@ -117,10 +118,10 @@ def parse_equation(text: str) -> Equation:
     if arrow:
         for ch in rhs:
             if ch not in letters:
-                raise InputError(f"Output index '{ch}' does not appear in any operand.")
+                raise InputError(f"Output index {quoted(ch)} does not appear in any operand.")
         repeated = [ch for ch in set(rhs) if rhs.count(ch) > 1]
         if repeated:
-            raise InputError(f"Output index '{repeated[0]}' appears more than once in the output.")
+            raise InputError(f"Output index {quoted(repeated[0])} appears more than once in the output.")
         return Equation(inputs, rhs, True)
     counts = lhs.replace(",", "")
     return Equation(inputs, "".join(sorted(ch for ch in letters if counts.count(ch) == 1)), False)
@@ -128,41 +129,38 @@ def parse_equation(text: str) -> Equation:
 
 def parse_shapes(text: str) -> tuple[tuple[int, ...], ...]:
     """'(2, 3); (3, 4)' or '(2, 3), (3, 4)' or '2,3; 3,4': one shape per operand."""
-    if not isinstance(text, str):
-        raise InputError("The operand shapes must be text.")
-    if len(text) > MAX_TEXT:
-        raise InputError(f"The operand shapes are too long: at most {MAX_TEXT} characters.")
-    body = re.sub(r"([)\]])\s*,\s*([(\[])", r"\1;\2", text.strip())
-    parts = body.split(";")
+    field = "Operand shapes"
+    raw = text_field(text, field, limit=MAX_TEXT)
+    parts = re.sub(r"([)\]])\s*,?\s*([(\[])", r"\1;\2", raw).split(";")  # '(2,3),(3,4)' and '(2,3) (3,4)' too
     if len(parts) > MAX_OPERANDS:
-        raise InputError(f"{len(parts)} shapes were given; einsum here takes at most {MAX_OPERANDS}.")
-    shapes = []
+        raise InputError(f"{field} {quoted(raw)}: {plural(len(parts), 'shape')}; einsum here takes at most "
+                         f"{MAX_OPERANDS}.")
     for name, part in zip(NAMES, parts, strict=False):
-        try:
-            shapes.append(parse_shape(part, 6, MAX_DIM))
-        except InputError as err:
-            raise InputError(f"Shape of {name}: {err}") from None
-    return tuple(shapes)
+        if len(parts) > 1 and not part.strip():
+            raise InputError(f"{field} {quoted(raw)}: the shape of {name} is empty; write () for a scalar.")
+    return tuple(parse_shape(part, 6, MAX_DIM, field=f"Shape of {name}") for name, part in zip(NAMES, parts,
+                                                                                               strict=False))
 
 
 def index_sizes(eq: Equation, shapes) -> dict[str, int]:
     """Each index's size, checked the way torch checks: equal within an operand, equal or 1 across operands."""
     if len(shapes) != len(eq.inputs):
-        raise InputError(f"The equation has {len(eq.inputs)} operands but {len(shapes)} shapes were given.")
+        raise InputError(f"The equation has {plural(len(eq.inputs), 'operand')} but Operand shapes lists "
+                         f"{len(shapes)}: give one shape per operand, separated by ';', as in 2,3; 3,4.")
     sizes: dict[str, int] = {}
     for name, term, shape in zip(NAMES, eq.inputs, shapes, strict=False):
         if len(term) != len(shape):
-            raise InputError(f"Operand {name} ('{term}') has {len(term)} indices but its shape "
+            raise InputError(f"Operand {name} ({quoted(term)}) has {len(term)} indices but its shape "
                              f"{format_shape(shape)} has {len(shape)} dims.")
         own: dict[str, int] = {}
         for ch, d in zip(term, shape, strict=True):
             if ch in own and own[ch] != d:
-                raise InputError(f"Index '{ch}' repeats in operand {name} with sizes {own[ch]} and {d}; "
+                raise InputError(f"Index {quoted(ch)} repeats in operand {name} with sizes {own[ch]} and {d}; "
                                  "a repeated index needs equal sizes.")
             own[ch] = d
         for ch, d in own.items():
             if ch in sizes and sizes[ch] != d and 1 not in (sizes[ch], d):
-                raise InputError(f"Index '{ch}' has size {sizes[ch]} in one operand and {d} in operand {name}; "
+                raise InputError(f"Index {quoted(ch)} has size {sizes[ch]} in one operand and {d} in operand {name}; "
                                  "sizes must match or be 1.")
             sizes[ch] = d if ch not in sizes or sizes[ch] == 1 else sizes[ch]
     return sizes
@@ -298,12 +296,33 @@ def einsum(equation_text: str, shapes_text: str) -> EinsumResult:
     loop_diff = None
     if iterations <= MAX_PY_LOOP:
         loop_diff = float((_python_loop(eq, sizes, operands, out_shape) - out).abs().max()) if out.numel() else 0.0
-    n = len(eq.inputs)
+    multiplies, adds = operation_counts(len(eq.inputs), iterations, out.numel())
     return EinsumResult(
-        eq.text, shapes, _roles(eq, sizes), tuple(out.shape), iterations, (n - 1) * iterations,
-        iterations, name, code, ok, note, loop_diff, tuple(out.reshape(-1)[:64].tolist()),
+        eq.text, shapes, _roles(eq, sizes), tuple(out.shape), iterations, multiplies, adds,
+        arithmetic_sentence(multiplies, adds, iterations, out.numel()), name, code, ok, note, loop_diff,
+        tuple(out.reshape(-1)[:64].tolist()),
         _loop_code(eq, shapes, sizes, out_shape), _snippet(eq, shapes, code if ok else None),
     )
+
+
+def operation_counts(n_operands: int, iterations: int, out_numel: int) -> tuple[int, int]:
+    """(multiplies, adds) of the loop nest: n - 1 multiplies per iteration; an output element that sums t terms
+    needs t - 1 adds (its first term is copied in), so a transpose or diagonal (t = 1) adds nothing."""
+    return (n_operands - 1) * iterations, max(0, iterations - out_numel)
+
+
+def arithmetic_sentence(multiplies: int, adds: int, iterations: int, out_numel: int) -> str:
+    """What the loop nest does per output element, in words, from the counts."""
+    if not iterations:
+        return "no arithmetic: the loop nest is empty, so the output stays zeros"
+    terms = iterations // out_numel
+    each = "the single output element" if out_numel == 1 else f"each of the {out_numel:,} output elements"
+    muls = f"{multiplies:,} multiplies" if multiplies else "no multiplies"
+    what = "product" if multiplies else "input element"
+    if not adds:
+        one = "is a copy of one input element" if not multiplies else "is one product"
+        return f"{muls} and no adds: {each} {one}"
+    return f"{muls} and {adds:,} adds: {each} sums {terms:,} {what}s"
 
 
 def network_dot(r: EinsumResult) -> str:

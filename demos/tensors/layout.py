@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 import torch
 from plotly.colors import sample_colorscale
 
-from demos.errors import InputError
-from demos.parsing import format_shape, parse_shape
+from demos.errors import InputError, quoted
+from demos.parsing import count_range, format_shape, parse_shape, text_field
 from demos.style import COLORS, base_layout, cell_text
 from demos.tensors.common import Trap, torch_error, trap
 
@@ -75,10 +75,10 @@ def _slice_text(item) -> str:
 
 def _int(text: str, where: str) -> int:
     if not re.fullmatch(_INT, text):
-        raise InputError(f"{where}: '{text}' is not a whole number.")
+        raise InputError(f"{where}: {quoted(text)} is not a whole number.")
     value = int(text)
     if abs(value) > MAX_ARG:
-        raise InputError(f"{where}: {value} is beyond the limit of ±{MAX_ARG}.")
+        raise InputError(f"{where}: {quoted(text)} is out of range; arguments here are within ±{MAX_ARG}.")
     return value
 
 
@@ -93,15 +93,15 @@ def _index_item(text: str, where: str):
 
 
 def _parse_call(name: str, args_text: str, number: int) -> Step:
-    where = f"Step {number} (.{name})"
+    where = f"Op chain, step {number} ({quoted('.' + name)})"
     if name not in OPS:
-        raise InputError(f"Step {number}: '.{name}' is not in the menu; use one of {', '.join(OPS)}, .T or [slices].")
+        raise InputError(f"Op chain, step {number}: {quoted('.' + name)} is not one of the ops here; use "
+                         f"{', '.join(OPS)}, .T or [slices].")
     parts = [p.strip() for p in args_text.split(",")]
     parts = [] if parts == [""] else parts
     low, high = OPS[name]
     if not low <= len(parts) <= high:
-        wanted = f"{low}" if low == high else f"{low} to {high}"
-        raise InputError(f"{where} takes {wanted} whole-number arguments; got {len(parts)}.")
+        raise InputError(f"{where}: takes {count_range(low, high)} whole-number arguments; got {len(parts)}.")
     return Step(name, tuple(_int(p, where) for p in parts))
 
 
@@ -109,20 +109,17 @@ def _parse_index(body: str, number: int) -> Step:
     parts = [p.strip() for p in body.split(",")]
     if parts and parts[-1] == "" and len(parts) > 1:
         parts = parts[:-1]
+    where = f"Op chain, step {number} ({quoted('[' + body + ']')})"
     if not parts or any(p == "" for p in parts):
-        raise InputError(f"Step {number} ([...]): each position needs an int or a slice such as ::2.")
+        raise InputError(f"{where}: each position needs an int or a slice such as ::2.")
     if len(parts) > 6:
-        raise InputError(f"Step {number} ([...]) indexes at most 6 dimensions; got {len(parts)}.")
-    return Step("index", tuple(_index_item(p, f"Step {number} ([...])") for p in parts))
+        raise InputError(f"{where}: indexes at most 6 dimensions; got {len(parts)}.")
+    return Step("index", tuple(_index_item(p, where) for p in parts))
 
 
 def parse_chain(text: str) -> tuple[Step, ...]:
     """Parse '.transpose(0, 1).contiguous()[:, ::2]' (an optional leading 'x' is allowed). Never eval."""
-    if not isinstance(text, str):
-        raise InputError("The op chain must be text.")
-    if len(text) > MAX_CHAIN_CHARS:
-        raise InputError(f"The op chain is too long: at most {MAX_CHAIN_CHARS} characters.")
-    body = text.strip()
+    body = text_field(text, "Op chain", limit=MAX_CHAIN_CHARS)
     if body[:1] == "x":
         body = body[1:]
     steps, pos = [], 0
@@ -130,9 +127,10 @@ def parse_chain(text: str) -> tuple[Step, ...]:
         match = _TOKEN.match(body, pos)
         if not match:
             rest = body[pos:].strip()
-            raise InputError(f"Cannot read the chain at '{rest[:20]}': write steps like .view(4, 3), .T or [:, ::2].")
+            raise InputError(f"Op chain: cannot read it from {quoted(rest[:20])} on; write steps like .view(4, 3), "
+                             ".T or [:, ::2].")
         if len(steps) == MAX_STEPS:
-            raise InputError(f"The op chain has more than {MAX_STEPS} steps; the limit is {MAX_STEPS}.")
+            raise InputError(f"Op chain: more than {MAX_STEPS} steps; the limit is {MAX_STEPS}.")
         number = len(steps) + 1
         if match["T"]:
             steps.append(Step("T", ()))
@@ -147,7 +145,7 @@ def parse_chain(text: str) -> tuple[Step, ...]:
 def menu_step(chain: str, label: str, args_text: str) -> str:
     """The chain with one menu choice appended, checked by the same grammar (errors name the new step)."""
     if label not in MENU:
-        raise InputError(f"'{label}' is not in the menu.")
+        raise InputError(f"Op: {quoted(label)} is not in the menu; choose one of {', '.join(MENU)}.")
     template, hint = MENU[label]
     new_chain = str(chain) + (template if hint is None else template.format(str(args_text).strip()))
     parse_chain(new_chain)
@@ -201,10 +199,11 @@ def _describe(code: str, t: torch.Tensor, base: torch.Tensor) -> View:
 
 def parse_base(text: str) -> tuple[int, ...]:
     """The starting tensor's shape: up to 3 dims and 64 elements."""
-    shape = parse_shape(text, MAX_BASE_DIMS, MAX_BASE_NUMEL)
+    shape = parse_shape(text, MAX_BASE_DIMS, MAX_BASE_NUMEL, field="Shape of x")
     numel = torch.Size(shape).numel()
     if not 1 <= numel <= MAX_BASE_NUMEL:
-        raise InputError(f"The starting tensor has {numel} elements; it must have between 1 and {MAX_BASE_NUMEL}.")
+        raise InputError(f"Shape of x: {format_shape(shape)} has {numel} elements; x must have 1 to "
+                         f"{MAX_BASE_NUMEL}.")
     return shape
 
 
@@ -246,8 +245,8 @@ def layout(base_text: str, chain_text: str) -> LayoutResult:
             error, failed = torch_error(err), f"step {i + 1}: {step.code}"
             break
         if t.numel() > MAX_NUMEL:
-            raise InputError(f"Step {i + 1} ({step.code}) makes {t.numel()} elements; this view draws at most "
-                             f"{MAX_NUMEL}.")
+            raise InputError(f"Op chain, step {i + 1} ({quoted(step.code)}) makes {t.numel()} elements; this view "
+                             f"draws at most {MAX_NUMEL}.")
         expr += step.code
         views.append(_describe(expr, t, x))
     return LayoutResult(base_shape, tuple(views), error, failed, tuple(notes), _code(base_shape, steps, len(views) - 1))

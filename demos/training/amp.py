@@ -12,7 +12,7 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from demos.errors import InputError
-from demos.parsing import parse_numbers
+from demos.parsing import parse_numbers, whole_in_range
 from demos.style import COLORS, base_layout
 from demos.training.common import HEADER, SPIRAL_SOURCE, SpiralNet, check_int, single_threaded, spiral
 
@@ -217,13 +217,9 @@ def parse_spikes(text: str, steps: int) -> tuple[int, ...]:
     """Steps at which the loss spikes (×1e9), e.g. '25, 60'; empty text means none."""
     if not str(text).strip():
         return ()
-    values = parse_numbers(text, "Spike steps", min_count=1, max_count=10)
-    out = []
-    for v in values:
-        if not float(v).is_integer() or not 0 <= v < steps:
-            raise InputError(f"Spike steps must be whole numbers from 0 to {steps - 1}; got {v:g}.")
-        out.append(int(v))
-    return tuple(sorted(set(out)))
+    values = parse_numbers(text, "Loss spike steps", min_count=1, max_count=10)
+    return tuple(sorted({whole_in_range(v, f"Loss spike steps, entry {i + 1}", 0, steps - 1)
+                         for i, v in enumerate(values)}))
 
 
 def _spiral_setup(seed: int):
@@ -298,13 +294,14 @@ for step in range({steps}):
     opt.zero_grad()
     with torch.autocast(device, dtype=torch.float16):
         loss = nn.functional.cross_entropy(model(x), y)
+    logged = loss.item()
     if step in {set(spikes) or "set()"}:
         loss = loss * 1e9                     # provoke an overflow on purpose
     scale = scaler.get_scale()
     scaler.scale(loss).backward()             # backward of loss × scale: small grads survive float16
     scaler.step(opt)                          # unscale; skip the step if any grad is inf/NaN
     scaler.update()                           # halve on overflow; double after {growth_interval} clean steps
-    print(step, scale, "->", scaler.get_scale())
+    print(step, f"scale 2^{{math.log2(scale):g}} -> 2^{{math.log2(scaler.get_scale()):g}}", f"loss {{logged:.4g}}")
 """
 
 
@@ -317,9 +314,10 @@ class RangeResult:
 @single_threaded
 def dtype_ranges(values_text: str = "1e-8, 3e-5, 1.001, 7e4") -> RangeResult:
     """torch.finfo of float16, bfloat16, float32, and what each chosen value becomes when cast."""
-    values = parse_numbers(values_text, "Values", min_count=1, max_count=6)
-    if any(abs(v) > 1e38 for v in values):
-        raise InputError("Values must be within ±1e38 (the float32 range).")
+    values = parse_numbers(values_text, "Values to cast", min_count=1, max_count=6)
+    for i, v in enumerate(values):
+        if abs(v) > 1e38:
+            raise InputError(f"Values to cast, entry {i + 1}: {v:g} is outside ±1e38 (about float32's range).")
     rows = []
     src = torch.tensor(values, dtype=torch.float64)
     for dtype in (torch.float16, torch.bfloat16, torch.float32):
@@ -331,6 +329,34 @@ def dtype_ranges(values_text: str = "1e-8, 3e-5, 1.001, 7e4") -> RangeResult:
             row[f"{v:g} →"] = f"{c:.6g}"
         rows.append(row)
     return RangeResult(tuple(rows), values)
+
+
+# CUDA autocast runs these in float32 (torch.amp docs, "CUDA Ops that can autocast to float32"); CPU autocast does not
+CUDA_FLOAT32_OPS = ("native_layer_norm", "layer_norm", "_softmax", "softmax", "exp", "sum", "pow", "norm")
+
+
+def ops_caption(result: OpsResult) -> str:
+    """What the recording shows: which computing ops ran low precision, which float32, and which list it was."""
+    low = _op_names(result, result.dtype)
+    high = _op_names(result, "float32")
+    said = (f"Recorded while running by a TorchDispatchMode: every aten op with its input and output dtypes. In "
+            f"{result.dtype}: {', '.join(low) or 'none'}. In float32: {', '.join(high) or 'none'}. `_to_copy` rows "
+            "are the casts autocast inserted; parameters stay float32.")
+    if result.device != "cpu":
+        return said
+    differ = [op for op in _op_names(result, result.dtype, phase="forward") if op in CUDA_FLOAT32_OPS]
+    said += (" These are CPU autocast's op lists: CUDA autocast has its own (float16 by default), and they differ")
+    if differ:
+        return said + (f": on CUDA the forward {', '.join(differ)} would run in float32, not {result.dtype} as here "
+                       "(autocast chooses forward ops only; backward follows the forward's dtypes).")
+    return said + " (CUDA runs layer_norm, softmax, exp and sum in float32, for example)."
+
+
+def _op_names(result: OpsResult, dtype: str, phase: str | None = None) -> list[str]:
+    """Computing ops (casts and fills left out) whose output had this dtype, each named once, in order."""
+    skip = ("_to_copy", "ones_like", "t", "view", "detach")
+    return list(dict.fromkeys(op for ph, op, _, out in result.ops
+                              if out == dtype and op not in skip and phase in (None, ph)))
 
 
 def ops_table(result: OpsResult) -> list[dict]:

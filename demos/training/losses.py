@@ -66,8 +66,10 @@ class ReductionResult:
 def parse_logits(text: str) -> tuple[float, ...]:
     """2 to 10 logits, each of size at most MAX_LOGIT."""
     logits = parse_numbers(text, "Logits", min_count=2, max_count=10)
-    if any(abs(v) > MAX_LOGIT for v in logits):
-        raise InputError(f"Each logit must be between -{MAX_LOGIT:g} and {MAX_LOGIT:g}.")
+    for i, v in enumerate(logits):
+        if abs(v) > MAX_LOGIT:
+            raise InputError(f"Logits, entry {i + 1}: {v:g} is out of range; each logit must be from "
+                             f"-{MAX_LOGIT:g} to {MAX_LOGIT:g}.")
     return logits
 
 
@@ -246,6 +248,7 @@ def reduction_scaling(max_batch: int = 256, seed: int = 0) -> ReductionResult:
     check_int(max_batch, "Largest batch", 2, 4096)
     check_int(seed, "Seed", 0, 10_000)
     sizes = [2**k for k in range(int(math.log2(max_batch)) + 1)]
+    torch.manual_seed(seed)  # the Linear's initial weights
     g = torch.Generator().manual_seed(seed)
     model = nn.Linear(8, 1)
     x = torch.randn(sizes[-1], 8, generator=g)
@@ -263,6 +266,7 @@ def reduction_code(max_batch, seed) -> str:
     return f"""import torch
 from torch import nn
 
+torch.manual_seed({seed})  # the Linear's initial weights
 g = torch.Generator().manual_seed({seed})
 model = nn.Linear(8, 1)
 x, y = torch.randn({max_batch}, 8, generator=g), torch.randn({max_batch}, 1, generator=g)

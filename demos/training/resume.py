@@ -14,12 +14,13 @@ from demos.training.common import HEADER, SPIRAL_SOURCE, SpiralNet, check_int, s
 VARIANTS = {
     "full": "Resume with everything",
     "no_optimizer": "Trap: fresh optimizer (Adam moments lost)",
-    "no_scheduler": "Trap: fresh scheduler (LR schedule restarts)",
+    "no_scheduler": "Trap: fresh scheduler (its warmup re-runs on the restored LR)",
     "no_rng": "Trap: RNG state not restored (dropout, batch sampling)",
 }
 SHORT = {"full": "everything restored", "no_optimizer": "no optimizer state", "no_scheduler": "no scheduler state",
          "no_rng": "no RNG state"}
 N_POINTS, BATCH, WARMUP = 256, 32, 10
+PEAK_LR = 0.05
 MAX_STEPS = 300
 
 
@@ -47,7 +48,7 @@ def _build(seed: int, total: int):
     """Model, Adam, warmup + cosine schedule and a GradScaler, as a fresh process would build them."""
     torch.manual_seed(seed)
     model = SpiralNet(16, dropout=0.1)
-    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    opt = torch.optim.Adam(model.parameters(), lr=PEAK_LR)
     sched = torch.optim.lr_scheduler.SequentialLR(opt, schedulers=[
         torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=WARMUP),
         torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total - WARMUP)], milestones=[WARMUP])
@@ -94,6 +95,22 @@ def _resume(blob: bytes, variant: str, seed: int, total: int):
     return (model, opt, sched, scaler), ckpt["step"]
 
 
+def scheduler_trap(r: ResumeResult) -> str:
+    """What the fresh scheduler did to the learning rate, read from the logged LRs."""
+    lrs, straight = r.resumed["no_scheduler"].lrs, r.straight.lrs
+    warm = lrs[r.split:r.split + WARMUP]
+    top = max(warm)
+    said = (f"Without the scheduler state the schedule neither continues nor restarts: the optimizer state restores "
+            f"LR {warm[0]:.3g}, and the fresh LinearLR warmup multiplies whatever LR it finds by its step ratio, "
+            f"reaching {top:.3g} ({top / PEAK_LR:.2g}× the peak {PEAK_LR:g}) where the straight run used "
+            f"{straight[r.split + warm.index(top)]:.3g}")
+    after = r.split + WARMUP
+    if after < r.total:
+        said += (f"; then the fresh cosine starts over at {lrs[after]:.3g}, where the straight run was at "
+                 f"{straight[after]:.3g}")
+    return said + "."
+
+
 @single_threaded
 def resume_demo(total: int = 120, split: int = 60, seed: int = 0) -> ResumeResult:
     """Train `total` steps straight; then `split` steps, checkpoint, resume four ways and finish."""
@@ -130,7 +147,7 @@ def resume_code(total: int, split: int, seed: int) -> str:
 def build(seed):
     torch.manual_seed(seed)
     model = SpiralNet(16, dropout=0.1)
-    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    opt = torch.optim.Adam(model.parameters(), lr=PEAK_LR)
     sched = torch.optim.lr_scheduler.SequentialLR(opt, schedulers=[
         torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters={WARMUP}),
         torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max={total - WARMUP})], milestones=[{WARMUP}])

@@ -14,6 +14,7 @@ from pages.shell import url_guard
 from pages.shell.heap import freeze_loaded_code
 from pages.shell.registry import HOME, SECTIONS, registered
 from pages.ui import sidebar_controls
+from pages.ui.errors import input_errors
 from pages.ui.layout import whiteboard_requested
 
 url_guard.install()  # a hostile shared link resets the widget it names instead of breaking the page
@@ -56,7 +57,8 @@ def main() -> None:
     link_notice = st.empty()  # top of the page: filled once the page's widgets have read the URL
     _inside.active = True
     try:
-        page.run()
+        with input_errors():  # anything a page's own blocks did not catch: a sentence, never a traceback
+            page.run()
     finally:
         _inside.active = False
         url_guard.show_notice(link_notice)

@@ -1,0 +1,99 @@
+"""Where a measured memory result surprises an expert, the 'why', built from the same measurement.
+
+Each function returns None unless the surprise is in the data, and every number in its sentence comes from the
+tracked runs: the bytes alive at each peak, grouped by category, the op that made them and dtype.
+"""
+
+from dataclasses import replace
+
+from demos.memory.allocator import fmt_bytes
+from demos.memory.training import Group, RunSpec, Timeline, peak_phase
+
+LOW_PRECISION = ("bfloat16", "float16")
+KEPT = ("parameter", "gradient", "optimizer_state")
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ")"
+
+
+def _groups(t: Timeline, **match) -> list[Group]:
+    return [g for g in t.peak_groups if all(getattr(g, k) == v for k, v in match.items())]
+
+
+def unfused_spec(spec: RunSpec) -> RunSpec:
+    """The same steps with the optimizer's per-parameter loop (foreach=False)."""
+    return replace(spec, foreach=False)
+
+
+def optimizer_peak(t: Timeline, unfused: Timeline | None = None) -> str | None:
+    """Why the peak is inside optimizer.step(): the foreach update's temporaries on top of params, grads, state."""
+    phase = peak_phase(t)
+    temps = _groups(t, category="temporary")
+    temp_bytes = sum(g.nbytes for g in temps)
+    if not phase.startswith("optimizer") or not temps:
+        return None
+    params, grads, state = (t.peak_by_category[c] for c in KEPT)
+    top = temps[0]
+    tensors = sum(g.count for g in _groups(t, category="parameter"))
+    per_param = f", one per parameter tensor ({tensors})" if top.count == tensors else ""
+    text = (f"Why the peak ({fmt_bytes(t.peak)}) is inside `optimizer.step()` ({phase}): parameters "
+            f"{fmt_bytes(params)}, gradients {fmt_bytes(grads)} and {t.spec.optimizer} state {fmt_bytes(state)} "
+            f"add up to {fmt_bytes(params + grads + state)}; on top of them are {fmt_bytes(temp_bytes)} of "
+            f"temporaries, {temp_bytes / max(params, 1):.2f}x the parameters' bytes. The largest group is "
+            f"{top.count} `{top.op}` outputs ({fmt_bytes(top.nbytes)}{per_param}): with `foreach=True` each update "
+            "op runs over the whole parameter group at once, so its intermediate is a list as large as the group.")
+    if unfused is not None:
+        if unfused.peak < t.peak:
+            text += (f" Measured with `foreach=False` (one parameter at a time), the peak is "
+                     f"{fmt_bytes(unfused.peak)}, {fmt_bytes(t.peak - unfused.peak)} lower, and falls in "
+                     f"{peak_phase(unfused)}.")
+        else:
+            text += f" Measured with `foreach=False`, the peak is {fmt_bytes(unfused.peak)}: no lower here."
+    return text
+
+
+def autocast_above(plain_name: str, auto_name: str, batch: int, plain: Timeline, auto: Timeline,
+                   drawn: tuple[int, int]) -> str | None:
+    """Why an autocast run peaks above its full-precision twin: the low-precision copies its casts keep alive.
+
+    `drawn` is the pair of peaks the chart shows (allocator model, plain then autocast); the composition comes
+    from the tracked storages alive at each run's own peak.
+    """
+    if drawn[1] <= drawn[0]:
+        return None
+    casts = [g for g in auto.peak_groups if g.op == "_to_copy" and g.dtype in LOW_PRECISION]
+    cast_bytes = sum(g.nbytes for g in casts)
+    if not casts:
+        return None
+    low = casts[0].dtype
+    biggest = max(casts, key=lambda g: max(g.largest or (0,)))
+    rest_auto, rest_plain = auto.peak - cast_bytes, plain.peak
+    text = (f"Why {auto_name} peaks above {plain_name} at batch {batch}: {fmt_bytes(drawn[1])} against "
+            f"{fmt_bytes(drawn[0])} as drawn. At its peak ({peak_phase(auto)}) autocast's casts hold "
+            f"{fmt_bytes(cast_bytes)} of {low} copies ({sum(g.count for g in casts)} tensors, the largest "
+            f"{_shape(biggest.largest)}) that the {plain_name} run never makes, while everything else at its peak "
+            f"takes {fmt_bytes(rest_auto)}, "
+            + (f"only {fmt_bytes(rest_plain - rest_auto)} less than" if rest_plain > rest_auto else "no less than")
+            + f" the {fmt_bytes(rest_plain)} at {plain_name}'s peak ({peak_phase(plain)}).")
+    top_auto, top_plain = auto.peak_groups[0], plain.peak_groups[0]
+    same = (top_auto.category, top_auto.op, top_auto.dtype) == (top_plain.category, top_plain.op, top_plain.dtype)
+    if same and top_auto.dtype == "float32":
+        text += (f" The largest tensors at both peaks stay float32 under autocast: {top_auto.count} `{top_auto.op}` "
+                 f"{'output' if top_auto.count == 1 else 'outputs'} of {_shape(top_auto.largest)}, "
+                 f"{fmt_bytes(top_auto.nbytes)}.")
+    return text
+
+
+def surprising_pairs(names: list[str], batches: tuple[int, ...], peaks: dict[str, list[int]]):
+    """(plain name, autocast name, batch) for each sweep pair whose autocast line is above, at the largest such batch.
+
+    The sweep's names come in pairs: plain, plain + checkpointing, autocast, autocast + checkpointing.
+    """
+    plain, plain_ckpt, auto, auto_ckpt = names
+    out = []
+    for p, a in ((plain, auto), (plain_ckpt, auto_ckpt)):
+        above = [b for b, x, y in zip(batches, peaks[p], peaks[a], strict=True) if y > x]
+        if above:
+            out.append((p, a, above[-1]))
+    return out

@@ -1,0 +1,85 @@
+"""The Memory page's 'why' callouts: present only when the surprise is in the data, every number from the runs."""
+
+import pytest
+
+from demos.memory import surprises as su
+from demos.memory.allocator import fmt_bytes
+from demos.memory.training import RunSpec, peak_phase, simulate, sweep_variants, variant_spec
+
+TINY = RunSpec(model="Transformer tiny (2 x 128)", batch=1, seq_len=8, steps=1)
+
+
+def test_peak_groups_account_for_every_byte_at_the_peak():
+    t = simulate(TINY)
+    assert sum(g.nbytes for g in t.peak_groups) == t.peak
+    for category, nbytes in t.peak_by_category.items():
+        assert sum(g.nbytes for g in t.peak_groups if g.category == category) == nbytes
+
+
+def check_optimizer_callout(t, unfused):
+    assert peak_phase(t).startswith("optimizer")
+    text = su.optimizer_peak(t, unfused)
+    params, grads, state = (t.peak_by_category[c] for c in ("parameter", "gradient", "optimizer_state"))
+    temps = [g for g in t.peak_groups if g.category == "temporary"]
+    assert sum(g.nbytes for g in temps) == t.peak_by_category["temporary"]
+    assert temps[0].op.startswith("_foreach_"), "the largest temporaries come from the foreach update"
+    assert f"parameters {fmt_bytes(params)}, gradients {fmt_bytes(grads)}" in text
+    assert f"add up to {fmt_bytes(params + grads + state)}" in text
+    assert f"on top of them are {fmt_bytes(t.peak_by_category['temporary'])} of temporaries" in text
+    assert f"{temps[0].count} `{temps[0].op}` outputs ({fmt_bytes(temps[0].nbytes)}" in text
+    assert unfused.spec.foreach is False and unfused.peak < t.peak, "foreach=False measured lower"
+    assert f"the peak is {fmt_bytes(unfused.peak)}, {fmt_bytes(t.peak - unfused.peak)} lower" in text
+    return text
+
+
+def test_optimizer_peak_callout_from_the_tracker():
+    t = simulate(TINY)
+    check_optimizer_callout(t, simulate(su.unfused_spec(TINY)))
+    assert "Measured with" not in su.optimizer_peak(t), "no foreach=False claim without its measurement"
+
+
+def test_gpt2_xl_peaks_in_adam_step_by_the_foreach_temporaries():
+    spec = RunSpec(model="GPT-2 XL (1.5B)", batch=1, seq_len=1024, steps=1)
+    t = simulate(spec)
+    text = check_optimizer_callout(t, simulate(su.unfused_spec(spec)))
+    params = t.peak_by_category["parameter"]
+    # the foreach temporaries are one full list the size of the parameter group
+    assert t.peak_by_category["temporary"] == pytest.approx(params, rel=0.01)
+    assert "one per parameter tensor" in text
+
+
+def test_no_optimizer_callout_when_the_peak_is_elsewhere():
+    t = simulate(RunSpec(model="Transformer tiny (2 x 128)", batch=64, seq_len=256, steps=1))
+    assert not peak_phase(t).startswith("optimizer")
+    assert su.optimizer_peak(t) is None
+
+
+def test_bf16_autocast_with_checkpointing_above_fp32_at_batch_64():
+    spec = RunSpec()
+    names = list(sweep_variants(spec))
+    plain_name, auto_name = names[1], names[3]
+    plain, auto = (simulate(variant_spec(spec, n, 64)) for n in (plain_name, auto_name))
+    drawn = (plain.predicted_peak_allocated, auto.predicted_peak_allocated)
+    assert drawn[1] > drawn[0], "the surprise is in the data"
+    text = su.autocast_above(plain_name, auto_name, 64, plain, auto, drawn)
+    casts = [g for g in auto.peak_groups if g.op == "_to_copy" and g.dtype == "bfloat16"]
+    cast_bytes = sum(g.nbytes for g in casts)
+    assert cast_bytes > 0
+    rest = auto.peak - cast_bytes
+    assert cast_bytes > plain.peak - rest, "the copies outweigh what half precision saved, so the peak is higher"
+    assert f"{fmt_bytes(drawn[1])} against {fmt_bytes(drawn[0])} as drawn" in text
+    assert f"hold {fmt_bytes(cast_bytes)} of bfloat16 copies" in text
+    assert f"only {fmt_bytes(plain.peak - rest)} less than the {fmt_bytes(plain.peak)}" in text
+    assert su.surprising_pairs(names, (32, 64), {names[0]: [2, 1], names[1]: [1, drawn[0]],
+                                                 names[2]: [1, 2], names[3]: [1, drawn[1]]}) == [
+        (names[0], names[2], 64), (names[1], names[3], 64)]
+
+
+def test_no_autocast_callout_when_autocast_is_lower():
+    spec = RunSpec(model="Transformer tiny (2 x 128)", seq_len=256, steps=1)
+    names = list(sweep_variants(spec))
+    plain, auto = (simulate(variant_spec(spec, n, 64)) for n in (names[1], names[3]))
+    drawn = (plain.predicted_peak_allocated, auto.predicted_peak_allocated)
+    assert drawn[1] <= drawn[0]
+    assert su.autocast_above(names[1], names[3], 64, plain, auto, drawn) is None
+    assert su.surprising_pairs(names, (64,), {n: [drawn[0]] for n in names}) == []

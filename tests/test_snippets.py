@@ -1,0 +1,90 @@
+"""Every 'show the code' snippet, run alone in a fresh Python, prints the numbers its page shows.
+
+The snippets are discovered, not listed: a crawl (tests/snippets.py) opens each registered page, each of its
+URL-bound tabs, presses each button, and records every `ui.show_code` call with the numbers the page drew at that
+moment. Each snippet then runs as a script in a fresh process (its own interpreter, no repository on the path),
+and every number it prints must be one the page shows, to the digits printed (a snippet that prints only
+names, devices or dtypes must still run cleanly and print them). Wall-clock timings (a number
+followed by a time unit) are measurements a second process cannot repeat; they are left out of the comparison.
+A second check reads each page's source: every `show_code` call in it must have been reached by the crawl.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from demos.training.mistakes import MISTAKES
+from pages.shell.registry import ROOT, registered
+from tests.snippets import crawl, measured_numbers, numbers_in, show_code_keys
+
+PAGES = [t.file for t in registered()]
+SNIPPET_TIMEOUT_S = 300
+IN_REPOSITORY = "# Run from the repository root"
+NO_CUDA = "No CUDA GPU here"  # what a CUDA-only snippet says, in one sentence, on a host without one
+
+# Views the crawl opens beyond defaults, tabs and buttons: widgets that choose which snippet a section shows.
+EXTRA_VIEWS = {
+    "pages/training-loop.py": tuple(({"tl_tab": "Mistakes"}, (("selectbox", "tl_mis_focus", v),)) for v in MISTAKES),
+}
+
+
+def run_alone(code: str, tmp_path) -> subprocess.CompletedProcess:
+    """The snippet as a script file, run by this interpreter in an empty folder with a clean environment.
+
+    A snippet whose header says `# Run with: torchrun --nproc-per-node N` runs that way (torchrun's --standalone
+    rendezvous picks a free port); one that says `# Run from the repository root` (it uses this app's own tools,
+    such as the memory tracker) runs there.
+    """
+    script = tmp_path / "snippet.py"
+    script.write_text(code)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "STREAMLIT", "MASTER_", "RANK"))}
+    cwd = tmp_path
+    if code.startswith(IN_REPOSITORY):
+        cwd, env["PYTHONPATH"] = ROOT, str(ROOT)
+    isolated = ["-I"] if cwd == tmp_path else []  # -I: no repository, no user site on the path
+    launch = re.search(r"^# Run with: torchrun --nproc-per-node (\d+)", code, re.M)
+    torchrun = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", launch.group(1)] if launch else []
+    command = [sys.executable, *isolated, *torchrun, str(script)]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=SNIPPET_TIMEOUT_S)
+
+
+def unmatched(printed: str, page_numbers: list) -> list[str]:
+    """Printed numbers (timings aside) that no number on the page matches."""
+    missing = []
+    for line in printed.splitlines():
+        timings = measured_numbers(line)
+        for n in numbers_in(line):
+            if n in timings:
+                continue
+            if not any(n.matches(p) for p in page_numbers):
+                missing.append(f"{n.value:g} in {line.strip()[:120]!r}")
+    return missing
+
+
+@pytest.mark.parametrize("page_file", PAGES)
+def test_every_snippet_prints_the_numbers_its_page_shows(page_file, monkeypatch, tmp_path):
+    shown = crawl(page_file, monkeypatch, EXTRA_VIEWS.get(page_file, ()))
+    reached = {s.key for s in shown}
+    for pattern in show_code_keys(page_file):
+        assert any(pattern.fullmatch(k) for k in reached), f"the crawl never reached show_code(key={pattern.pattern})"
+
+    failures = []
+    for snippet in {s.code: s for s in shown}.values():
+        done = run_alone(snippet.code, tmp_path)
+        where = f"{snippet.key} ({snippet.view})"
+        if done.returncode != 0 and NO_CUDA in done.stdout + done.stderr and not torch.cuda.is_available():
+            continue  # a CUDA-only script (the allocator's, the stream recorder) says what it needs and stops
+        if done.returncode != 0:
+            failures.append(f"{where} failed:\n{done.stderr[-1500:]}")
+            continue
+        if not done.stdout.strip():
+            failures.append(f"{where} printed nothing")
+            continue
+        missing = unmatched(done.stdout, snippet.page_numbers)
+        if missing:
+            failures.append(f"{where} printed numbers the page does not show: {missing[:8]}")
+    assert not failures, "\n\n".join(failures)
