@@ -141,11 +141,11 @@ def element_numbers(el, out: list) -> None:
                 _frame_numbers(_arrow_frame(ds.data), out)
     elif kind == "graphviz_chart":
         out.extend(numbers_in(proto.spec))
+    elif kind == "metric":  # before the generic branch: a metric's value is a str too, and its delta counts
+        out.extend(numbers_in(" ".join([el.label, el.value, el.delta or ""])))
     elif hasattr(el, "value") and isinstance(el.value, str):
         out.extend(numbers_in(el.value))
         out.extend(numbers_in(getattr(el, "label", "") or ""))
-    elif kind == "metric":
-        out.extend(numbers_in(" ".join([el.label, el.value, el.delta or ""])))
     else:
         out.extend(numbers_in(str(proto)))
 

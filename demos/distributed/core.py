@@ -124,7 +124,7 @@ _SNIPPET_PARTS = {
     "tensor_parallel": ("tensor_parallel",),
     "sampler": ("sampler",),
 }
-_SOURCES = ("models.py", "workers.py")  # read as text: the server never imports the ranks' DDP/FSDP/dynamo
+_SOURCES = ("models.py", "workers.py", "reports.py")  # read as text: the server never imports the ranks' DDP/FSDP
 
 
 @functools.cache
@@ -149,8 +149,9 @@ _HEADER = (
 
 
 def snippet(demo: str, world: int, params: dict) -> str:
-    """A standalone script with the exact worker code that ran; launch it with torchrun."""
-    parts = "\n\n".join(_definitions()[name] for name in _SNIPPET_PARTS[demo])
+    """A standalone script with the exact worker code that ran; launch it with torchrun. Rank 0 prints what the
+    demo's tab shows (reports.py), not the raw result (which holds per-launch timings and pids)."""
+    parts = "\n\n".join(_definitions()[name] for name in (*_SNIPPET_PARTS[demo], f"report_{demo}"))
     name = _SNIPPET_PARTS[demo][-1]
     cli = " ".join(f"--param {k}={v}" for k, v in params.items() if k != "iterations")
     return (
@@ -161,8 +162,12 @@ def snippet(demo: str, world: int, params: dict) -> str:
         "if __name__ == '__main__':\n"
         "    dist.init_process_group('gloo')\n"
         "    rank, world = dist.get_rank(), dist.get_world_size()\n"
-        f"    result = {name}(rank, world, {params!r})\n"
-        "    print(rank, result)\n"
+        f"    p = {params!r}\n"
+        f"    result = {name}(rank, world, p)\n"
+        "    results = [None] * world if rank == 0 else None\n"
+        "    dist.gather_object(result, results, dst=0)  # every rank's result, in rank order, on rank 0\n"
+        "    if rank == 0:\n"
+        f"        report_{demo}(results, p)\n"
         "    dist.destroy_process_group()\n"
     )
 

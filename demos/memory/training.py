@@ -339,18 +339,23 @@ def snippet(spec: RunSpec) -> str:
     """A runnable script that reproduces the timeline with the same tracker, on meta tensors or CUDA."""
     return f'''# Run from the repository root: it uses this app's storage tracker (demos/memory/tracker.py).
 import torch
+from demos.memory.allocator import fmt_bytes
 from demos.memory.training import RunSpec, simulate, default_device
 
 spec = RunSpec(model={spec.model!r}, batch={spec.batch}, seq_len={spec.seq_len}, dtype={spec.dtype!r},
                optimizer={spec.optimizer!r}, checkpointing={spec.checkpointing}, set_to_none={spec.set_to_none},
                steps={spec.steps})
 t = simulate(spec, device=default_device())  # meta tensors without CUDA: no memory is used
-print(f"{{t.n_params:,}} parameters, peak {{t.peak / 2**30:.3f}} GiB at op {{t.op_index[t.peak_event]}}")
+print(f"{{t.n_params / 1e6:,.1f}} M parameters, peak (tracked tensors) {{fmt_bytes(t.peak)}} at op "
+      f"{{t.op_index[t.peak_event]}}")
 for category, nbytes in t.peak_by_category.items():
     print(f"  {{category:16s}} {{nbytes / 2**20:10.1f}} MiB")
-print("allocator model: allocated", max(t.allocated), "reserved", max(t.reserved))
-for phase, op, allocated, reserved, peak in t.measured:  # filled only on CUDA
-    print(phase, "measured allocated", allocated, "reserved", reserved, "max", peak)
+print(f"allocator model: peak allocated {{fmt_bytes(t.predicted_peak_allocated)}}, "
+      f"peak reserved {{fmt_bytes(max(t.reserved))}}")
+if t.measured:  # CUDA only: the real allocator, read at each phase boundary
+    measured = max(peak for *_, peak in t.measured)
+    print(f"measured max_memory_allocated {{fmt_bytes(measured)}}, "
+          f"{{100 * (t.predicted_peak_allocated - measured) / measured:+.1f}}% predicted vs measured")
 
 # The core idea, in plain torch: see each op's output storages and hear when each storage dies.
 from torch.utils._python_dispatch import TorchDispatchMode
