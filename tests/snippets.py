@@ -139,8 +139,8 @@ def element_numbers(el, out: list) -> None:
         for ds in [proto.data, *(d.data for d in proto.datasets)]:
             if ds.data:
                 _frame_numbers(_arrow_frame(ds.data), out)
-    elif kind == "graphviz_chart":
-        out.extend(numbers_in(proto.spec))
+    elif kind == "graphviz_chart":  # DOT's line breaks in a label (\n, \l, \r) are spaces to the reader
+        out.extend(numbers_in(re.sub(r"\\[nlr]", " ", proto.spec)))
     elif kind == "metric":  # before the generic branch: a metric's value is a str too, and its delta counts
         out.extend(numbers_in(" ".join([el.label, el.value, el.delta or ""])))
     elif hasattr(el, "value") and isinstance(el.value, str):

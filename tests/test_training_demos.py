@@ -357,6 +357,18 @@ def test_every_training_snippet_pins_the_one_thread_its_numbers_came_from(loops)
         assert code.index(ONE_THREAD_LINE) > code.index("import torch")
 
 
+def test_resume_snippet_runs_alone_and_resumes_exactly(tmp_path):
+    """The snippet once used the module's PEAK_LR without defining it: a NameError in a fresh process."""
+    import subprocess
+    import sys
+    script = tmp_path / "exact_resume.py"
+    script.write_text(resume.resume_demo(40, 20, 0).code)
+    done = subprocess.run([sys.executable, "-I", str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "max |difference| vs the straight run: 0.0"
+
+
 def test_why_eval_scores_better_is_the_control_run_without_dropout(loops):
     trap, correct, control = loops.runs["no_train_after_eval"], loops.runs["correct"], loops.control
     assert trap.val_loss < correct.val_loss, "the surprise the page explains is real at these settings"

@@ -391,12 +391,22 @@ def backward_code(b, expr_text: str) -> str:
         f"seen = {{{out}.grad_fn}}",
         f"record({out}.grad_fn)",
         f"{out}.backward(torch.ones_like({out}))",
+        "",
+        "def preview(t, n=6):",
+        '    """What the page\'s tables show of a tensor: its first n values, flattened, to 4 significant digits',
+        '    (print(t) itself shows every value)."""',
+        "    if t is None:",
+        "        return 'None'",
+        "    flat = t.flatten().tolist()",
+        "    body = ', '.join(f'{v:.4g}' for v in flat[:n])",
+        "    return f\"[{body}{', …' if len(flat) > n else ''}]\" if t.dim() else f'{flat[0]:.4g}'",
+        "",
         "print('engine order:', order)",
     ]
     for leaf in b.leaves:
         if leaf.requires_grad:
-            lines.append(f"print('{leaf.name}.grad', {leaf.name}.grad)")
-    lines += [f"print('t{i}.grad', t{i}.grad)" for i, s in enumerate(b.steps, 1) if s.out.requires_grad]
+            lines.append(f"print('{leaf.name}.grad', preview({leaf.name}.grad))")
+    lines += [f"print('t{i}.grad', preview(t{i}.grad))" for i, s in enumerate(b.steps, 1) if s.out.requires_grad]
     return "\n".join(lines) + "\n"
 
 

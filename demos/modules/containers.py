@@ -294,6 +294,7 @@ import torch.nn as nn
 {source_of(Zoo)}
 
 
+torch.manual_seed(0)
 model = Zoo({n_blocks}, {width}, {heads!r})
 for name, module in model.named_modules():
     print(name or "(root)", type(module).__name__, sum(p.numel() for p in module.parameters(recurse=False)))

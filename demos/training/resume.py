@@ -147,7 +147,7 @@ def resume_code(total: int, split: int, seed: int) -> str:
 def build(seed):
     torch.manual_seed(seed)
     model = SpiralNet(16, dropout=0.1)
-    opt = torch.optim.Adam(model.parameters(), lr=PEAK_LR)
+    opt = torch.optim.Adam(model.parameters(), lr={PEAK_LR})
     sched = torch.optim.lr_scheduler.SequentialLR(opt, schedulers=[
         torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters={WARMUP}),
         torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max={total - WARMUP})], milestones=[{WARMUP}])
