@@ -10,9 +10,11 @@ from demos import guests
 from demos.errors import InputError
 
 
-def hold_slot(entered: threading.Event, release: threading.Event, log: list, name: str) -> threading.Thread:
+def hold_slot(entered: threading.Event, release: threading.Event, log: list, name: str,
+              places: list | None = None) -> threading.Thread:
+    places = [] if places is None else places  # every place in line this run was told, in order
+
     def body():
-        places = []
         with guests.queue_reporter(places.append), guests.process_slot(wait_s=30):
             log.append((name, places))
             entered.set()
@@ -23,23 +25,33 @@ def hold_slot(entered: threading.Event, release: threading.Event, log: list, nam
     return thread
 
 
+def wait_until(condition, timeout_s: float = 10) -> bool:
+    end = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < end:
+        time.sleep(0.01)
+    return condition()
+
+
 def test_runs_go_in_arrival_order_and_each_waiting_run_is_told_its_place(no_warm_helpers):
-    log, releases, threads = [], [], []
-    for name in ("first", "second", "third"):
+    names = ("first", "second", "third")
+    log, releases, threads, told = [], [], [], {name: [] for name in names}
+    for name in names:
         entered, release = threading.Event(), threading.Event()
-        threads.append(hold_slot(entered, release, log, name))
+        threads.append(hold_slot(entered, release, log, name, told[name]))
         releases.append((entered, release))
         time.sleep(0.3)  # let it join the line before the next one arrives
-    for entered, release in releases:
+    for i, (entered, release) in enumerate(releases):
         assert entered.wait(10)
         release.set()
+        # before the next release, each run still waiting has been told its new place (one fewer ahead)
+        expected = {n: [j - i - 1] for j, n in enumerate(names) if j > i}
+        assert wait_until(lambda expected=expected: all(told[n][-1:] == e for n, e in expected.items()))
     for t in threads:
         t.join(10)
     assert [name for name, _ in log] == ["first", "second", "third"]
-    places = dict(log)
-    assert places["first"] == []  # it never waited
-    assert places["second"] == [1, 0]
-    assert places["third"] == [2, 1, 0]  # "2 runs ahead of yours", then 1, then its turn
+    assert told["first"] == []  # it never waited
+    assert told["second"] == [1, 0]
+    assert told["third"] == [2, 1, 0]  # "2 runs ahead of yours", then 1, then its turn
 
 
 def test_a_run_that_waits_too_long_is_refused_with_a_sentence_and_leaves_the_line():
