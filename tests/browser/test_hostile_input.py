@@ -7,6 +7,7 @@ import urllib.parse
 import pytest
 
 from demos.distributed.results import FORMAT
+from demos.errors import QUOTE_LIMIT
 from tests.browser.harness import new_context, run_mark, wait_run
 
 pytestmark = pytest.mark.browser
@@ -21,7 +22,9 @@ def open_tab(browser, url: str):
     context = new_context(browser, viewport={"width": 1400, "height": 900})
     page = context.new_page()
     fetched = []
-    page.on("request", lambda r: fetched.append(r.url) if "attacker" in r.url else None)
+    # the attacker's host, not the app's own URL (whose query may carry the visitor's text)
+    page.on("request", lambda r: fetched.append(r.url) if "attacker" in (urllib.parse.urlsplit(r.url).hostname or "")
+            else None)
     page.goto(url)
     wait_run(page, timeout=120)
     return context, page, fetched
@@ -37,9 +40,14 @@ def assert_literal(page, fetched: list, selector: str, text: str) -> None:
     assert not fetched, fetched
 
 
+def as_quoted(text: str) -> str:
+    """What a message shows of visitor text: the text itself, cut to QUOTE_LIMIT characters with an ellipsis."""
+    return text if len(text) <= QUOTE_LIMIT else text[: QUOTE_LIMIT - 1] + "…"
+
+
 SHARED_LINKS = {  # a parameter whose parser quotes what it refuses
-    "debugging seed": ("debugging", {"dbg_tab": "Reproducibility", "dbg_seed": IMAGE}, IMAGE),
-    "distributed ring size": ("distributed", {"dist_ring": LINK}, LINK),
+    "debugging seed": ("debugging", {"dbg_tab": "Reproducibility", "dbg_seed": IMAGE}, as_quoted(IMAGE)),
+    "distributed ring size": ("distributed", {"dist_ring": LINK}, as_quoted(LINK)),
 }
 
 
