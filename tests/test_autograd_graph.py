@@ -6,6 +6,7 @@ import torch
 from demos.autograd.backward import backward_view, gradcheck_expression, preview, run_backward
 from demos.autograd.graph import MAX_GRAPH_NODES, PRESETS, build, graph_view
 from demos.errors import InputError
+from tests.test_autograd_backward_props import check_snippet
 
 CASES = list(PRESETS.values()) + [
     ("x: 4,3 grad; y: 3 grad", "sum(x[1:3] * y + 2 ** y - x[0] / y ** 2) + mean(log(sigmoid(x)), 1)[0] - x.T[0, 0]"),
@@ -111,13 +112,4 @@ def test_saved_tensors_are_drawn_on_request():
 @pytest.mark.parametrize("name", ["Two-layer MLP", "Attention scores"])
 def test_backward_snippet_reproduces_the_page(name):
     leaves, expr = PRESETS[name]
-    shown = backward_view(leaves, expr)
-    printed = []
-    exec(compile(shown.code, "<snippet>", "exec"), {"print": lambda *a: printed.append(a)})
-    order = next(a[1] for a in printed if a[0] == "engine order:")
-    assert order == list(shown.order["grad_fn"])
-    b = build(leaves, expr)
-    run_backward(b)
-    for label, value in printed:
-        if isinstance(label, str) and label.endswith(".grad") and label[:-5] in b.tensors:
-            torch.testing.assert_close(value, b.tensors[label[:-5]].grad)
+    check_snippet(backward_view(leaves, expr))  # engine order and every gradient, as the page's tables show them
