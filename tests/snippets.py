@@ -58,10 +58,13 @@ def numbers_in(text: str) -> list[Number]:
 
 def measured_numbers(line: str) -> list[Number]:
     """The numbers of a line that are wall-clock measurements: followed by a time unit, and the percentages
-    beside them (a profiler table's share of time)."""
+    beside them (a profiler table's share of time). A row with several timings is a profiler table row: which
+    ops make a top-N sorted by time differs from run to run, so its call count is left out with its timings."""
     timings = [n for m in _TIMING.finditer(line) for n in numbers_in(m.group())]
     if not timings:
         return []
+    if len(timings) >= 2:
+        return numbers_in(line)
     return timings + [n for m in _PERCENT.finditer(line) for n in numbers_in(m.group())]
 
 
