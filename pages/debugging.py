@@ -69,7 +69,7 @@ def nan_section() -> None:
             st.markdown(f"loss = `{r.loss}`. Forward-hook tracer: first non-finite output in "
                         f"**`{r.first_bad or 'none'}`**.")
             ui.table([{"module": h.module, "type": h.kind, "finite": h.finite, "non-finite": h.nonfinite}
-                          for h in r.hook_rows], hide_index=True)
+                      for h in r.hook_rows], hide_index=True)
             if r.origin is not None:
                 o = r.origin
                 st.markdown(f"Op-level tracer: first non-finite output from **`{o.op}`** (`{o.line}`), "
@@ -130,7 +130,7 @@ def repro_section() -> None:
             ui.plot(figures.seed_figure(r), key="dbg_seed_fig")
         with right:
             ui.table([{"run": x.label, "final loss": x.losses[-1], "sha256 of final weights": x.digest}
-                          for x in r.runs], hide_index=True)
+                      for x in r.runs], hide_index=True)
         ui.show_code(r.code, key="dbg_seed_code", file_name="seeds.py")
     workers_part()
     determinism_part()
@@ -269,7 +269,7 @@ def profiler_section() -> None:
             col.metric(f"{phase} (record_function)", f"{r.phase_us.get(phase, 0) / 1000:.2f} ms")
         ui.plot(figures.gantt_figure(r), key="dbg_gantt")
         ui.table([{"op": o.name, "self CPU (µs)": round(o.self_us, 1), "total CPU (µs)": round(o.total_us, 1),
-                       "calls": o.calls} for o in r.top_ops], hide_index=True)
+                   "calls": o.calls} for o in r.top_ops], hide_index=True)
         st.download_button("Download the Chrome trace (JSON)", r.trace_json, file_name="train_step_trace.json",
                            mime="application/json", key="dbg_trace_download", on_click="ignore",
                            icon=":material/download:")

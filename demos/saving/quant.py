@@ -1,13 +1,14 @@
 """Dynamic int8 quantization of a trained MLP's Linear layers: size, accuracy and latency, all measured."""
 
 import copy
+import inspect
 import logging
 import warnings
 from dataclasses import dataclass
 
 import torch
 
-from demos.saving.models import accuracy, synthetic_task, train_mlp
+from demos.saving.models import MLP, accuracy, synthetic_task, train_mlp
 from demos.saving.state import saved_bytes
 from demos.timing import median_ms
 
@@ -58,7 +59,8 @@ def quantize_and_measure(width: int = 256, depth: int = 2) -> QuantResult:
         rows.append({"variant": variant, "API": api, "file bytes": saved_bytes(m.state_dict()),
                      "held-out accuracy": accuracy(m, x_test, y_test), "latency ms (batch 256)": _latency_ms(m, batch)})
     ratio = rows[0]["file bytes"] / rows[1]["file bytes"]
-    return QuantResult(tuple(rows), ratio, version, legacy_warning, QUANT_CODE.format(width=width, depth=depth))
+    code = QUANT_CODE.format(width=width, depth=depth, model_class=inspect.getsource(MLP))  # the page's own MLP
+    return QuantResult(tuple(rows), ratio, version, legacy_warning, code)
 
 
 @dataclass(frozen=True)
@@ -109,19 +111,7 @@ from torch import nn
 from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
 
 
-class MLP(nn.Module):
-    def __init__(self, width={width}, depth={depth}, d_in=16, classes=4):
-        super().__init__()
-        layers, d = [], d_in
-        for _ in range(depth):
-            layers += [nn.Linear(d, width), nn.ReLU()]
-            d = width
-        self.body = nn.Sequential(*layers)
-        self.head = nn.Linear(d, classes)
-
-    def forward(self, x):
-        return self.head(self.body(x))
-
+{model_class}
 
 def synthetic_task(n, seed):  # Gaussian inputs labelled by a fixed random linear teacher
     teacher = torch.randn(16, 4, generator=torch.Generator().manual_seed(1234))
@@ -136,7 +126,7 @@ def file_bytes(model):
 
 
 torch.manual_seed(0)
-model = MLP()
+model = MLP(width={width}, depth={depth})
 x, y = synthetic_task(2048, seed=0)
 optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
 for step in range(150):
