@@ -120,7 +120,10 @@ def checkpoint_contents(width: int = 128) -> CheckpointContents:
         "GradScaler.state_dict() (fp16 AMP only)": (torch.amp.GradScaler("cpu").state_dict(), False),
         "step / epoch / sampler epoch": ({"step": 1, "epoch": 0, "sampler_epoch": 0}, False),
         "torch RNG state": (torch.get_rng_state(), False),
-        "NumPy and Python RNG states": ({"numpy": np.random.get_state(), "python": random.getstate()}, False),
+        # the states a script that seeded both with 0 holds (as the snippet does): their pickled size depends on
+        # the state's values, and this server's global generators must not be reseeded
+        "NumPy and Python RNG states": ({"numpy": np.random.RandomState(0).get_state(),
+                                         "python": random.Random(0).getstate()}, False),
     }
     rows = tuple({"item": name, "resume": "yes", "serving": "yes" if serve else "no", "bytes": saved_bytes(obj)}
                  for name, (obj, serve) in items.items())
@@ -172,6 +175,8 @@ def saved_bytes(obj):
 
 # What a resumable checkpoint holds (serving needs only the model's state_dict)
 torch.manual_seed(0)
+np.random.seed(0)
+random.seed(0)
 model = MLP({width})
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=100)
