@@ -120,7 +120,9 @@ def step_ui() -> tuple[RunSpec, str]:
     card = c7.selectbox("Card (OOM line)", list(CARDS), index=0, key="mem_card", bind="query-params")
     with c8:
         ckpt = st.toggle("Activation checkpointing", key="mem_ckpt", bind="query-params")
-        to_none = st.toggle("zero_grad(set_to_none=True)", value=True, key="mem_none", bind="query-params")
+        to_none = st.toggle("Free grads in zero_grad", value=True, key="mem_none", bind="query-params",
+                            help="On: `zero_grad(set_to_none=True)` (the default since PyTorch 2.0) frees the "
+                                 "gradients. Off: `set_to_none=False` keeps them as zero tensors.")
     return RunSpec(model, int(batch), int(seq), dtype, optimizer, ckpt, to_none, int(steps)), card
 
 

@@ -54,8 +54,12 @@ def page_views(page_file: str) -> list[dict]:
 
 @pytest.fixture(autouse=True)
 def no_bug_boxes(monkeypatch):
-    """Every AppTest run in the suite fails if a page showed the 'this is a bug' sentence (pages/ui/errors.py)."""
-    run = AppTest.run
+    """Every AppTest run in the suite fails if a page showed the 'this is a bug' sentence (pages/ui/errors.py).
+
+    The check sits on AppTest._run, the one method every run goes through: `at.run()` and also a widget's
+    `.click().run()` / `.set_value(v).run()`, which call the element tree's run and never `AppTest.run`.
+    """
+    run = AppTest._run
 
     def checked_run(self, *args, **kwargs):
         at = run(self, *args, **kwargs)
@@ -63,7 +67,7 @@ def no_bug_boxes(monkeypatch):
         assert not bugs, bugs
         return at
 
-    monkeypatch.setattr(AppTest, "run", checked_run)
+    monkeypatch.setattr(AppTest, "_run", checked_run)
 
 
 def assert_clean(at: AppTest) -> None:

@@ -183,11 +183,12 @@ def tab_keys(page_file: str) -> list[str]:
     return sorted(set(re.findall(r"key=\"(\w+_tab)\"", (ROOT / page_file).read_text())))
 
 
-def crawl(page_file: str, monkeypatch, extra_views: tuple = ()) -> list[Shown]:
+def crawl(page_file: str, monkeypatch, extra_views: tuple = (), messages: list | None = None) -> list[Shown]:
     """Every snippet the page shows: at defaults, in each tab, after each button, and in any extra view.
 
     An extra view is (query, widget settings): settings are (kind, key, value), e.g. ("selectbox", "k", "v"),
-    applied after the page opens, for widgets that choose which snippet a section shows.
+    applied after the page opens, for widgets that choose which snippet a section shows. The error and warning
+    texts each view showed go to `messages`, so a snippet the crawl missed can be explained.
     """
     import pages.ui as ui
 
@@ -197,6 +198,8 @@ def crawl(page_file: str, monkeypatch, extra_views: tuple = ()) -> list[Shown]:
     monkeypatch.setattr(ui, "show_code", lambda code, key, **_: pending.append((key, code)))
 
     def record(at, view: str) -> None:
+        if messages is not None:
+            messages.extend(f"{view}: {m.value}" for m in (*at.error, *at.warning, *at.exception))
         numbers = page_numbers(at)
         shown.extend(Shown(page_file, view, key, code, numbers) for key, code in pending
                      if any(p.fullmatch(key) for p in own))  # open_page runs Home first: not this page's
@@ -212,6 +215,8 @@ def crawl(page_file: str, monkeypatch, extra_views: tuple = ()) -> list[Shown]:
             pending.clear()
             at.run()
         record(at, view)
+        if messages is not None:
+            messages.append(f"{view}: buttons {[b.key for b in at.button]}")
         for button in list(at.button):
             if button.disabled:
                 continue

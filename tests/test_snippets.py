@@ -67,10 +67,12 @@ def unmatched(printed: str, page_numbers: list) -> list[str]:
 
 @pytest.mark.parametrize("page_file", PAGES)
 def test_every_snippet_prints_the_numbers_its_page_shows(page_file, monkeypatch, tmp_path):
-    shown = crawl(page_file, monkeypatch, EXTRA_VIEWS.get(page_file, ()))
+    messages = []
+    shown = crawl(page_file, monkeypatch, EXTRA_VIEWS.get(page_file, ()), messages)
     reached = {s.key for s in shown}
     for pattern in show_code_keys(page_file):
-        assert any(pattern.fullmatch(k) for k in reached), f"the crawl never reached show_code(key={pattern.pattern})"
+        assert any(pattern.fullmatch(k) for k in reached), (
+            f"the crawl never reached show_code(key={pattern.pattern}); the page said: {messages}")
 
     failures = []
     for snippet in {s.code: s for s in shown}.values():

@@ -48,21 +48,26 @@ def open_view(browser, url: str, viewport=SCREEN, scheme: str = "light"):
 
 
 def pick_figure(page, kind: str) -> dict:
-    """Mark the first figure of `kind`, its tools and its ink canvas (data-test-pick); returns the figure's id."""
+    """Mark the first figure of `kind`, its tools and its ink canvas (data-test-pick); returns the figure's id.
+
+    The figure's tools are a component that can mount a moment after the chart, so this waits for both."""
     assert wait_charts(page, 1, timeout=60) >= 1
     page.wait_for_selector(KIND_SELECTOR[kind], timeout=60_000)
-    return page.evaluate(
+    picked = page.wait_for_function(
         """sel => {
-             document.querySelectorAll('[data-test-pick]').forEach(n => n.removeAttribute('data-test-pick'));
              const chart = document.querySelector(sel);
-             const block = chart.closest('[data-testid=stVerticalBlock]');
-             const tools = block.querySelector('[data-testid=wbFigureTools]');
+             const block = chart && chart.closest('[data-testid=stVerticalBlock]');
+             const tools = block && block.querySelector('[data-testid=wbFigureTools]');
+             if (!tools) return null;
+             document.querySelectorAll('[data-test-pick]').forEach(n => n.removeAttribute('data-test-pick'));
              chart.setAttribute('data-test-pick', 'chart');
              tools.setAttribute('data-test-pick', 'tools');
              return {id: tools.dataset.figure};
            }""",
-        KIND_SELECTOR[kind],
+        arg=KIND_SELECTOR[kind],
+        timeout=60_000,
     )
+    return picked.json_value()
 
 
 def strokes(page, figure_id: str) -> list:
