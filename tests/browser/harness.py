@@ -142,6 +142,17 @@ def run_started(page, mark: int, timeout: float = 10) -> bool:
         return False
 
 
+def act_and_wait_run(page, act, start_timeout: float = 10, timeout: float = 60) -> None:
+    """Do `act()` (a click, an upload), doing it once more if no run starts within `start_timeout` s (the
+    frontend sometimes drops the rerun request that follows an action right after a run), then wait for the run."""
+    mark = run_mark(page)
+    act()
+    if not run_started(page, mark, timeout=start_timeout):
+        mark = run_mark(page)
+        act()
+    wait_run(page, mark, timeout=timeout)
+
+
 def wait_run(page, mark: int = 0, timeout: float = 60) -> tuple[float, float]:
     """Wait for a script run that started after `mark` to finish; returns (started, finished), page clock in ms."""
     page.wait_for_function(

@@ -8,6 +8,7 @@ from playwright import sync_api
 from demos.tracker import export_tracker
 from pages.shell.registry import HOME, registered
 from tests.browser.harness import (
+    act_and_wait_run,
     full_screenshot,
     new_context,
     run_mark,
@@ -46,13 +47,8 @@ def test_page_renders_from_the_sidebar(server, browser, topic):
         if topic is not HOME:
             link = page.locator(f"[data-testid=stSidebarNav] a[href$='/{topic.slug}']")
             assert link.count() == 1, f"sidebar link to {topic.slug}"
-            mark = run_mark(page)
-            link.click()
-            if not run_started(page, mark):  # a click right after a run is sometimes dropped: click again
-                mark = run_mark(page)
-                link.click()
+            act_and_wait_run(page, link.click, timeout=120)
             page.wait_for_url(re.compile(f"/{topic.slug}"))
-            wait_run(page, mark, timeout=120)
         assert_rendered(page, topic)
         full_screenshot(page, topic.slug)
     finally:
@@ -141,13 +137,8 @@ def test_tracker_import_rejects_bad_files_and_loads_good_ones(server, browser):
 
 
 def go_to(page, link) -> None:
-    """Follow a sidebar link and wait for the page's run; a click right after a run is sometimes dropped."""
-    mark = run_mark(page)
-    link.click()
-    if not run_started(page, mark):
-        mark = run_mark(page)
-        link.click()
-    wait_run(page, mark, timeout=120)
+    """Follow a sidebar link and wait for the page's run."""
+    act_and_wait_run(page, link.click, timeout=120)
 
 
 def test_ticks_survive_other_pages_and_the_progress_link_restores_them(server, browser):

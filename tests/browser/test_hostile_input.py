@@ -8,7 +8,7 @@ import pytest
 
 from demos.distributed.results import FORMAT
 from demos.errors import QUOTE_LIMIT
-from tests.browser.harness import new_context, run_mark, run_started, wait_run
+from tests.browser.harness import act_and_wait_run, new_context, wait_run
 
 pytestmark = pytest.mark.browser
 
@@ -68,15 +68,10 @@ def env_record(backend: str) -> bytes:
 
 
 def upload(page, name: str, data: bytes) -> None:
-    """Choose a file in the uploader and wait for the run it starts (choosing again if no run starts: the
-    frontend sometimes drops the rerun that follows an upload, as it does a click right after a run)."""
-    for _ in range(2):
-        mark = run_mark(page)
-        page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(
-            {"name": name, "mimeType": "application/json", "buffer": data})
-        if run_started(page, mark, timeout=30):
-            break
-    wait_run(page, mark, timeout=60)
+    """Choose a file in the uploader and wait for the run it starts."""
+    chooser = page.locator("[data-testid=stFileUploaderDropzoneInput]")
+    act_and_wait_run(page, lambda: chooser.set_input_files({"name": name, "mimeType": "application/json",
+                                                            "buffer": data}), start_timeout=30)
 
 
 def test_visitor_text_in_an_uploaded_file_renders_literally(server, browser):

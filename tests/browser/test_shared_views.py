@@ -6,7 +6,16 @@ import pytest
 from playwright import sync_api
 
 from pages.shell.registry import registered
-from tests.browser.harness import artifacts_dir, new_context, run_mark, run_started, wait_charts, wait_loaded, wait_run
+from tests.browser.harness import (
+    act_and_wait_run,
+    artifacts_dir,
+    new_context,
+    run_mark,
+    run_started,
+    wait_charts,
+    wait_loaded,
+    wait_run,
+)
 from tests.browser.test_browser import VIEWPORT, open_app
 
 pytestmark = pytest.mark.browser
@@ -35,12 +44,7 @@ def view_of(page) -> dict:
 def click_and_wait(page, locator) -> None:
     """Click a button that reruns the script and wait for that run (a click right after a run may be dropped)."""
     before = page.url
-    mark = run_mark(page)
-    locator.click()
-    if not run_started(page, mark, timeout=30):
-        mark = run_mark(page)
-        locator.click()
-    wait_run(page, mark, timeout=300)
+    act_and_wait_run(page, locator.click, start_timeout=30, timeout=300)
     page.wait_for_function("u => location.href !== u", arg=before, timeout=20_000)
 
 
