@@ -1,14 +1,18 @@
 """Oracle tests for the storage tracker and the training-step timeline: bytes checked against torch itself."""
 
+import re
+
 import pytest
 import torch
+import torch.nn.functional as F
 
 from demos.errors import InputError
-from demos.memory import training
 from demos.memory.allocator import round_size
+from demos.memory.autocast import SimulatedAutocast
 from demos.memory.models import MODELS, build_model
 from demos.memory.tracker import CATEGORIES
 from demos.memory.training import RunSpec, largest_fitting, logging_trap, simulate, validate
+from tests.conftest import ROOT
 
 MLP = "MLP (4 x 2048)"
 CNN = "Small CNN (CIFAR 32x32)"
@@ -104,13 +108,24 @@ def test_meta_and_real_cpu_tensors_give_identical_byte_counts(spec):
     assert meta.allocated == cpu.allocated and meta.reserved == cpu.reserved
 
 
-@pytest.mark.parametrize("model", [MLP, CNN])
-def test_simulated_autocast_matches_torch_autocast_on_cpu(model, monkeypatch):
-    spec = RunSpec(model, 8, 1, "bf16 autocast", "SGD", False, True, 1)
-    simulated = simulate(spec, "cpu")
-    monkeypatch.setattr(training, "_autocast", lambda s, d: torch.autocast("cpu", dtype=torch.bfloat16))
-    real = simulate(spec, "cpu")
-    assert simulated.category_peaks == real.category_peaks
+def cuda_cross_entropy_probe() -> tuple[str, str, str]:
+    """What CUDA autocast did to cross_entropy on an H200 (assets/gpu/probe_ws.txt, probe x): the op feeding
+    nll_loss, the loss dtype and the dtype of the log_softmax that autograd saved."""
+    line = next(x for x in (ROOT / "assets/gpu/probe_ws.txt").read_text().splitlines() if x.startswith("cuda fwd"))
+    node, loss, saved = re.search(r"\('(\w+)', (\w+), (\w+) saved log_softmax\)", line).groups()
+    return node, loss, saved
+
+
+def test_simulated_autocast_saves_cross_entropy_as_cuda_autocast_does():
+    node, loss_dtype, saved_dtype = cuda_cross_entropy_probe()
+    x, y = torch.randn(4, 8, device="meta"), torch.zeros(4, dtype=torch.long, device="meta")
+    w = torch.randn(10, 8, device="meta", requires_grad=True)
+    with SimulatedAutocast(torch.bfloat16):
+        loss = F.cross_entropy(F.linear(x, w), y)
+    cast = loss.grad_fn.next_functions[0][0]
+    log_softmax = cast.next_functions[0][0]
+    assert (cast.name(), str(loss.dtype), str(log_softmax._saved_result.dtype)) == (
+        node, f"torch.{loss_dtype}", f"torch.{saved_dtype}")
 
 
 def test_peak_holders_are_live_at_the_peak_and_sorted():
