@@ -141,7 +141,8 @@ def _definitions() -> dict[str, str]:
 
 _HEADER = (
     "import os\nimport time\nimport warnings\n\nimport torch\nimport torch.distributed as dist\n"
-    "import torch.nn as nn\nimport torch.nn.functional as F\nfrom torch.distributed.fsdp import fully_shard\n"
+    "import torch.nn as nn\nimport torch.nn.functional as F\n"
+    "from torch.distributed.device_mesh import init_device_mesh\nfrom torch.distributed.fsdp import fully_shard\n"
     "from torch.nn.parallel import DistributedDataParallel as DDP\n"
     "from torch.utils._python_dispatch import TorchDispatchMode\nfrom torch.utils.data import DistributedSampler\n\n"
     "ENV_KEYS = ('RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT')\n"
