@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from demos.distributed import workers
+from demos.distributed import core, workers
 
 
 class Stop(Exception):
@@ -64,3 +64,9 @@ def test_fsdp_shards_on_a_cpu_mesh_where_the_default_mesh_would_be_cuda(monkeypa
         dist.destroy_process_group()
     assert out["shards"] and all(s["matches_full_rows"] for s in out["shards"])
     assert out["memory"]["fsdp"]["parameters"] == out["memory"]["ddp"]["parameters"], "one rank holds everything"
+
+
+def test_the_page_says_no_gpu_only_where_there_is_none(one_gpu, monkeypatch):
+    assert "No GPU here" not in core.backend_note() and "1 GPU," in core.backend_note()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert core.backend_note().startswith("No GPU here")

@@ -149,6 +149,16 @@ _HEADER = (
 )
 
 
+def backend_note() -> str:
+    """Why the page's ranks use gloo, said as it is on this machine."""
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if gpus == 0:
+        return ("No GPU here, so gloo (the CPU backend) carries everything; under torchrun on a machine with a GPU "
+                "per rank, `--backend auto` gives the same worker code a group that also has nccl.")
+    return (f"This machine has {gpus} GPU{'s' * (gpus != 1)}, but the demos' tensors live on the CPU, so gloo "
+            "carries them here too; under torchrun with a GPU per rank, `--backend auto` adds nccl for CUDA tensors.")
+
+
 def snippet(demo: str, world: int, params: dict) -> str:
     """A standalone script with the exact worker code that ran; launch it with torchrun. Rank 0 prints what the
     demo's tab shows (reports.py), not the raw result (which holds per-launch timings and pids)."""
