@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from demos.errors import InputError
+from demos.memory import training
 from demos.memory.allocator import round_size
 from demos.memory.autocast import SimulatedAutocast
 from demos.memory.models import MODELS, build_model
@@ -101,8 +102,9 @@ def test_autocast_lowers_the_activation_peak():
     RunSpec(CNN, 4, 1, "bf16 autocast", "SGD", False, True, 1),
 ], ids=["mlp", "mlp-ckpt", "cnn-ckpt", "cnn-autocast"])
 def test_meta_and_real_cpu_tensors_give_identical_byte_counts(spec):
-    # SGD only: Adam's `step` counters live on the CPU, which is the tracked device in the CPU run.
-    meta, cpu = simulate(spec, "meta"), simulate(spec, "cpu")
+    # SGD only: Adam's `step` counters live on the CPU, which is the tracked device in the CPU run. The cuDNN
+    # workspace estimate is left out of the meta run: the CPU run has no cuDNN.
+    meta, cpu = simulate(spec, "meta", conv_workspace_estimate=False), simulate(spec, "cpu")
     assert meta.total == cpu.total
     assert meta.by_category == cpu.by_category
     assert meta.allocated == cpu.allocated and meta.reserved == cpu.reserved
@@ -157,3 +159,13 @@ def test_logging_trap_grows_only_with_grad_on():
     trap = logging_trap(MLP, 64, 3)
     assert trap.kept_graph[2] - trap.kept_graph[1] == trap.kept_graph[1] - trap.kept_graph[0] > 0
     assert trap.no_grad[0] == trap.no_grad[2]
+
+
+def test_cnn_convolutions_carry_the_estimated_cudnn_workspace_and_free_it_at_once():
+    t = simulate(RunSpec(CNN, 8, 1, "fp32", "SGD", False, True, 1))
+    without = simulate(RunSpec(CNN, 8, 1, "fp32", "SGD", False, True, 1), conv_workspace_estimate=False)
+    spikes = [w for w in t.by_category["workspace"] if w]
+    # 3 forward convolutions, 3 backward ones: each allocates its workspace and frees it before the next op
+    assert len(spikes) == 6 and set(spikes) == {round_size(round(training.CONV_WORKSPACE_PER_SAMPLE[4] * 8))}
+    assert t.by_category["workspace"][-1] == 0 and t.peak >= without.peak
+    assert simulate(RunSpec(MLP, 8, 1, "fp32", "SGD", False, True, 1)).category_peaks["workspace"] == 0

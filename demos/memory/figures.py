@@ -9,7 +9,8 @@ from demos.memory.tracker import CATEGORIES
 from demos.style import COLORS, REFERENCE, SERIES, badge, base_layout, text_on
 
 # Tracker categories to the shared palette: the input batch is "data".
-CATEGORY_CONCEPT = {c: "data" if c == "input" else c for c in CATEGORIES}
+# Inputs are data; a kernel's workspace is memory the kernel keeps for itself, drawn as a buffer.
+CATEGORY_CONCEPT = {c: {"input": "data", "workspace": "buffer"}.get(c, c) for c in CATEGORIES}
 CATEGORY_COLOR = {c: COLORS[concept] for c, concept in CATEGORY_CONCEPT.items()}
 # The timeline's legend labels -> concepts, for the colour chips above it (one source for both).
 CATEGORY_LEGEND = {c.replace("_", " "): concept for c, concept in CATEGORY_CONCEPT.items()}
