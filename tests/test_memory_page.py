@@ -1,5 +1,7 @@
 """The memory page in AppTest: defaults, moved widgets, heavy buttons, and bad input shown as a sentence."""
 
+import torch
+
 from demos.memory.questions import QUESTIONS
 from tests.conftest import assert_clean, open_page
 
@@ -9,7 +11,10 @@ PAGE = "pages/memory.py"
 def test_defaults_are_clean_and_say_what_ran():
     at = open_page(PAGE)
     assert_clean(at)
-    assert any("meta tensors" in i.value for i in at.info)
+    if torch.cuda.is_available():
+        assert any("the steps ran on the GPU" in m.value for m in at.success)
+    else:
+        assert any("meta tensors" in i.value for i in at.info)
     assert len(at.get("plotly_chart")) >= 2, "the training-step tab: timeline and peak holders"
 
 

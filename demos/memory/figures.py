@@ -60,9 +60,10 @@ def timeline_figure(t, capacity: float | None = None, card: str = "") -> go.Figu
     if t.measured:
         mx = [m[1] for m in t.measured]
         traces.append(dict(type="scatter", x=mx, y=[m[2] / scale for m in t.measured], mode="markers",
-                           name="measured memory_allocated", marker=dict(symbol="x", size=9, color=COLORS["error"])))
+                           name="measured memory_allocated − start",
+                           marker=dict(symbol="x", size=9, color=COLORS["error"])))
         traces.append(dict(type="scatter", x=mx, y=[m[3] / scale for m in t.measured], mode="markers",
-                           name="measured memory_reserved",
+                           name="measured memory_reserved − start",
                            marker=dict(symbol="circle-open", size=9, color=COLORS["error"])))
     fig = go.Figure(data=traces)
     shapes, notes = [], []  # collected and set once: plotly's add_vrect per phase is slow
