@@ -353,32 +353,67 @@ def streams_section() -> None:
     st.header("3 · Transfers, pinned memory, streams, synchronization", divider="gray")
     ui.prose(
         "A host-to-device copy from ordinary (pageable) memory blocks the host; from pinned memory with "
-        "`non_blocking=True` it is queued and the host moves on. On a side stream the copy of batch *i+1* overlaps "
-        "the kernels of batch *i*. A `.item()` each step makes the host wait for the GPU, so nothing is queued "
-        "ahead and the overlap is lost. 'GPU utilization' is the fraction of time *some* kernel runs: thousands of "
-        "one-element kernels read 100% while the GPU does almost nothing."
+        "`non_blocking=True` it is queued and the host moves on. On a side stream the copy of batch *i+1* can "
+        "overlap the kernels of batch *i*, but it can hide only as much copy time as there is compute beside it. A "
+        "`.item()` each step makes the host wait for the GPU, so nothing is queued ahead. 'GPU utilization' "
+        "(nvidia-smi) is the fraction of time *some* kernel runs: a stream of one-element kernels keeps it high "
+        "while the GPU does almost nothing."
     )
-    recording = cached_recording()
-    if torch.cuda.is_available() and st.button("Record on this GPU now", key="mem_record"):
-        with st.status("Recording with CUDA events…"):
-            recording = stream_recorder.record(command="page button: stream_recorder.record()")
+    recording = recording_ui()
     if recording is None:
-        st.warning(
-            "No GPU recording exists yet, and this machine has no CUDA GPU, so there is no timeline to show. "
-            "It is made by the recorder below on a machine with an NVIDIA GPU:\n\n"
-            "`python -m demos.memory.stream_recorder --out assets/traces/streams.json`\n\n"
-            "Once that file is committed, this section draws its copy and kernel lanes with the GPU, driver, torch "
-            "version, date and command printed beside it.", icon=":material/warning:",
-        )
+        st.warning(no_recording_text(), icon=":material/warning:")
     else:
-        p = recording["provenance"]
-        st.caption(f"Recorded on **{p['gpu']}**, driver {p['driver']}, torch {p['torch']} (CUDA {p['cuda']}), "
-                   f"{p['date']}, with `{p['command']}`.")
-        scenario = st.selectbox("Scenario", recording["scenarios"], key="mem_scenario", bind="query-params")
-        ui.plot(streams_figure(recording, scenario), key="mem_streams_fig")
-        ui.table(pd.DataFrame(stream_recorder.summarize(recording)).round(3), hide_index=True, width="stretch")
+        show_recording(recording)
     ui.show_code(inspect.getsource(stream_recorder), key="mem_recorder_code", file_name="stream_recorder.py",
                  label="Show the recorder")
+
+
+def recording_ui() -> dict | None:
+    """This session's own recording if it made one (kept across reruns), else the shipped one."""
+    if torch.cuda.is_available() and st.button("Record on this GPU now", key="mem_record"):
+        with st.status("Recording with CUDA events…"):
+            st.session_state["mem_recording"] = stream_recorder.record(
+                command="page button: stream_recorder.record()")
+    return st.session_state.get("mem_recording") or cached_recording()
+
+
+def no_recording_text() -> str:
+    command = "`python -m demos.memory.stream_recorder --out assets/traces/streams.json`"
+    if torch.cuda.is_available():
+        return (f"No recording exists yet. Press **Record on this GPU now**, or run {command} and commit the file: "
+                "this section then draws its copy and kernel lanes with the GPU, driver, torch version, date and "
+                "command printed beside it.")
+    return ("No GPU recording exists yet, and this machine has no CUDA GPU, so there is no timeline to show. It is "
+            f"made by the recorder below on a machine with an NVIDIA GPU:\n\n{command}\n\nOnce that file is "
+            "committed, this section draws its copy and kernel lanes with the GPU, driver, torch version, date and "
+            "command printed beside it.")
+
+
+def show_recording(recording: dict) -> None:
+    p = recording["provenance"]
+    st.caption(f"Recorded on **{p['gpu']}**, driver {p['driver']}, torch {p['torch']} (CUDA {p['cuda']}), "
+               f"{p['date']}, with `{p['command']}`. {recording_method(recording)}")
+    scenario = st.selectbox("Scenario", recording["scenarios"], key="mem_scenario", bind="query-params")
+    steady = stream_recorder.steady(recording)
+    ui.plot(streams_figure(steady, scenario), key="mem_streams_fig")
+    rows = stream_recorder.summarize(recording)
+    ui.table(pd.DataFrame(rows).round(3), hide_index=True, width="stretch")
+    lessons = stream_recorder.lessons(rows)
+    if lessons:
+        st.markdown("**In this recording:**\n" + "\n".join(f"- {line}" for line in lessons))
+
+
+def recording_method(recording: dict) -> str:
+    """How this recording was made, from its own fields: warm-up, compute sizing, what the spans measure."""
+    measured = ("Spans are CUDA events on each stream around each step's copy or kernels, so a kernel span includes "
+                "gaps between its kernels.")
+    if recording["schema"] == 1:
+        return ("This recorder had no untimed warm-up, so step 0 of each scenario (CUDA start-up) is left out of "
+                "the chart and the table, and its compute was not sized to the copies. " + measured)
+    sizing = recording["sizing"]
+    return (f"Every scenario ran untimed first; then a batch got {sizing['matmuls per batch']} matmuls of "
+            f"{sizing['matmul size']}² ({sizing['matmul ms']:.3f} ms each) against {sizing['pinned copy ms']:.3f} ms "
+            "per pinned copy. " + measured)
 
 
 # ---------------------------------------------------------------------------------------------- section 4

@@ -3,9 +3,10 @@ from the start of the run (the cuBLAS workspaces left out), runs hold the lock t
 need, and a configuration that does not fit the GPU's free memory runs on meta tensors with the reason said."""
 
 import pytest
+import streamlit as st
 import torch
 
-from demos.memory import training
+from demos.memory import stream_recorder, training
 from demos.memory.allocator import GiB, MiB, fmt_bytes
 from demos.memory.training import RunSpec, gpu_fit, simulate
 from tests.conftest import assert_clean, open_page
@@ -66,3 +67,37 @@ def test_page_runs_what_does_not_fit_on_meta_and_says_why(monkeypatch):
     assert_clean(at)
     assert any("only 1.00 GiB of its 141.00 GiB are free, so they ran on meta tensors instead" in i.value
                for i in at.info)
+
+
+def made_here() -> dict:
+    """A recording in the recorder's newest format, standing in for what record() returns on a GPU."""
+    iv = [("pinned, side stream", "copy stream", "H2D 0", "copy", 0.0, 1.0),
+          ("pinned, side stream", "compute stream", "kernels 0", "kernel", 1.0, 2.0)]
+    return {"schema": stream_recorder.SCHEMA, "scenarios": ["pinned, side stream"],
+            "provenance": stream_recorder.provenance("page button", "Test GPU 9000", "999.1", "13.0"),
+            "sizing": {"matmuls per batch": 3, "matmul size": 2048, "matmul ms": 0.4, "pinned copy ms": 1.2},
+            "intervals": [dict(zip(("scenario", "lane", "name", "kind", "start_ms", "end_ms"), r, strict=True))
+                          for r in iv]}
+
+
+def test_streams_tab_on_a_gpu_keeps_this_sessions_recording_across_reruns(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (100 * GiB, 141 * GiB))
+    monkeypatch.setattr(stream_recorder, "record", lambda **kw: made_here())
+    at = open_page("pages/memory.py", query={"mem_tab": "Streams & transfers"})
+    assert not any("no CUDA GPU" in w.value for w in at.warning)
+    at.button(key="mem_record").click().run()
+    at.run()  # the next rerun (any widget) must still show it
+    assert_clean(at)
+    assert any("Recorded on **Test GPU 9000**" in c.value and "a batch got 3 matmuls of 2048²" in c.value
+               for c in at.caption)
+
+
+def test_streams_tab_without_a_recording_on_a_gpu_does_not_say_there_is_no_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(stream_recorder, "load_recording", lambda *a: None)
+    st.cache_data.clear()
+    at = open_page("pages/memory.py", query={"mem_tab": "Streams & transfers"})
+    st.cache_data.clear()  # the next page run must read the shipped recording again
+    said = " ".join(w.value for w in at.warning)
+    assert "No recording exists yet. Press **Record on this GPU now**" in said and "no CUDA GPU" not in said
