@@ -1,11 +1,12 @@
 """Run one heavy function in a child process that exits afterwards: what it imports and caches (inductor's
 compiler, onnx, onnxruntime) never stays in the server, whose memory returns to its idle size.
 
-The child is forked from the server itself, so it shares the server's pages (torch, the loaded modules) copy on
-write and costs only what it imports and touches: an inductor compile at the largest size peaked at 590 MB for
-server plus child, against 730 MB when the child came from a fork server with its own copy of torch. It holds
-the server-wide process slot like every other process demo and is stopped at its time limit. Its result comes
-back pickled through a pipe from our own child process; visitor data never travels that way unchecked.
+The child is forked from the server itself (unless the server has initialised CUDA: see `_context`), so it
+shares the server's pages (torch, the loaded modules) copy on write and costs only what it imports and touches:
+an inductor compile at the largest size peaked at 590 MB for server plus child, against 730 MB when the child
+came from a fork server with its own copy of torch. It holds the server-wide process slot like every other process
+demo and is stopped at its time limit. Its result comes back pickled through a pipe from our own child process;
+visitor data never travels that way unchecked.
 
 Forking a process that has other threads is safe only if no other thread holds a lock the child will need.
 The one such lock here is the compiler's: dynamo and torch.export keep process-wide state, so every use of them
@@ -58,10 +59,26 @@ def _child_main(fn, args, conn) -> None:
         conn.close()
 
 
+def _context():
+    """(multiprocessing context, what stops it afterwards) for the child.
+
+    A child forked after the server has initialised CUDA cannot use CUDA ("Cannot re-initialize CUDA in forked
+    subprocess"); then it comes from the data page's fork server, a fresh interpreter that never touched CUDA,
+    stopped again after the run. process_slot() keeps that server to one run at a time.
+    """
+    if not torch.cuda.is_initialized():
+        return multiprocessing.get_context("fork"), None
+    from demos.data.procs import PRELOAD, START_METHOD, stop_fork_server
+
+    ctx = multiprocessing.get_context(START_METHOD)
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx, stop_fork_server
+
+
 def run_isolated(fn, *args, time_limit_s: float = 180.0):
     """fn(*args) run in a child process; its InputError is raised here, any other error as RuntimeError."""
     with process_slot():
-        ctx = multiprocessing.get_context("fork")
+        ctx, stop_server = _context()
         receive, send = ctx.Pipe(duplex=False)
         child = ctx.Process(target=_child_main, args=(fn, args, send))
         try:
@@ -76,6 +93,8 @@ def run_isolated(fn, *args, time_limit_s: float = 180.0):
         finally:
             _stop(child)
             receive.close()
+            if stop_server is not None:
+                stop_server()
     if ok:
         return value
     raise InputError(value) if ok is False else RuntimeError(value)

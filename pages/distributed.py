@@ -405,9 +405,8 @@ dist.destroy_process_group()
 
 ui.page_header(SLUG)
 ui.prose("Everything below runs in real `torch.distributed` process groups: 2–4 CPU processes on this server talking "
-         "over gloo on 127.0.0.1. No GPU here, so gloo replaces nccl; the same worker code runs with nccl under "
-         "torchrun on GPUs, and the Launch tab loads the result file of such a run. One distributed run at a time per "
-         "server; results are cached by their settings.")
+         f"over gloo on 127.0.0.1. {core.backend_note()} The Launch tab loads the result file of a torchrun run. "
+         "One distributed run at a time per server; results are cached by their settings.")
 world = st.segmented_control("Ranks (world size)", [2, 3, 4], default=2, key="dist_world", bind="query-params") or 2
 SECTIONS = {"Collectives": collectives_section, "DDP": ddp_section, "DistributedSampler": sampler_section,
             "FSDP & ZeRO": fsdp_section, "Tensor & pipeline": tp_pp_section, "Launch": launch_section}

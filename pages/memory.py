@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from demos.errors import InputError
 from demos.isolated import run_isolated
 from demos.memory import stream_recorder
 from demos.memory.allocator import fmt_bytes
@@ -26,6 +27,7 @@ from demos.memory.questions import QUESTIONS
 from demos.memory.surprises import autocast_above, optimizer_peak, surprising_pairs, unfused_spec
 from demos.memory.training import (
     CARDS,
+    CONV_WORKSPACE_SOURCE,
     DTYPES,
     MAX_BATCH,
     MAX_SEQ,
@@ -34,6 +36,7 @@ from demos.memory.training import (
     RunSpec,
     batch_sweep,
     default_device,
+    gpu_fit,
     largest_fitting,
     logging_trap,
     peak_phase,
@@ -126,11 +129,25 @@ def step_ui() -> tuple[RunSpec, str]:
     return RunSpec(model, int(batch), int(seq), dtype, optimizer, ckpt, to_none, int(steps)), card
 
 
-def device_note(device: str) -> None:
+def run_device(spec: RunSpec) -> tuple[str, str | None]:
+    """Where the steps run: on the GPU only if their meta prediction fits its free memory; else meta, and why."""
+    if DEVICE != "cuda":
+        return "meta", None
+    try:
+        why = gpu_fit(cached_timeline(spec, "meta"))
+    except InputError:
+        return "meta", None  # the section below shows the sentence
+    return ("meta", why) if why else ("cuda", None)
+
+
+def device_note(device: str, why: str | None = None) -> None:
     if device == "cuda":
         st.success(f"CUDA is available ({torch.cuda.get_device_name(0)}): the steps ran on the GPU; red markers "
-                   "are torch.cuda.memory_allocated / memory_reserved read at each phase boundary.",
+                   "are torch.cuda.memory_allocated / memory_reserved read at each phase boundary, minus their "
+                   "values when the run started (cuBLAS workspaces made first, cache emptied, peak reset).",
                    icon=":material/memory:")
+    elif why:
+        st.info(why, icon=":material/info:")
     else:
         st.info("No CUDA GPU here: the steps ran on **meta tensors** (shapes and dtypes, no data, no RAM). The "
                 "timeline comes from the real op sequence and shapes of these training steps, not from a GPU; "
@@ -138,17 +155,27 @@ def device_note(device: str) -> None:
                 icon=":material/info:")
 
 
+RESERVED_HELP = ("What the allocator model reserves for these steps' tensors, starting from an empty cache: "
+                 "segments only, without the CUDA context, the segments that the cuBLAS workspaces pin (about "
+                 "350 MiB stay reserved after empty_cache() on an H200) or other processes. On a GPU the measured "
+                 "reserved markers are counted the same way, from the reserved bytes at the start.")
+
+
 def summary_metrics(t) -> None:
     m = st.columns(5)
     m[0].metric("Parameters", f"{t.n_params / 1e6:,.1f} M", help=f"{t.n_params:,} parameters")
     m[1].metric("Peak (tracked tensors)", fmt_bytes(t.peak))
     m[2].metric("Peak allocated (model)", fmt_bytes(t.predicted_peak_allocated))
-    m[3].metric("Peak reserved (model)", fmt_bytes(max(t.reserved)))
+    m[3].metric("Peak reserved (model)", fmt_bytes(max(t.reserved)), help=RESERVED_HELP)
     if t.measured:
         measured = max(r[4] for r in t.measured)
-        m[4].metric("Measured max_memory_allocated", fmt_bytes(measured),
+        m[4].metric("Measured peak above the start", fmt_bytes(measured),
                     f"{100 * (t.predicted_peak_allocated - measured) / measured:+.1f}% predicted vs measured",
-                    delta_color="off")
+                    delta_color="off", help="max_memory_allocated() minus memory_allocated() when the run started.")
+        st.caption(f"Already allocated when the run started, and left out of both figures: "
+                   f"{fmt_bytes(t.baseline[0])} (reserved {fmt_bytes(t.baseline[1])}). That is the **cuBLAS "
+                   "workspaces** (32 MiB for each thread that has run a matmul, 1 MiB for cuBLASLt; they stay for "
+                   "the life of the process) and whatever else this server holds on the GPU.")
     else:
         m[4].metric("Optimizer state at the peak", fmt_bytes(t.peak_by_category["optimizer_state"]))
 
@@ -186,10 +213,10 @@ def sweep_section(spec: RunSpec, card: str) -> None:
             st.info(why, icon=":material/lightbulb:")
 
 
-def peak_callout(spec: RunSpec, t) -> None:
+def peak_callout(spec: RunSpec, t, device: str) -> None:
     """A peak inside optimizer.step() surprises: say why, with the same steps measured with foreach=False."""
     if peak_phase(t).startswith("optimizer"):
-        why = optimizer_peak(t, cached_timeline(unfused_spec(spec), DEVICE))
+        why = optimizer_peak(t, cached_timeline(unfused_spec(spec), device))
         if why:
             st.info(why, icon=":material/lightbulb:")
 
@@ -204,13 +231,16 @@ def training_section() -> None:
         "backward) or temporary, and sized as the CUDA allocator would (rounded up to 512 bytes)."
     )
     spec, card = step_ui()
-    device_note(DEVICE)
+    device, why = run_device(spec)
+    device_note(device, why)
     with ui.input_errors():
-        t = cached_timeline(spec, DEVICE)
+        t = cached_timeline(spec, device)
         summary_metrics(t)
         ui.legend(CATEGORY_LEGEND)
-        st.caption("input = the batch and its targets.")
-        timeline_fig, peak_fig = timeline_figures(spec, DEVICE, card)
+        workspace = (f" workspace = cuDNN's convolution workspace, which no dispatch mode sees "
+                     f"({CONV_WORKSPACE_SOURCE}).") if t.category_peaks["workspace"] else ""
+        st.caption("input = the batch and its targets." + workspace)
+        timeline_fig, peak_fig = timeline_figures(spec, device, card)
         ui.plot(timeline_fig, key="mem_timeline")
         left, right = st.columns([2, 3])
         with left:
@@ -219,7 +249,7 @@ def training_section() -> None:
         with right:
             st.markdown("**Largest tensors alive at the peak**")
             holders_table(t)
-        peak_callout(spec, t)
+        peak_callout(spec, t, device)
         ui.steps([
             "Parameters exist before the first op; the input batch is next to them.",
             "Forward: each op's output is allocated; what autograd saves for backward stays (activation), the rest "
@@ -323,32 +353,67 @@ def streams_section() -> None:
     st.header("3 · Transfers, pinned memory, streams, synchronization", divider="gray")
     ui.prose(
         "A host-to-device copy from ordinary (pageable) memory blocks the host; from pinned memory with "
-        "`non_blocking=True` it is queued and the host moves on. On a side stream the copy of batch *i+1* overlaps "
-        "the kernels of batch *i*. A `.item()` each step makes the host wait for the GPU, so nothing is queued "
-        "ahead and the overlap is lost. 'GPU utilization' is the fraction of time *some* kernel runs: thousands of "
-        "one-element kernels read 100% while the GPU does almost nothing."
+        "`non_blocking=True` it is queued and the host moves on. On a side stream the copy of batch *i+1* can "
+        "overlap the kernels of batch *i*, but it can hide only as much copy time as there is compute beside it. A "
+        "`.item()` each step makes the host wait for the GPU, so nothing is queued ahead. 'GPU utilization' "
+        "(nvidia-smi) is the fraction of time *some* kernel runs: a stream of one-element kernels keeps it high "
+        "while the GPU does almost nothing."
     )
-    recording = cached_recording()
-    if torch.cuda.is_available() and st.button("Record on this GPU now", key="mem_record"):
-        with st.status("Recording with CUDA events…"):
-            recording = stream_recorder.record(command="page button: stream_recorder.record()")
+    recording = recording_ui()
     if recording is None:
-        st.warning(
-            "No GPU recording exists yet, and this machine has no CUDA GPU, so there is no timeline to show. "
-            "It is made by the recorder below on a machine with an NVIDIA GPU:\n\n"
-            "`python -m demos.memory.stream_recorder --out assets/traces/streams.json`\n\n"
-            "Once that file is committed, this section draws its copy and kernel lanes with the GPU, driver, torch "
-            "version, date and command printed beside it.", icon=":material/warning:",
-        )
+        st.warning(no_recording_text(), icon=":material/warning:")
     else:
-        p = recording["provenance"]
-        st.caption(f"Recorded on **{p['gpu']}**, driver {p['driver']}, torch {p['torch']} (CUDA {p['cuda']}), "
-                   f"{p['date']}, with `{p['command']}`.")
-        scenario = st.selectbox("Scenario", recording["scenarios"], key="mem_scenario", bind="query-params")
-        ui.plot(streams_figure(recording, scenario), key="mem_streams_fig")
-        ui.table(pd.DataFrame(stream_recorder.summarize(recording)).round(3), hide_index=True, width="stretch")
+        show_recording(recording)
     ui.show_code(inspect.getsource(stream_recorder), key="mem_recorder_code", file_name="stream_recorder.py",
                  label="Show the recorder")
+
+
+def recording_ui() -> dict | None:
+    """This session's own recording if it made one (kept across reruns), else the shipped one."""
+    if torch.cuda.is_available() and st.button("Record on this GPU now", key="mem_record"):
+        with st.status("Recording with CUDA events…"):
+            st.session_state["mem_recording"] = stream_recorder.record(
+                command="page button: stream_recorder.record()")
+    return st.session_state.get("mem_recording") or cached_recording()
+
+
+def no_recording_text() -> str:
+    command = "`python -m demos.memory.stream_recorder --out assets/traces/streams.json`"
+    if torch.cuda.is_available():
+        return (f"No recording exists yet. Press **Record on this GPU now**, or run {command} and commit the file: "
+                "this section then draws its copy and kernel lanes with the GPU, driver, torch version, date and "
+                "command printed beside it.")
+    return ("No GPU recording exists yet, and this machine has no CUDA GPU, so there is no timeline to show. It is "
+            f"made by the recorder below on a machine with an NVIDIA GPU:\n\n{command}\n\nOnce that file is "
+            "committed, this section draws its copy and kernel lanes with the GPU, driver, torch version, date and "
+            "command printed beside it.")
+
+
+def show_recording(recording: dict) -> None:
+    p = recording["provenance"]
+    st.caption(f"Recorded on **{p['gpu']}**, driver {p['driver']}, torch {p['torch']} (CUDA {p['cuda']}), "
+               f"{p['date']}, with `{p['command']}`. {recording_method(recording)}")
+    scenario = st.selectbox("Scenario", recording["scenarios"], key="mem_scenario", bind="query-params")
+    steady = stream_recorder.steady(recording)
+    ui.plot(streams_figure(steady, scenario), key="mem_streams_fig")
+    rows = stream_recorder.summarize(recording)
+    ui.table(pd.DataFrame(rows).round(3), hide_index=True, width="stretch")
+    lessons = stream_recorder.lessons(rows)
+    if lessons:
+        st.markdown("**In this recording:**\n" + "\n".join(f"- {line}" for line in lessons))
+
+
+def recording_method(recording: dict) -> str:
+    """How this recording was made, from its own fields: warm-up, compute sizing, what the spans measure."""
+    measured = ("Spans are CUDA events on each stream around each step's copy or kernels, so a kernel span includes "
+                "gaps between its kernels.")
+    if recording["schema"] == 1:
+        return ("This recorder had no untimed warm-up, so step 0 of each scenario (CUDA start-up) is left out of "
+                "the chart and the table, and its compute was not sized to the copies. " + measured)
+    sizing = recording["sizing"]
+    return (f"Every scenario ran untimed first; then a batch got {sizing['matmuls per batch']} matmuls of "
+            f"{sizing['matmul size']}² ({sizing['matmul ms']:.3f} ms each) against {sizing['pinned copy ms']:.3f} ms "
+            "per pinned copy. " + measured)
 
 
 # ---------------------------------------------------------------------------------------------- section 4

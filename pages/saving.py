@@ -90,8 +90,8 @@ def state_dict_section() -> None:
         st.markdown(f"**strict=False** loads what matches and reports: missing `{list(r.missing)}`, "
                     f"unexpected `{list(r.unexpected)}`. Those layers keep random weights: read the report.")
     with b:
-        st.markdown(f"`nn.DataParallel` / DDP keys start with `module.`: `{r.prefixed_keys[0]}`. Loading them "
-                    "into the bare model fails:")
+        st.markdown(f"`nn.DataParallel` and DDP hold the model as `self.module`, so their keys start with `module.`: "
+                    f"`{r.prefixed_keys[0]}`. Loading them into the bare model fails:")
         st.code(r.prefix_error, language="text", wrap_lines=True)
         fixed = "loads, identical tensors" if r.prefix_fixed else "still differs"
         st.markdown(f"After `consume_prefix_in_state_dict_if_present(sd, 'module.')`: **{fixed}**.")

@@ -6,7 +6,9 @@ import time
 
 import psutil
 import pytest
+import torch
 
+from demos import isolated
 from demos.errors import InputError
 from demos.isolated import compiler_in_use, run_isolated
 from demos.memory.compiling import parse_shapes
@@ -29,6 +31,20 @@ def test_result_sentence_and_time_limit_come_back_and_no_process_is_left(no_warm
         run_isolated(time.sleep, 30, time_limit_s=1)
     assert time.perf_counter() - start < 15
     assert children() <= before
+
+
+def _inherited_mark():
+    """Runs in the child: a module attribute set in the parent exists in the child only if it was forked."""
+    return getattr(isolated, "test_mark", None)
+
+
+def test_a_server_that_initialised_cuda_starts_children_that_inherit_nothing(no_warm_helpers, monkeypatch):
+    monkeypatch.setattr(isolated, "test_mark", "set in the parent", raising=False)
+    assert run_isolated(_inherited_mark) == "set in the parent", "before CUDA: forked from the server"
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    before = children()
+    assert run_isolated(_inherited_mark) is None, "after CUDA: a fresh interpreter, no state of the server"
+    assert children() <= before, "the fork server stops with the run"
 
 
 def _inside_compiler(shapes: str):

@@ -1,5 +1,8 @@
 """The memory page in AppTest: defaults, moved widgets, heavy buttons, and bad input shown as a sentence."""
 
+import torch
+
+from demos.memory import stream_recorder
 from demos.memory.questions import QUESTIONS
 from tests.conftest import assert_clean, open_page
 
@@ -9,14 +12,21 @@ PAGE = "pages/memory.py"
 def test_defaults_are_clean_and_say_what_ran():
     at = open_page(PAGE)
     assert_clean(at)
-    assert any("meta tensors" in i.value for i in at.info)
+    if torch.cuda.is_available():
+        assert any("the steps ran on the GPU" in m.value for m in at.success)
+    else:
+        assert any("meta tensors" in i.value for i in at.info)
     assert len(at.get("plotly_chart")) >= 2, "the training-step tab: timeline and peak holders"
 
 
-def test_streams_tab_says_no_gpu_recording_exists():
+def test_streams_tab_shows_the_shipped_recording_with_its_provenance_and_lessons():
     at = open_page(PAGE, query={"mem_tab": "Streams & transfers"})
     assert_clean(at)
-    assert any("No GPU recording exists yet" in w.value for w in at.warning)
+    recording = stream_recorder.load_recording()
+    p = recording["provenance"]
+    assert any(f"Recorded on **{p['gpu']}**, driver {p['driver']}, torch {p['torch']}" in c.value for c in at.caption)
+    lessons = stream_recorder.lessons(stream_recorder.summarize(recording))
+    assert lessons and any(all(line in m.value for line in lessons) for m in at.markdown)
 
 
 def test_moving_the_main_widgets():

@@ -23,15 +23,16 @@ def synthetic() -> dict:
                                                        row, strict=True)) for row in iv]}
 
 
-def test_main_without_cuda_records_nothing(tmp_path, capsys):
-    assert not torch.cuda.is_available(), "this test covers the CPU-only path"
+def test_main_without_cuda_records_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the same answer on a GPU machine
     out = tmp_path / "streams.json"
     assert rec.main(["--out", str(out)]) == 2
     assert not out.exists()
     assert "No CUDA GPU" in capsys.readouterr().err
 
 
-def test_record_refuses_without_cuda():
+def test_record_refuses_without_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(RuntimeError, match="CUDA is not available"):
         rec.record(1, 1)
 
@@ -58,7 +59,7 @@ def test_summary_overlap_and_utilization():
     (row,) = rec.summarize(synthetic())
     assert row["copy ms"] == 4.0 and row["kernel ms"] == 6.0
     assert row["copy/kernel overlap ms"] == 2.0
-    assert row["wall ms"] == 8.0 and row["utilization (kernel running) %"] == 75.0
+    assert row["wall ms"] == 8.0 and row["kernel spans / wall %"] == 75.0 and row["steps"] == 2
 
 
 def test_recording_round_trips_and_is_validated(tmp_path):
@@ -76,9 +77,45 @@ def test_recording_round_trips_and_is_validated(tmp_path):
         rec.validate_recording(backwards)
 
 
-def test_shipped_recording_if_any_is_valid():
+def test_shipped_recording_is_valid_and_says_where_it_was_made():
     loaded = rec.load_recording()
-    assert loaded is None or loaded["provenance"]["gpu"]
+    assert loaded["provenance"]["gpu"] and loaded["provenance"]["driver"] and loaded["provenance"]["torch"]
+
+
+def test_a_recording_without_warm_up_loses_step_0_and_a_warmed_one_keeps_every_step():
+    old = synthetic() | {"schema": 1}
+    assert [r["name"] for r in rec.steady(old)["intervals"]] == ["H2D 1", "kernels 1"]
+    (row,) = rec.summarize(old)
+    assert row["steps"] == 1 and row["kernel ms"] == 3.0 and row["copy ms"] == 2.0
+    assert rec.steady(synthetic()) == synthetic()
+
+
+def test_shipped_h200_recording_without_its_start_up_step():
+    rows = {r["scenario"]: r for r in rec.summarize(rec.load_recording())}
+    first = rows["pageable copy, blocking"]
+    assert first["steps"] == 7, "step 0 (CUDA start-up, no warm-up in that recorder) is left out"
+    assert first["kernel ms"] < 0.1 * first["wall ms"], "100 ms of start-up no longer counts as kernels"
+
+
+def test_compute_is_sized_to_the_copy_and_one_scenario_keeps_copies_dominant():
+    assert rec.matmul_count(1.2, 0.3) == 4 and rec.matmul_count(0.01, 5.0) == 1
+    plan = {sc.name: sc for sc in rec.scenarios(16)}
+    assert {sc.matmuls for name, sc in plan.items() if "dominate" not in name} == {16}
+    assert plan["copies dominate, side stream"].matmuls == 2 and plan["copies dominate, side stream"].side_stream
+    assert plan["side stream + .item()"].item_each_step and not plan["pinned, non_blocking"].side_stream
+
+
+def test_lessons_are_built_from_the_summary_numbers():
+    rows = [{"scenario": "pinned, non_blocking", "wall ms": 10.0, "copy ms": 4.0, "kernel ms": 4.0,
+             "copy/kernel overlap ms": 0.0, "kernel spans / wall %": 40.0},
+            {"scenario": "pinned, side stream", "wall ms": 6.5, "copy ms": 4.0, "kernel ms": 4.0,
+             "copy/kernel overlap ms": 3.5, "kernel spans / wall %": 61.5},
+            {"scenario": "copies dominate, side stream", "wall ms": 4.6, "copy ms": 4.0, "kernel ms": 0.5,
+             "copy/kernel overlap ms": 0.4, "kernel spans / wall %": 10.9}]
+    one, dominate = rec.lessons(rows)
+    assert one.startswith("One stream: 10.00 ms. Side stream: 6.50 ms, with 3.50 ms of copying hidden")
+    assert "the kernels take 1.00x as long as the copies" in one
+    assert "4.00 ms of copies against 0.50 ms of kernels; the side stream hid 0.40 ms" in dominate
 
 
 def test_streams_figure_draws_one_bar_per_interval():

@@ -54,14 +54,24 @@ def test_no_optimizer_callout_when_the_peak_is_elsewhere():
     assert su.optimizer_peak(t) is None
 
 
-def test_bf16_autocast_with_checkpointing_above_fp32_at_batch_64():
+def test_default_sweep_has_bf16_autocast_with_checkpointing_below_fp32_and_no_callout():
+    # the simulated autocast once saved cross_entropy's log_softmax in float32 and drew this pair the other way round
     spec = RunSpec()
     names = list(sweep_variants(spec))
-    plain_name, auto_name = names[1], names[3]
-    plain, auto = (simulate(variant_spec(spec, n, 64)) for n in (plain_name, auto_name))
+    plain, auto = (simulate(variant_spec(spec, n, 64)) for n in (names[1], names[3]))
+    drawn = (plain.predicted_peak_allocated, auto.predicted_peak_allocated)
+    assert drawn[1] < drawn[0]
+    assert su.autocast_above(names[1], names[3], 64, plain, auto, drawn) is None
+
+
+def test_autocast_above_names_the_weight_copies_of_a_one_image_cnn_batch():
+    spec = RunSpec(model="Small CNN (CIFAR 32x32)", optimizer="SGD", steps=1)
+    names = list(sweep_variants(spec))
+    plain_name, auto_name = names[0], names[2]
+    plain, auto = (simulate(variant_spec(spec, n, 1)) for n in (plain_name, auto_name))
     drawn = (plain.predicted_peak_allocated, auto.predicted_peak_allocated)
     assert drawn[1] > drawn[0], "the surprise is in the data"
-    text = su.autocast_above(plain_name, auto_name, 64, plain, auto, drawn)
+    text = su.autocast_above(plain_name, auto_name, 1, plain, auto, drawn)
     casts = [g for g in auto.peak_groups if g.op == "_to_copy" and g.dtype == "bfloat16"]
     cast_bytes = sum(g.nbytes for g in casts)
     assert cast_bytes > 0

@@ -1,14 +1,19 @@
 """Oracle tests for the storage tracker and the training-step timeline: bytes checked against torch itself."""
 
+import re
+
 import pytest
 import torch
+import torch.nn.functional as F
 
 from demos.errors import InputError
 from demos.memory import training
 from demos.memory.allocator import round_size
+from demos.memory.autocast import SimulatedAutocast
 from demos.memory.models import MODELS, build_model
 from demos.memory.tracker import CATEGORIES
 from demos.memory.training import RunSpec, largest_fitting, logging_trap, simulate, validate
+from tests.conftest import ROOT
 
 MLP = "MLP (4 x 2048)"
 CNN = "Small CNN (CIFAR 32x32)"
@@ -97,20 +102,32 @@ def test_autocast_lowers_the_activation_peak():
     RunSpec(CNN, 4, 1, "bf16 autocast", "SGD", False, True, 1),
 ], ids=["mlp", "mlp-ckpt", "cnn-ckpt", "cnn-autocast"])
 def test_meta_and_real_cpu_tensors_give_identical_byte_counts(spec):
-    # SGD only: Adam's `step` counters live on the CPU, which is the tracked device in the CPU run.
-    meta, cpu = simulate(spec, "meta"), simulate(spec, "cpu")
+    # SGD only: Adam's `step` counters live on the CPU, which is the tracked device in the CPU run. The cuDNN
+    # workspace estimate is left out of the meta run: the CPU run has no cuDNN.
+    meta, cpu = simulate(spec, "meta", conv_workspace_estimate=False), simulate(spec, "cpu")
     assert meta.total == cpu.total
     assert meta.by_category == cpu.by_category
     assert meta.allocated == cpu.allocated and meta.reserved == cpu.reserved
 
 
-@pytest.mark.parametrize("model", [MLP, CNN])
-def test_simulated_autocast_matches_torch_autocast_on_cpu(model, monkeypatch):
-    spec = RunSpec(model, 8, 1, "bf16 autocast", "SGD", False, True, 1)
-    simulated = simulate(spec, "cpu")
-    monkeypatch.setattr(training, "_autocast", lambda s, d: torch.autocast("cpu", dtype=torch.bfloat16))
-    real = simulate(spec, "cpu")
-    assert simulated.category_peaks == real.category_peaks
+def cuda_cross_entropy_probe() -> tuple[str, str, str]:
+    """What CUDA autocast did to cross_entropy on an H200 (assets/gpu/probe_ws.txt, probe x): the op feeding
+    nll_loss, the loss dtype and the dtype of the log_softmax that autograd saved."""
+    line = next(x for x in (ROOT / "assets/gpu/probe_ws.txt").read_text().splitlines() if x.startswith("cuda fwd"))
+    node, loss, saved = re.search(r"\('(\w+)', (\w+), (\w+) saved log_softmax\)", line).groups()
+    return node, loss, saved
+
+
+def test_simulated_autocast_saves_cross_entropy_as_cuda_autocast_does():
+    node, loss_dtype, saved_dtype = cuda_cross_entropy_probe()
+    x, y = torch.randn(4, 8, device="meta"), torch.zeros(4, dtype=torch.long, device="meta")
+    w = torch.randn(10, 8, device="meta", requires_grad=True)
+    with SimulatedAutocast(torch.bfloat16):
+        loss = F.cross_entropy(F.linear(x, w), y)
+    cast = loss.grad_fn.next_functions[0][0]
+    log_softmax = cast.next_functions[0][0]
+    assert (cast.name(), str(loss.dtype), str(log_softmax._saved_result.dtype)) == (
+        node, f"torch.{loss_dtype}", f"torch.{saved_dtype}")
 
 
 def test_peak_holders_are_live_at_the_peak_and_sorted():
@@ -142,3 +159,13 @@ def test_logging_trap_grows_only_with_grad_on():
     trap = logging_trap(MLP, 64, 3)
     assert trap.kept_graph[2] - trap.kept_graph[1] == trap.kept_graph[1] - trap.kept_graph[0] > 0
     assert trap.no_grad[0] == trap.no_grad[2]
+
+
+def test_cnn_convolutions_carry_the_estimated_cudnn_workspace_and_free_it_at_once():
+    t = simulate(RunSpec(CNN, 8, 1, "fp32", "SGD", False, True, 1))
+    without = simulate(RunSpec(CNN, 8, 1, "fp32", "SGD", False, True, 1), conv_workspace_estimate=False)
+    spikes = [w for w in t.by_category["workspace"] if w]
+    # 3 forward convolutions, 3 backward ones: each allocates its workspace and frees it before the next op
+    assert len(spikes) == 6 and set(spikes) == {round_size(round(training.CONV_WORKSPACE_PER_SAMPLE[4] * 8))}
+    assert t.by_category["workspace"][-1] == 0 and t.peak >= without.peak
+    assert simulate(RunSpec(MLP, 8, 1, "fp32", "SGD", False, True, 1)).category_peaks["workspace"] == 0

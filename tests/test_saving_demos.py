@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from demos.errors import InputError
+from demos.saving import state
 from demos.saving.checkpoint import checkpoint_contents, crash_during_save
 from demos.saving.export import export_demo, trace_vs_script
 from demos.saving.models import MLP, WithBuffer
@@ -45,6 +46,16 @@ def test_prefix_fix_and_file_sizes(report):
     assert all(k.startswith("module.") for k in report.prefixed_keys) and report.prefix_fixed
     assert "Missing key(s)" in report.prefix_error
     assert report.file_bytes_checkpoint > report.file_bytes_model > 0
+
+
+def test_prefix_demo_moves_nothing_when_a_gpu_is_present(monkeypatch):
+    # nn.DataParallel would move the model to cuda:0 in place and compare it with a CPU copy
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    model = WithBuffer()
+    keys, error, same = state._prefix_demo(model)
+    assert keys[0].startswith("module.") and same and "Missing key(s)" in error
+    assert {p.device.type for p in model.parameters()} == {"cpu"}
 
 
 def test_save_load_round_trip_is_exact():

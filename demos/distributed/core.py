@@ -141,11 +141,22 @@ def _definitions() -> dict[str, str]:
 
 _HEADER = (
     "import os\nimport time\nimport warnings\n\nimport torch\nimport torch.distributed as dist\n"
-    "import torch.nn as nn\nimport torch.nn.functional as F\nfrom torch.distributed.fsdp import fully_shard\n"
+    "import torch.nn as nn\nimport torch.nn.functional as F\n"
+    "from torch.distributed.device_mesh import init_device_mesh\nfrom torch.distributed.fsdp import fully_shard\n"
     "from torch.nn.parallel import DistributedDataParallel as DDP\n"
     "from torch.utils._python_dispatch import TorchDispatchMode\nfrom torch.utils.data import DistributedSampler\n\n"
     "ENV_KEYS = ('RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT')\n"
 )
+
+
+def backend_note() -> str:
+    """Why the page's ranks use gloo, said as it is on this machine."""
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if gpus == 0:
+        return ("No GPU here, so gloo (the CPU backend) carries everything; under torchrun on a machine with a GPU "
+                "per rank, `--backend auto` gives the same worker code a group that also has nccl.")
+    return (f"This machine has {gpus} GPU{'s' * (gpus != 1)}, but the demos' tensors live on the CPU, so gloo "
+            "carries them here too; under torchrun with a GPU per rank, `--backend auto` adds nccl for CUDA tensors.")
 
 
 def snippet(demo: str, world: int, params: dict) -> str:

@@ -2,8 +2,10 @@
 
     torchrun --nproc-per-node 2 -m demos.distributed.run --demo collectives --param length=4 --out result.json
 
-The demos keep their tensors on the CPU. With --backend auto on a CUDA machine the group is created as
-"cpu:gloo,cuda:nccl" (both backends; these CPU tensors travel over gloo). Load result.json on the page.
+The demos keep their tensors on the CPU. With --backend auto on a machine with a GPU for every local rank the
+group is created as "cpu:gloo,cuda:nccl" (both backends; these CPU tensors travel over gloo) and each rank picks
+cuda:LOCAL_RANK; with fewer GPUs than ranks (two ranks on a one-GPU laptop) it is plain gloo and no rank touches
+a GPU. Load result.json on the page.
 """
 
 import argparse

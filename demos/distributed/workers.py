@@ -13,6 +13,7 @@ import torch._dynamo  # noqa: F401  (DDP and FSDP import it lazily; loading it o
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -320,9 +321,10 @@ def fsdp(rank: int, world: int, p: dict) -> dict:
     replica = Tower(layers, width)
     replica.load_state_dict(model.state_dict())
     full = {n: t.detach().clone() for n, t in model.named_parameters()}
+    mesh = init_device_mesh("cpu", (world,))  # without it fully_shard builds its mesh on the accelerator
     for i in range(layers):
-        fully_shard(getattr(model, f"fc{i}"))
-    fully_shard(model)
+        fully_shard(getattr(model, f"fc{i}"), mesh=mesh)
+    fully_shard(model, mesh=mesh)
     shards = []
     for n, t in model.named_parameters():
         local = _local(t)
@@ -427,6 +429,13 @@ WORKERS = {
 }
 
 
+def every_local_rank_has_a_gpu() -> bool:
+    """True if this machine has a GPU for each of its ranks (torchrun's LOCAL_WORLD_SIZE, else WORLD_SIZE): only
+    then does a rank pick cuda:LOCAL_RANK. Two ranks on a one-GPU laptop stay on the CPU, where the tensors are."""
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
+    return torch.cuda.is_available() and local_world <= torch.cuda.device_count()
+
+
 def run_rank(demo: str, params: dict, out_path: str | None, backend: str = "auto", timeout_s: float = 30.0,
              on_error=None, store_file: str | None = None) -> dict:
     """Join the process group named by the environment, run one worker, gather every rank's result to rank 0.
@@ -438,8 +447,8 @@ def run_rank(demo: str, params: dict, out_path: str | None, backend: str = "auto
     from datetime import timedelta
 
     if backend == "auto":  # the demos' tensors live on the CPU, so gloo always carries them
-        backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
-    if "nccl" in backend:
+        backend = "cpu:gloo,cuda:nccl" if every_local_rank_has_a_gpu() and dist.is_nccl_available() else "gloo"
+    if "nccl" in backend and every_local_rank_has_a_gpu():
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     timeout = timedelta(seconds=timeout_s)
     if store_file is None:

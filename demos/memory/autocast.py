@@ -1,9 +1,11 @@
 """Autocast for meta tensors: torch.autocast ignores the meta device, so its cast policy is applied here.
 
-The policy is CUDA autocast's: matmul-like ops run in the low-precision dtype, numerically sensitive ops
-(norms, softmax, losses) in float32, everything else in the dtype it is given. Casts of leaf parameters are
-cached for the life of the autocast region, as torch.autocast(cache_enabled=True) does, so each weight's
-low-precision copy is made once per forward and held until the region ends (or longer, if saved for backward).
+The policy is CUDA autocast's: matmul-like ops run in the low-precision dtype, norms, softmax and most losses in
+float32, everything else in the dtype it is given. `cross_entropy` has no CUDA autocast rule: its log_softmax runs
+in the input's dtype and only its nll_loss casts to float32 (on an H200 the saved log_softmax is bfloat16,
+assets/gpu/probe_ws.txt). Casts of leaf parameters are cached for the life of the autocast region, as
+torch.autocast(cache_enabled=True) does, so each weight's low-precision copy is made once per forward and held
+until the region ends (or longer, if saved for backward).
 The casts are real `.to()` calls, so autograd records them and the memory tracker sees every copy.
 """
 
@@ -18,7 +20,7 @@ LOW_PRECISION = {
     torch.matmul, torch.mm, torch.bmm, torch.addmm, torch.baddbmm, torch.Tensor.matmul, torch.Tensor.__matmul__,
 }
 FULL_PRECISION = {
-    F.layer_norm, F.group_norm, F.softmax, F.log_softmax, F.cross_entropy, F.nll_loss, F.mse_loss,
+    F.layer_norm, F.group_norm, F.softmax, F.log_softmax, F.nll_loss, F.mse_loss,
     torch.Tensor.softmax, torch.Tensor.log_softmax,
 }
 
@@ -33,6 +35,8 @@ class SimulatedAutocast(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func is F.cross_entropy:
+            return _cross_entropy(*args, **kwargs)
         if func in LOW_PRECISION:
             args, kwargs = self._cast_all(args, kwargs, self.dtype)
         elif func in FULL_PRECISION:
@@ -54,6 +58,15 @@ class SimulatedAutocast(TorchFunctionMode):
         if id(value) not in self.cache:
             self.cache[id(value)] = value.to(dtype)
         return self.cache[id(value)]
+
+
+def _cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                   reduction="mean", label_smoothing=0.0):
+    """cross_entropy as CUDA autocast runs it: log_softmax in the input's dtype, then nll_loss cast to float32."""
+    if label_smoothing or target.is_floating_point() or size_average is not None or reduce is not None:
+        return F.cross_entropy(input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing)
+    log_p = torch.log_softmax(input, dim=1 if input.dim() > 1 else 0, dtype=input.dtype)
+    return F.nll_loss(log_p.to(torch.float32), target, weight, ignore_index=ignore_index, reduction=reduction)
 
 
 def active_simulated_autocast() -> SimulatedAutocast | None:

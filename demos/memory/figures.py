@@ -9,7 +9,8 @@ from demos.memory.tracker import CATEGORIES
 from demos.style import COLORS, REFERENCE, SERIES, badge, base_layout, text_on
 
 # Tracker categories to the shared palette: the input batch is "data".
-CATEGORY_CONCEPT = {c: "data" if c == "input" else c for c in CATEGORIES}
+# Inputs are data; a kernel's workspace is memory the kernel keeps for itself, drawn as a buffer.
+CATEGORY_CONCEPT = {c: {"input": "data", "workspace": "buffer"}.get(c, c) for c in CATEGORIES}
 CATEGORY_COLOR = {c: COLORS[concept] for c, concept in CATEGORY_CONCEPT.items()}
 # The timeline's legend labels -> concepts, for the colour chips above it (one source for both).
 CATEGORY_LEGEND = {c.replace("_", " "): concept for c, concept in CATEGORY_CONCEPT.items()}
@@ -59,9 +60,10 @@ def timeline_figure(t, capacity: float | None = None, card: str = "") -> go.Figu
     if t.measured:
         mx = [m[1] for m in t.measured]
         traces.append(dict(type="scatter", x=mx, y=[m[2] / scale for m in t.measured], mode="markers",
-                           name="measured memory_allocated", marker=dict(symbol="x", size=9, color=COLORS["error"])))
+                           name="measured memory_allocated − start",
+                           marker=dict(symbol="x", size=9, color=COLORS["error"])))
         traces.append(dict(type="scatter", x=mx, y=[m[3] / scale for m in t.measured], mode="markers",
-                           name="measured memory_reserved",
+                           name="measured memory_reserved − start",
                            marker=dict(symbol="circle-open", size=9, color=COLORS["error"])))
     fig = go.Figure(data=traces)
     shapes, notes = [], []  # collected and set once: plotly's add_vrect per phase is slow

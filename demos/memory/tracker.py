@@ -3,7 +3,9 @@
 Each op's outputs are checked for storages not seen before: that is an allocation of the storage's size.
 A weak reference to the storage calls back when the storage is freed. Categories are tags on storages, so
 every byte is in exactly one category for its whole life (parameter, input, activation, gradient,
-optimizer_state, temporary); untagged storages are temporaries.
+optimizer_state, temporary); untagged storages are temporaries. A `workspace` callback can add what a kernel
+allocates for itself and frees before returning (cuDNN's convolution workspace), which no dispatch mode sees: an
+estimate, allocated after the op's outputs and freed at once, in its own category.
 """
 
 import weakref
@@ -15,7 +17,7 @@ from torch.utils._pytree import tree_flatten
 
 from demos.memory.allocator import round_size
 
-CATEGORIES = ("parameter", "input", "gradient", "optimizer_state", "activation", "temporary")
+CATEGORIES = ("parameter", "input", "gradient", "optimizer_state", "activation", "temporary", "workspace")
 # A stronger tag wins: a parameter saved for backward is still a parameter.
 _RANK = {c: i for i, c in enumerate(CATEGORIES)}
 
@@ -40,9 +42,10 @@ class Event:
 class StorageTracker(TorchDispatchMode):
     """Record allocations and frees of storages on one device type, with op index and phase."""
 
-    def __init__(self, device_type: str):
+    def __init__(self, device_type: str, workspace=None):
         super().__init__()
         self.device_type = device_type
+        self.workspace = workspace  # (func, args) -> estimated bytes a kernel allocates and frees inside itself
         self.storages: dict[int, Storage] = {}
         self.events: list[Event] = []
         self.tags: dict[int, str] = {}
@@ -57,7 +60,18 @@ class StorageTracker(TorchDispatchMode):
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor):
                 self.see(t, func.__name__)
+        nbytes = self.workspace(func, args) if self.workspace else 0
+        if nbytes:
+            self._transient(nbytes, f"{func.__name__} workspace")
         return out
+
+    def _transient(self, nbytes: int, op: str) -> None:
+        """A workspace that lives only while the kernel runs: allocated after the outputs, freed at once."""
+        sid = len(self.storages)
+        self.storages[sid] = Storage(sid, nbytes, op, (nbytes,), "uint8", self.phase)
+        self.tags[sid] = "workspace"
+        self.events.append(Event(self.op_index, sid, round_size(nbytes)))
+        self.events.append(Event(self.op_index, sid, -round_size(nbytes)))
 
     def see(self, t: torch.Tensor, op: str) -> int | None:
         """Register t's storage if it is new on the tracked device; return its id."""

@@ -32,6 +32,20 @@ class WithBufferRenamed(nn.Module):
         return self.bn(h)
 
 
+class Wrapped(nn.Module):
+    """Holds the model as `self.module`, as nn.DataParallel and DDP do, so its keys gain the same 'module.' prefix.
+
+    nn.DataParallel itself would move the model to cuda:0 when a GPU is present; this wrapper moves nothing.
+    """
+
+    def __init__(self, module: nn.Module):
+        super().__init__()
+        self.module = module
+
+    def forward(self, *args, **kwargs):
+        return self.module(*args, **kwargs)
+
+
 @dataclass(frozen=True)
 class StateDictReport:
     model_rows: tuple[dict, ...]  # key, kind, shape, dtype, bytes
@@ -101,7 +115,7 @@ def _strict_load(sd):
 
 
 def _prefix_demo(model: nn.Module):
-    wrapped = nn.DataParallel(model)  # on CPU it just calls the module; its keys gain 'module.' as under DDP
+    wrapped = Wrapped(model)
     sd = wrapped.state_dict()
     keys = tuple(sd)
     try:
@@ -193,6 +207,11 @@ class WithBufferRenamed(nn.Module):  # `norm` renamed `bn`
         self.lin = nn.Linear(8, 4)
         self.bn = nn.BatchNorm1d(4)
 
+class Wrapped(nn.Module):  # holds the model as self.module, as DataParallel and DDP do (and moves nothing)
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
 torch.manual_seed(0)
 model = WithBuffer()
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -203,7 +222,7 @@ for k, v in model.state_dict().items():          # 'scale' is absent: non-persis
 print(opt.state_dict()["state"][0].keys())       # step, exp_avg, exp_avg_sq
 print(WithBufferRenamed().load_state_dict(model.state_dict(), strict=False))
 
-sd = nn.DataParallel(model).state_dict()         # keys start with 'module.'
+sd = Wrapped(model).state_dict()                 # keys start with 'module.', as under DataParallel or DDP
 consume_prefix_in_state_dict_if_present(sd, "module.")
 WithBuffer().load_state_dict(sd)
 

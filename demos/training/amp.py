@@ -78,10 +78,21 @@ def autocast_ops(hidden: int = 32, batch: int = 8) -> OpsResult:
             loss = nn.functional.cross_entropy(out, y)
         rec.phase = "backward"
         loss.backward()
-    return OpsResult(device, str(dtype).replace("torch.", ""), tuple(rec.ops), ops_code(device, dtype, hidden, batch))
+    ops = tuple(rec.ops)
+    return OpsResult(device, str(dtype).replace("torch.", ""), ops, ops_code(device, dtype, hidden, batch,
+                                                                             loss_dtypes(ops)))
 
 
-def ops_code(device, dtype, hidden, batch) -> str:
+def loss_dtypes(ops) -> str:
+    """What cross_entropy's two ops wrote in the recorded forward: CPU autocast runs log_softmax in float32; CUDA
+    autocast has no rule for cross_entropy, so its log_softmax keeps the autocast dtype and only nll_loss is
+    float32."""
+    forward = {op: out for phase, op, _, out in ops if phase == "forward"}
+    return f"log_softmax ran in {forward.get('_log_softmax', 'no recorded dtype')}, " \
+           f"nll_loss in {forward.get('nll_loss_forward', 'no recorded dtype')}"
+
+
+def ops_code(device, dtype, hidden, batch, loss_note: str) -> str:
     return f"""import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -102,7 +113,7 @@ x, y = torch.randn({batch}, {hidden}, device="{device}"), torch.randint(0, 10, (
 with Recorder():
     with torch.autocast("{device}", dtype={dtype}):
         out = model(x)                                  # linear layers run in {str(dtype).replace('torch.', '')}
-        loss = nn.functional.cross_entropy(out, y)      # log_softmax / loss run in float32
+        loss = nn.functional.cross_entropy(out, y)      # {loss_note}
     loss.backward()                                     # backward runs each op in its forward dtype
 print(out.dtype, loss.dtype, model[0].weight.grad.dtype)   # parameters and their grads stay float32
 """
