@@ -10,6 +10,8 @@ from demos.tensors import devices as dev
 from demos.tensors import dtypes as dt
 from demos.tensors import einsum as es
 from demos.tensors import layout as lay
+from demos.tensors import shape_explain as sx
+from demos.tensors import shapes as lab
 from demos.tensors.common import Trap, chips_html
 from demos.tensors.questions import QUESTIONS
 from pages import ui
@@ -18,7 +20,7 @@ from pages.shell.registry import by_slug
 
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
-TABS = ("Broadcasting", "Memory layout", "dtypes", "einsum", "Devices")
+TABS = ("Broadcasting", "Memory layout", "dtypes", "einsum", "Devices", lab.TAB)
 
 
 # ---------------------------------------------------------------- cached demo calls (plain parameters in)
@@ -74,6 +76,16 @@ def promotion_fig(dtypes: tuple[str, ...], zero_dim: bool, scalars: tuple[str, .
 @st.cache_data(max_entries=64)
 def network_dot(equation: str, shapes: str) -> str:
     return es.network_dot(cached_einsum(equation, shapes))
+
+
+@st.cache_data(max_entries=64)
+def cached_lab(tensors: str, expression: str):
+    return lab.evaluate(tensors, expression)
+
+
+@st.cache_resource(max_entries=64)
+def lab_fig(tensors: str, expression: str):
+    return sx.chain_figure(cached_lab(tensors, expression))
 
 
 @st.cache_data
@@ -366,11 +378,72 @@ def devices_section() -> None:
     show_traps("devices")
 
 
+# ---------------------------------------------------------------- 6. shape lab
+
+
+def _apply_lab_preset() -> None:
+    name = st.session_state.get("tensors_lab_preset")
+    if name in lab.PRESETS:
+        st.session_state[lab.TENSORS_KEY], st.session_state[lab.EXPR_KEY] = lab.PRESETS[name]
+
+
+def lab_ui() -> tuple[str, str]:
+    st.pills("Presets: the classic traps", list(lab.PRESETS), key="tensors_lab_preset", on_change=_apply_lab_preset)
+    tensors_default, expr_default = lab.PRESETS[lab.DEFAULT_PRESET]
+    tensors = st.text_input("Tensors", tensors_default, key=lab.TENSORS_KEY, bind="query-params",
+                            help="name: sizes [dtype], separated by ';'. Up to 8 tensors of rank up to 8, sizes up to "
+                                 "2**40 (meta tensors: a shape costs no memory); dtype such as long, bool, float16.")
+    expression = st.text_input("Expression", expr_default, key=lab.EXPR_KEY, bind="query-params",
+                               help="Tensor methods, indexing, + - * / @ and comparisons, torch.cat/stack/einsum/…, "
+                                    "layers such as nn.Conv2d(3, 16, 3)(x). Parsed, never run as Python.")
+    return tensors, expression
+
+
+def lab_steps_table(r) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "step": f"{s.number}. {s.text}", "shape": " | ".join(format_shape(o) for o in s.outputs) or "raised",
+        "stride": format_shape(s.stride) if s.outputs else "", "contiguous": s.contiguous,
+        "view or copy": s.view, "dtype": s.dtype, "arithmetic": s.arithmetic,
+    } for s in r.steps])
+
+
+def lab_verdict(r) -> None:
+    if r.error:
+        st.warning(f"Step {r.steps[-1].number}, `{r.failed}`: {r.clash}", icon=":material/block:")
+        st.markdown("torch's own message (from the meta run):")
+        st.code(r.error, language="text", wrap_lines=True)
+        return
+    outputs = " and ".join(f"`{format_shape(s)}`" for s in r.shapes)
+    st.markdown(f"**`{r.expression}` → {outputs}** ({r.dtype}, {len(r.steps)} step"
+                f"{'' if len(r.steps) == 1 else 's'})")
+
+
+def shape_lab_section() -> None:
+    ui.prose("Type tensors and an expression, as an interviewer would write them. torch runs every op of it on "
+             "meta tensors (shapes, strides and dtypes, no data), so sizes in the billions cost nothing, and the "
+             "table gives each step's shape, strides, whether it is a view or a copy, and the arithmetic behind it.")
+    tensors, expression = lab_ui()
+    with ui.input_errors():
+        r = cached_lab(tensors, expression)
+        lab_verdict(r)
+        ui.plot(lab_fig(tensors, expression), key="tensors_lab_fig")
+        st.html(chips_html(sx.LEGEND))
+        ui.table(lab_steps_table(r), hide_index=True, width="stretch")
+        st.caption("View or copy: " + ("checked on real CPU tensors of these shapes (float values random, integer "
+                                       "tensors zero, masks all True): a view shares its input's storage."
+                                       if r.view_source == "real" else
+                                       "from torch's view tracking on the meta tensors (too large to run for real): "
+                                       "a view has its input as its base."))
+        st.markdown("Link to this question:")
+        st.code(lab.lab_link(tensors, expression), language="text", wrap_lines=True)
+        ui.show_code(r.code, key="tensors_lab_code", file_name="shape_lab.py")
+
+
 # ---------------------------------------------------------------- page
 
 ui.page_header("tensors")
 ui.prose("Shapes, strides, dtypes and devices are where PyTorch code goes wrong without an error. Each tab below "
          "runs torch on what you type and shows, beside the correct way, the way that silently misbehaves.")
-sections = (broadcast_section, layout_section, dtypes_section, einsum_section, devices_section)
+sections = (broadcast_section, layout_section, dtypes_section, einsum_section, devices_section, shape_lab_section)
 ui.section_tabs(dict(zip(TABS, sections, strict=True)), key="tensors_tab")
 ui.interview_corner("tensors", QUESTIONS)
