@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.parsing import format_shape
 from demos.tensors import broadcasting as bc
 from demos.tensors import devices as dev
@@ -409,12 +409,12 @@ def lab_steps_table(r) -> pd.DataFrame:
 
 def lab_verdict(r) -> None:
     if r.error:
-        st.warning(f"Step {r.steps[-1].number}, `{r.failed}`: {r.clash}", icon=":material/block:")
+        st.warning(f"Step {r.steps[-1].number}, {quoted(r.failed, 120)}: {r.clash}", icon=":material/block:")
         st.markdown("torch's own message (from the meta run):")
         st.code(r.error, language="text", wrap_lines=True)
         return
     outputs = " and ".join(f"`{format_shape(s)}`" for s in r.shapes)
-    st.markdown(f"**`{r.expression}` → {outputs}** ({r.dtype}, {len(r.steps)} step"
+    st.markdown(f"**{quoted(r.expression, 200)} → {outputs}** ({r.dtype}, {len(r.steps)} step"
                 f"{'' if len(r.steps) == 1 else 's'})")
 
 
@@ -429,6 +429,9 @@ def shape_lab_section() -> None:
         ui.plot(lab_fig(tensors, expression), key="tensors_lab_fig")
         st.html(chips_html(sx.LEGEND))
         ui.table(lab_steps_table(r), hide_index=True, width="stretch")
+        for s in r.steps:
+            for note in s.warnings:
+                st.caption(f"torch warned at step {s.number} ({quoted(s.text)}): {note}")
         st.caption("View or copy: " + ("checked on real CPU tensors of these shapes (float values random, integer "
                                        "tensors zero, masks all True): a view shares its input's storage."
                                        if r.view_source == "real" else

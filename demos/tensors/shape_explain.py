@@ -274,8 +274,20 @@ def clash(op: str, inputs: tuple, info: dict, err: BaseException) -> str:
         return _join_clash(op, inputs, info)
     if "out of range" in str(err) and inputs:
         return f"A dim or index is outside {_dims(inputs[0])}, which has {len(inputs[0])} dims."
+    return fallback_clash(inputs)
+
+
+def fallback_clash(inputs) -> str:
     shapes = ", ".join(_dims(s) for s in inputs) or "no tensors"
     return f"torch refused inputs of shape {shapes}; the message above names the dim it checks."
+
+
+def safely(explain, default: str, *args) -> str:
+    """An explanation, or `default` when the arguments are too odd for it (torch's own answer still stands)."""
+    try:
+        return explain(*args)
+    except Exception:  # an explanation is a gloss on torch's answer; it must never replace it with a crash
+        return default
 
 
 def _conv_clash(m, shape, message: str) -> str:

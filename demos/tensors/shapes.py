@@ -8,6 +8,7 @@ again on real CPU tensors and the view-or-copy column comes from their storages.
 
 import contextlib
 import math
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -108,6 +109,7 @@ class Step:
     arithmetic: str
     error: str | None = None  # torch's own message when this step failed
     clash: str | None = None  # one sentence naming the dims that clash
+    warnings: tuple = ()  # what torch warned about while it ran the step
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,7 @@ class Run:
         self.device = device
         self.tensors = {d.name: _leaf(d, device) for d in decls}
         self.steps: list[Step] = []
-        self.real_out: list = []  # per step, the output tensors (only kept for the view check)
+        self.parameters = 0  # of every layer constructed, so a large layer never runs for real
 
     # ---- values
 
@@ -273,11 +275,16 @@ class Run:
             if not all(isinstance(a, nn.Module) for a in args):
                 raise InputError(f"{g.EXPR_FIELD}: {quoted(text)}: nn.Sequential takes layers only.")
             return nn.Sequential(*args)
+        if _flat_tensors((*args, *kwargs.values())):
+            raise InputError(f"{g.EXPR_FIELD}: {quoted(text)}: a layer is built from sizes and options; apply it to "
+                             "a tensor afterwards, as in nn.Linear(4, 3)(x).")
         extra = {"device": self.device} if name in PARAM_LAYERS else {}
         try:
             with _seeded():
-                return cls(*args, **kwargs, **extra)
-        except (RuntimeError, ValueError, TypeError, AssertionError) as err:
+                layer = cls(*args, **kwargs, **extra)
+            self.parameters += sum(p.numel() for p in layer.parameters())
+            return layer
+        except Exception as err:  # torch refusing the layer's arguments is the step's answer
             step = self.record(g.Call(g.Attr(g.Name("nn"), name), (), ()), text, name, (), None, err)
             raise StepFailed(step) from None
 
@@ -303,18 +310,20 @@ class Run:
         if len(self.steps) >= MAX_STEPS:
             raise InputError(f"{g.EXPR_FIELD}: more than {MAX_STEPS} steps; shorten it.")
         text = text or g.to_source(node)
-        try:
-            out = fn()
-        except (RuntimeError, IndexError, ValueError, TypeError, NotImplementedError, AssertionError) as err:
-            raise StepFailed(self.record(node, text, op, tensors, None, err, info)) from None
-        self.record(node, text, op, tensors, out, None, info)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                out = fn()
+            except Exception as err:  # whatever torch raised while running the op is the step's answer
+                raise StepFailed(self.record(node, text, op, tensors, None, err, info, caught)) from None
+        self.record(node, text, op, tensors, out, None, info, caught)
         return out
 
-    def record(self, node, text, op, tensors, out, err, info=None) -> Step:
+    def record(self, node, text, op, tensors, out, err, info=None, caught=()) -> Step:
         info = dict(info or {})
+        notes = tuple(dict.fromkeys(str(w.message).split("(Triggered")[0].strip() for w in caught))
         inputs = tuple(tuple(t.shape) for t in tensors)
         outs = tuple(_flat_tensors((out,))) if out is not None else ()
-        self.real_out.append((tensors, outs))
         first = outs[0] if outs else None
         step = Step(
             number=len(self.steps) + 1, text=text, op=op, inputs=inputs,
@@ -323,9 +332,11 @@ class Run:
             contiguous=first.is_contiguous() if first is not None else None,
             dtype=str(first.dtype).removeprefix("torch.") if first is not None else "",
             view=_view_kind(tensors, outs) if err is None else "",
-            arithmetic=ex.arithmetic(op, inputs, tuple(tuple(t.shape) for t in outs), info, err is not None),
+            arithmetic=ex.safely(ex.arithmetic, "", op, inputs, tuple(tuple(t.shape) for t in outs), info,
+                                 err is not None),
             error=torch_error(err) if err is not None else None,
-            clash=ex.clash(op, inputs, info, err) if err is not None else None,
+            clash=ex.safely(ex.clash, ex.fallback_clash(inputs), op, inputs, info, err) if err is not None else None,
+            warnings=notes,
         )
         self.steps.append(step)
         return step
@@ -487,7 +498,7 @@ def _check_args(fn, args, kwargs, text: str) -> None:
         table = {"method": METHODS, "torch": TORCH_FUNCS, "F": F_FUNCS}.get(fn.kind)
         if table is not None:
             low, high = table[fn.name]
-            if not low <= len(args) <= high:
+            if not (low <= len(args) + len(kwargs) and len(args) <= high):  # a keyword may fill a slot
                 span = str(low) if low == high else f"{low} to {high}"
                 raise InputError(f"{g.EXPR_FIELD}: {quoted(text)}: {fn.name} takes {span} positional "
                                  f"argument{'' if high == 1 else 's'} here; got {len(args)}.")
@@ -509,31 +520,11 @@ def _layer_text(layer: nn.Module) -> str:
     return f"{type(layer).__name__}({layer.extra_repr()})"
 
 
-def _fits_real(decls, steps, tree) -> bool:
-    """Whether every declared tensor, every step's output and every layer are small enough to run for real."""
-    if any(math.prod(d.shape) > REAL_MAX_NUMEL for d in decls):
+def _fits_real(decls, run: Run) -> bool:
+    """Whether every declared tensor, every step's output and all layers are small enough to run for real."""
+    if any(math.prod(d.shape) > REAL_MAX_NUMEL for d in decls) or run.parameters > REAL_MAX_NUMEL * 16:
         return False
-    if any(math.prod(s) > REAL_MAX_NUMEL for step in steps for s in step.outputs):
-        return False
-    return all(_layer_size_ok(n) for n in _walk(tree))
-
-
-def _layer_size_ok(node) -> bool:
-    if not (isinstance(node, g.Call) and isinstance(node.func, g.Attr) and node.func.name in PARAM_LAYERS):
-        return True
-    ints = [a.value for a in node.args if isinstance(a, g.Const) and isinstance(a.value, int)]
-    ints += [v.value for _, v in node.kwargs if isinstance(v, g.Const) and isinstance(v.value, int)]
-    return math.prod(i for i in ints[:3] if i > 0) <= REAL_MAX_NUMEL * 64
-
-
-def _walk(node):
-    yield node
-    for value in vars(node).values() if hasattr(node, "__dict__") else ():
-        for child in value if isinstance(value, tuple) else (value,):
-            if isinstance(child, tuple):
-                yield from (n for c in child if hasattr(c, "__dataclass_fields__") for n in _walk(c))
-            elif hasattr(child, "__dataclass_fields__"):
-                yield from _walk(child)
+    return all(math.prod(s) <= REAL_MAX_NUMEL for step in run.steps for s in step.outputs)
 
 
 def _run(decls, tree, device: str) -> tuple[Run, object, StepFailed | None]:
@@ -553,7 +544,7 @@ def evaluate(tensors: str, expression: str) -> ShapeResult:
     if failed is None and not _flat_tensors((out,)):
         raise InputError(f"{g.EXPR_FIELD}: it ends in {_kind(out)}; end it in a tensor to see its shape.")
     source = "meta"
-    if failed is None and _fits_real(decls, steps, tree):
+    if failed is None and _fits_real(decls, run):
         real, _, real_failed = _run(decls, tree, "cpu")
         if real_failed is None and len(real.steps) == len(steps):
             steps = [s if not s.view or s.view == "new" else _with_view(s, r.view)
