@@ -1,5 +1,7 @@
 """Tensors: broadcasting, memory layout, dtype promotion, einsum and devices, with what silently goes wrong."""
 
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -211,10 +213,12 @@ def layout_ui() -> tuple[str, str]:
     base_col, chain_col = st.columns([1, 3])
     base = base_col.text_input("Shape of x", "3, 4", key="tensors_mem_base", bind="query-params",
                                help="x = torch.arange(n).reshape(shape): each value is its storage position. "
-                                    "Up to 3 dims and 64 elements.")
+                                    "Up to 4 dims; drawn up to 64 elements, tabled up to 8,388,608 "
+                                    "(e.g. 32, 3, 64, 64).")
     chain = chain_col.text_input("Op chain applied to x", ".T.reshape(12)", key="tensors_mem_chain",
                                  bind="query-params", on_change=_clear_menu_error,
-                                 help="Steps like .view(4, 3), .T, [:, ::2], .expand(2, 3, 4); at most 10.")
+                                 help="Steps like .view(4, 3), .T, [:, ::2], .expand(2, 3, 4), "
+                                      ".to(memory_format=torch.channels_last); at most 10.")
     op_col, args_col, add_col, undo_col = st.columns([2, 2, 1, 1], vertical_alignment="bottom")
     label = op_col.selectbox("Op", list(lay.MENU), key="tensors_mem_op")
     hint = lay.MENU[label][1]
@@ -234,6 +238,15 @@ def layout_table(r) -> pd.DataFrame:
     } for v in r.views])
 
 
+def layout_drawing(base: str, chain: str, r) -> None:
+    options = list(range(len(r.views)))
+    which = st.select_slider("Draw", options, value=options[-1], key=f"tensors_mem_draw_{len(options)}",
+                             format_func=lambda i: r.views[i].code)
+    ui.plot(layout_fig(base, chain, which), key="tensors_mem_fig")
+    st.caption("A cell's colour and number are its value, which is the storage position it had in x: the "
+               "same colour is the same memory element. Grey strip cells are storage this view does not read.")
+
+
 def layout_section() -> None:
     ui.prose("A tensor is a view: a storage (one flat strip of memory) plus shape, stride and offset. "
              "Stride says how many storage elements to skip per step along each dim. Chain ops from the menu "
@@ -247,12 +260,12 @@ def layout_section() -> None:
             st.code(r.error, language="text", wrap_lines=True)
         for note in r.warnings:
             st.caption(f"torch warned at {note}")
-        options = list(range(len(r.views)))
-        which = st.select_slider("Draw", options, value=options[-1], key=f"tensors_mem_draw_{len(options)}",
-                                 format_func=lambda i: r.views[i].code)
-        ui.plot(layout_fig(base, chain, which), key="tensors_mem_fig")
-        st.caption("A cell's colour and number are its value, which is the storage position it had in x: the "
-                   "same colour is the same memory element. Grey strip cells are storage this view does not read.")
+        if r.drawn:
+            layout_drawing(base, chain, r)
+        else:
+            st.info(f"x has {math.prod(r.base_shape):,} elements: the table above gives every step's layout; the "
+                    f"drawing shows tensors of up to {lay.MAX_BASE_NUMEL} elements (try 2, 2, 2, 2 with "
+                    ".to(memory_format=torch.channels_last)).", icon=":material/grid_off:")
         ui.show_code(r.code, key="tensors_mem_code", file_name="strides.py")
     ui.steps([
         "Element x[i, j] lives at storage[offset + i·stride[0] + j·stride[1]].",
