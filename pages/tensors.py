@@ -423,7 +423,7 @@ def lab_steps_table(r) -> pd.DataFrame:
 def lab_verdict(r) -> None:
     if r.error:
         st.warning(f"Step {r.steps[-1].number}, {quoted(r.failed, 120)}: {r.clash}", icon=":material/block:")
-        st.markdown("torch's own message (from the meta run):")
+        st.markdown(f"torch's own message (from the {'CPU' if r.view_source == 'real' else 'meta'} run):")
         st.code(r.error, language="text", wrap_lines=True)
         return
     outputs = " and ".join(f"`{format_shape(s)}`" for s in r.shapes)

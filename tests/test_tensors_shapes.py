@@ -82,7 +82,7 @@ FAILURES = [
                                                                                    "nn.Conv2d(3, 6, 3)(x)"),
     ("x: 3, 4", "x[5]"), ("x: 3, 4", "x.transpose(0, 2)"), ("x: 4, 5; m: 3 bool", "x[m]"),
     ("a: 2, 3; b: 2, 3", "torch.bmm(a, b)"), ("x: 2, 3", "x.expand(4, 4)"), ("x: 4, 5", "nn.Embedding(10, 3)(x)"),
-    ("x: 2, 3", "x.squeeze(3)"),
+    ("x: 2, 3", "x.squeeze(3)"), ("x: 2, 3; w: 3, 4", "x.long() @ w"),
 ]
 BIG = [  # the oracle runs these under torch.device("meta")
     ("x: 32, 3, 64, 64", "nn.Conv2d(3, 16, 3, stride=2, padding=1)(x).flatten(1)"),
@@ -182,6 +182,11 @@ def test_failures_name_the_clashing_dims():
     assert "Dim 0 differs (2 vs 3)" in evaluate("a: 2, 3; b: 3, 3", "torch.cat([a, b], dim=1)").clash
 
 
+def test_what_meta_lets_through_the_cpu_run_refuses():
+    r = evaluate("x: 2, 3; w: 3, 4", "x.long() @ w")  # meta checks shapes only; a small chain also runs on the CPU
+    assert r.view_source == "real" and r.error.startswith("RuntimeError") and "dtypes differ" in r.clash
+
+
 def test_broadcast_and_matmul_arithmetic_name_the_dims():
     assert evaluate("a: 32; b: 32, 1", "a - b").steps[0].arithmetic == (
         "aligned from the right: (_, 32) vs (32, 1) → (32, 32); dims [0, 1] stretch")
@@ -269,3 +274,16 @@ def test_any_text_evaluates_or_raises_the_input_error(tensors, expression):
     assert (r.shape is None) == (r.error is not None)
     if r.shape is not None:
         assert all(isinstance(d, int) for d in r.shape) and math.prod(r.shape) >= 0
+
+
+def test_practice_chains_are_graded_by_torch_and_link_to_the_lab():
+    from demos.practice.catalog import generated
+    from demos.quiz import format_answer
+
+    for seed in range(12):
+        it = generated("shape_chain", seed)
+        query = dict(it.link[1])
+        assert it.link[0] == "tensors" and query["tensors_tab"] == "Shape lab"
+        r = evaluate(query["tensors_lab_tensors"], query["tensors_lab_expr"])
+        assert format_answer(r.shape) == format_answer(it.question.run())  # the lab and the snippet agree
+        assert query["tensors_lab_expr"] in it.question.prompt

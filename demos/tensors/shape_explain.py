@@ -52,7 +52,8 @@ def arithmetic(op: str, inputs: tuple, outputs: tuple, info: dict, failed: bool)
         return f"adaptive: the output size is set to {module.output_size} whatever the input's spatial size"
     if isinstance(module, nn.Linear) and inputs:
         return (f"last dim {inputs[0][-1] if inputs[0] else '?'} → {module.out_features}: x @ W.T with W of shape "
-                f"({module.out_features}, {module.in_features}); leading dims {_dims(inputs[0][:-1])} pass through")
+                f"({module.out_features}, {module.in_features})" + (
+                    f"; leading dims {_dims(inputs[0][:-1])} pass through" if len(inputs[0]) > 1 else ""))
     if isinstance(module, nn.Embedding) and inputs:
         return f"each index becomes a row of {module.embedding_dim}: {_dims(inputs[0])} + ({module.embedding_dim},)"
     if isinstance(module, nn.MultiheadAttention) and inputs:
@@ -179,6 +180,8 @@ def _regroup(shape, out) -> str:
     old, new = shape[head:len(shape) - tail], out[head:len(out) - tail]
     if not old and not new:
         return f"{n:,} elements, the same shape"
+    if all(d == 1 for d in old + new):
+        return f"{n:,} elements; only size-1 dims {'dropped' if len(old) > len(new) else 'added'}"
     left = "·".join(map(str, old)) or "1"
     right = "·".join(map(str, new)) or "1"
     return f"dims {head} to {len(shape) - tail - 1}: {left} = {math.prod(old):,} elements, regrouped as {right} " \
@@ -246,6 +249,10 @@ def _is_tensor(v) -> bool:
 def clash(op: str, inputs: tuple, info: dict, err: BaseException) -> str:
     """One sentence naming the dims that clash in a step torch refused."""
     module = info.get("module")
+    message = str(err)
+    if "dtype" in message and ("same" in message or "expected" in message):
+        return "The shapes fit but the dtypes differ: matmul, Linear and conv take one dtype and do not promote; " \
+               "cast with .float() or .to(dtype)."
     if isinstance(module, nn.Linear) and inputs:
         return f"The input's last dim is {inputs[0][-1] if inputs[0] else 'missing'} but the layer's in_features " \
                f"is {module.in_features}."

@@ -123,7 +123,7 @@ class ShapeResult:
     error: str | None
     clash: str | None
     failed: str | None  # the text of the failing step
-    view_source: str  # "real" (checked on real CPU tensors) or "meta" (torch's view tracking)
+    view_source: str  # "real": also run on real CPU tensors (views checked, errors from that run); else "meta"
     code: str
 
 
@@ -546,7 +546,9 @@ def evaluate(tensors: str, expression: str) -> ShapeResult:
     source = "meta"
     if failed is None and _fits_real(decls, run):
         real, _, real_failed = _run(decls, tree, "cpu")
-        if real_failed is None and len(real.steps) == len(steps):
+        if real_failed is not None:  # meta tensors check shapes, not everything (a Long input to a Float Linear)
+            steps, out, failed, source = real.steps, None, real_failed, "real"
+        elif len(real.steps) == len(steps):
             steps = [s if not s.view or s.view == "new" else _with_view(s, r.view)
                      for s, r in zip(steps, real.steps, strict=True)]
             source = "real"
