@@ -442,27 +442,27 @@ def chain_figure(result) -> go.Figure:
     Legend: cyan = a declared input, grey = a dim the step left as it was, green = a dim the step changed,
     red = the input of the step torch refused (its shapes).
     """
-    fig = go.Figure()
-    xs, ys, texts, fills = [], [], [], []
+    xs, ys, texts, fills, boxes, notes = [], [], [], [], [], []
     rows = chain_rows(result)
     for r, (label, shape, kind, changed) in enumerate(rows):
         x = 0.0
-        fig.add_annotation(x=-0.4, y=r, text=label, showarrow=False, xanchor="right", font=dict(size=12))
-        cells = shape if shape else (None,)
-        for i, size in enumerate(cells):
+        notes.append(dict(x=-0.4, y=r, text=label, showarrow=False, xanchor="right", font=dict(size=12)))
+        for i, size in enumerate(shape if shape else (None,)):
             w = box_width(size or 1)
             fill = {"input": INPUT, "failed": FAILED}.get(kind, CHANGED if i in changed else KEPT)
-            fig.add_shape(type="rect", x0=x, x1=x + w, y0=r - 0.38, y1=r + 0.38, fillcolor=fill,
-                          line=dict(width=1, color="#ffffff"))
+            boxes.append(dict(type="rect", x0=x, x1=x + w, y0=r - 0.38, y1=r + 0.38, fillcolor=fill,
+                              line=dict(width=1, color="#ffffff")))
             xs.append(x + w / 2)
             ys.append(r)
             texts.append("scalar" if size is None else f"{size:,}" if size < 10**6 else f"{size:.2g}")
             fills.append(fill)
             x += w
         if kind == "failed":
-            fig.add_annotation(x=x + 0.3, y=r, text="torch raised here", showarrow=False, xanchor="left",
-                               font=dict(color=FAILED, size=12))
-    fig.add_trace(cell_text(xs, ys, texts, fills, size=12))
+            notes.append(dict(x=x + 0.3, y=r, text="torch raised here", showarrow=False, xanchor="left",
+                              font=dict(color=FAILED, size=12)))
+    # one layout update for every box and label: add_shape per box validates the whole layout each time
+    fig = go.Figure(cell_text(xs, ys, texts, fills, size=12))
+    fig.update_layout(shapes=boxes, annotations=notes)
     width = max((sum(box_width(s) for s in shape) if shape else 1 for _, shape, _, _ in rows), default=1)
     fig.update_xaxes(range=[-12, width + 6], showticklabels=False, showgrid=False, zeroline=False)
     fig.update_yaxes(range=[len(rows) - 0.4, -0.6], showticklabels=False, showgrid=False, zeroline=False)

@@ -600,3 +600,13 @@ def lab_link(tensors: str, expression: str) -> str:
     """A relative link that reproduces the question: /tensors?tensors_tab=Shape+lab&…"""
     from urllib.parse import urlencode
     return "/tensors?" + urlencode(lab_query(tensors, expression))
+
+
+def _bench_chain() -> None:
+    from demos.tensors.shape_explain import chain_figure
+
+    chain_figure(evaluate(*PRESETS["10-step chain"]))
+
+
+# Timed by `python -m bench`: the uncached work behind the Shape lab for its longest preset.
+BENCH_CASES = {"10-step chain on (32, 3, 64, 64): evaluate + figure": _bench_chain}
