@@ -414,10 +414,24 @@ def lab_ui() -> tuple[str, str]:
 
 def lab_steps_table(r) -> pd.DataFrame:
     return pd.DataFrame([{
-        "step": f"{s.number}. {s.text}", "shape": " | ".join(format_shape(o) for o in s.outputs) or "raised",
+        "step": f"{s.number}. {s.short}", "shape": " | ".join(format_shape(o) for o in s.outputs) or "raised",
         "stride": format_shape(s.stride) if s.outputs else "", "contiguous": s.contiguous,
-        "view or copy": s.view, "dtype": s.dtype, "arithmetic": s.arithmetic,
+        "view or copy": s.view, "dtype": s.dtype,
     } for s in r.steps])
+
+
+def lab_arithmetic(r) -> None:
+    lines = [f"Step {s.number}, {quoted(s.short, 60)}: {s.arithmetic}" for s in r.steps if s.arithmetic]
+    if lines:
+        st.markdown("**The arithmetic behind each shape**\n\n" + "\n".join(f"- {line}" for line in lines))
+
+
+def lab_view_note(r) -> str:
+    if r.view_source == "real":
+        return ("checked on real CPU tensors of these shapes (float values random, integer tensors zero, masks all "
+                "True): a view shares its input's storage.")
+    why = "the chain stopped at a refused step" if r.error else "too large to run for real"
+    return f"from torch's view tracking on the meta tensors ({why}): a view has its input as its base."
 
 
 def lab_verdict(r) -> None:
@@ -441,15 +455,13 @@ def shape_lab_section() -> None:
         lab_verdict(r)
         ui.plot(lab_fig(tensors, expression), key="tensors_lab_fig")
         st.html(chips_html(sx.LEGEND))
+        st.caption(sx.SCALE_NOTE)
         ui.table(lab_steps_table(r), hide_index=True, width="stretch")
+        st.caption("View or copy: " + lab_view_note(r))
         for s in r.steps:
             for note in s.warnings:
                 st.caption(f"torch warned at step {s.number} ({quoted(s.text)}): {note}")
-        st.caption("View or copy: " + ("checked on real CPU tensors of these shapes (float values random, integer "
-                                       "tensors zero, masks all True): a view shares its input's storage."
-                                       if r.view_source == "real" else
-                                       "from torch's view tracking on the meta tensors (too large to run for real): "
-                                       "a view has its input as its base."))
+        lab_arithmetic(r)
         st.markdown("Link to this question:")
         st.code(lab.lab_link(tensors, expression), language="text", wrap_lines=True)
         ui.show_code(r.code, key="tensors_lab_code", file_name="shape_lab.py")

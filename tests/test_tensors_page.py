@@ -163,4 +163,5 @@ def test_shape_lab_passing_failing_and_bad_input():
     at.pills(key="tensors_lab_preset").set_value("squeeze() on a batch of one").run()
     assert_clean(at)
     assert at.text_input(key="tensors_lab_tensors").value == "x: 1, 3, 1, 10"
-    assert "every size-1 dim removed (positions [0, 2])" in list(at.dataframe[0].value["arithmetic"])
+    assert "Step 1, `x.squeeze()`: every size-1 dim removed (positions [0, 2])" in _text(at)
+    assert list(at.dataframe[0].value["step"]) == ["1. x.squeeze()", "2. ….softmax(0)"]

@@ -402,7 +402,8 @@ CHANGED = COLORS["activation"]
 FAILED = COLORS["error"]
 INPUT = COLORS["data"]
 LEGEND = {"input tensor": INPUT, "dim unchanged from the step's input": KEPT,
-          "dim changed by the step": CHANGED, "the step torch refused": FAILED}
+          "dim changed by the step": CHANGED, "the step torch refused (its input drawn)": FAILED}
+SCALE_NOTE = "A box per dim, its width 1 + log2(size) / 2: size 1 is 1 wide, 64 is 4, a billion is 16."
 
 
 def box_width(size: int) -> float:
@@ -426,7 +427,7 @@ def chain_rows(result) -> list[tuple[str, tuple, str, set]]:
     rows = [(d.name, d.shape, "input", set()) for d in result.tensors if re.search(
         rf"\b{re.escape(d.name)}\b", result.expression)]
     for s in result.steps:
-        label = f"{s.number}. {s.text if len(s.text) <= 34 else s.text[:33] + '…'}"
+        label = f"{s.number}. {s.short if len(s.short) <= 34 else s.short[:33] + '…'}"
         if s.error:
             rows.append((label, s.inputs[0] if s.inputs else (), "failed", set()))
         else:
@@ -451,7 +452,7 @@ def chain_figure(result) -> go.Figure:
             w = box_width(size or 1)
             fill = {"input": INPUT, "failed": FAILED}.get(kind, CHANGED if i in changed else KEPT)
             boxes.append(dict(type="rect", x0=x, x1=x + w, y0=r - 0.38, y1=r + 0.38, fillcolor=fill,
-                              line=dict(width=1, color="#ffffff")))
+                              line=dict(width=1, color="#ffffff"), layer="below"))
             xs.append(x + w / 2)
             ys.append(r)
             texts.append("scalar" if size is None else f"{size:,}" if size < 10**6 else f"{size:.2g}")

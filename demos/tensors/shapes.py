@@ -100,6 +100,7 @@ class Step:
     number: int
     text: str
     op: str
+    short: str  # the text with an earlier step's text as its head shown as "…" (x.T.flatten(1) after x.T: ….flatten(1))
     inputs: tuple  # shapes of the tensor inputs
     outputs: tuple  # shapes of the tensor outputs (several for chunk, split, unbind, max(dim), attention)
     stride: tuple
@@ -326,7 +327,7 @@ class Run:
         outs = tuple(_flat_tensors((out,))) if out is not None else ()
         first = outs[0] if outs else None
         step = Step(
-            number=len(self.steps) + 1, text=text, op=op, inputs=inputs,
+            number=len(self.steps) + 1, text=text, op=op, short=_short(text, self.steps), inputs=inputs,
             outputs=tuple(tuple(t.shape) for t in outs),
             stride=tuple(first.stride()) if first is not None else (),
             contiguous=first.is_contiguous() if first is not None else None,
@@ -349,6 +350,11 @@ _BINOPS = {
     "@": lambda a, b: a @ b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
 }
+
+
+def _short(text: str, earlier) -> str:
+    heads = [s.text for s in earlier if s.error is None and text.startswith(s.text) and len(s.text) < len(text)]
+    return "…" + text[len(max(heads, key=len)):] if heads else text
 
 
 def _leaf(d: g.Decl, device: str) -> torch.Tensor:
