@@ -22,7 +22,7 @@ from pages.shell.registry import by_slug
 
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
-TABS = ("Broadcasting", "Memory layout", "dtypes", "einsum", "Devices", lab.TAB)
+TABS = ("Broadcasting", "Memory layout", "dtypes", "einsum", "Devices", "Shape lab")  # lab.TAB: links open it
 
 
 # ---------------------------------------------------------------- cached demo calls (plain parameters in)

@@ -287,3 +287,10 @@ def test_practice_chains_are_graded_by_torch_and_link_to_the_lab():
         r = evaluate(query["tensors_lab_tensors"], query["tensors_lab_expr"])
         assert format_answer(r.shape) == format_answer(it.question.run())  # the lab and the snippet agree
         assert query["tensors_lab_expr"] in it.question.prompt
+
+
+def test_the_page_tab_is_the_one_links_name():
+    from tests.conftest import page_views
+
+    assert {"tensors_tab": "Shape lab"} in page_views("pages/tensors.py")
+    assert lab_link("x: 1", "x").count("tensors_tab=Shape+lab") == 1
