@@ -204,8 +204,12 @@ def test_presets_run_and_the_traps_show_what_they_teach():
     assert len(answers["10-step chain"].steps) == 10
 
 
-def test_the_code_shown_runs_and_prints_the_labs_shape():
-    r = evaluate(*PRESETS["CNN head"])
+@pytest.mark.parametrize(("fields", "device"), [(PRESETS["CNN head"], "meta"),
+                                                (("x: 4, 5; m: 4, 5 bool", "x[m].unsqueeze(0)"), "cpu")])
+def test_the_code_shown_runs_and_prints_the_labs_shape(fields, device):
+    r = evaluate(*fields)
+    assert ("device='meta'" in r.code) == (device == "meta") and r.view_source == ("real" if device == "cpu" else
+                                                                                   "meta")
     printed = []
     exec(compile(r.code, "<lab>", "exec"), {"print": printed.append})  # the engine's own rendering, not visitor text
     assert tuple(printed[0]) == r.shape

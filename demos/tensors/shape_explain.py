@@ -352,30 +352,31 @@ def _join_clash(op, inputs, info) -> str:
 # ---- the code that ran -------------------------------------------------------------------------------------------
 
 
-def _on_meta(node):
-    """The tree with device="meta" where the engine adds it: parameter layers and creation functions."""
+def _on_device(node, device: str):
+    """The tree with device=... where the engine adds it: parameter layers and creation functions."""
     from demos.tensors import shapes as engine
 
+    def again(child):
+        return _on_device(child, device)
+
     if isinstance(node, g.Call):
-        func = _on_meta(node.func)
-        args = tuple(_on_meta(a) for a in node.args)
-        kwargs = tuple((k, _on_meta(v)) for k, v in node.kwargs)
-        if isinstance(node.func, g.Attr) and (node.func.name in engine.PARAM_LAYERS or (
+        kwargs = tuple((k, again(v)) for k, v in node.kwargs)
+        if device == "meta" and isinstance(node.func, g.Attr) and (node.func.name in engine.PARAM_LAYERS or (
                 node.func.name in engine.CREATION and _root(node.func) == "torch")):
             kwargs += (("device", g.Const("meta")),)
-        return g.Call(func, args, kwargs)
+        return g.Call(again(node.func), tuple(again(a) for a in node.args), kwargs)
     if isinstance(node, g.Attr):
-        return g.Attr(_on_meta(node.obj), node.name)
+        return g.Attr(again(node.obj), node.name)
     if isinstance(node, g.Index):
-        return g.Index(_on_meta(node.obj), tuple(_on_meta(i) for i in node.items))
+        return g.Index(again(node.obj), tuple(again(i) for i in node.items))
     if isinstance(node, g.BinOp):
-        return g.BinOp(node.op, _on_meta(node.left), _on_meta(node.right))
+        return g.BinOp(node.op, again(node.left), again(node.right))
     if isinstance(node, g.Neg):
-        return g.Neg(_on_meta(node.operand))
+        return g.Neg(again(node.operand))
     if isinstance(node, g.Seq):
-        return g.Seq(tuple(_on_meta(i) for i in node.items), node.brackets)
+        return g.Seq(tuple(again(i) for i in node.items), node.brackets)
     if isinstance(node, g.Slice):
-        return g.Slice(*(None if v is None else _on_meta(v) for v in (node.start, node.stop, node.step)))
+        return g.Slice(*(None if v is None else again(v) for v in (node.start, node.stop, node.step)))
     return node
 
 
@@ -385,13 +386,27 @@ def _root(node) -> str:
     return node.name if isinstance(node, g.Name) else ""
 
 
-def code(decls, tree) -> str:
-    """The parsed expression as the torch code the engine runs: meta tensors, layers on meta, one print."""
+def _declaration(d, device: str) -> str:
+    shape = format_shape(d.shape)
+    if device == "meta":
+        return f"{d.name} = torch.empty({shape}, dtype=torch.{d.dtype}, device='meta')"
+    if d.dtype == "bool":
+        return f"{d.name} = torch.ones({shape}, dtype=torch.bool)  # a mask with every value True"
+    if d.dtype.startswith(("float", "bfloat")):
+        return (f"{d.name} = torch.randn({shape}, generator=torch.Generator().manual_seed(0))"
+                + ("" if d.dtype == "float32" else f".to(torch.{d.dtype})"))
+    return f"{d.name} = torch.zeros({shape}, dtype=torch.{d.dtype})  # index 0 is valid everywhere"
+
+
+def code(decls, tree, device: str = "meta") -> str:
+    """The parsed expression as the torch code the engine ran on `device`: its tensors, its layers, one print."""
     lines = ["import torch", "from torch import nn", "from torch.nn import functional as F", ""]
-    for d in decls:
-        lines.append(f"{d.name} = torch.empty({format_shape(d.shape)}, dtype=torch.{d.dtype}, device='meta')")
-    lines += ["", f"out = {g.to_source(_on_meta(tree))}", "print(out.shape if isinstance(out, torch.Tensor) else "
-              "[t.shape for t in out])"]
+    if device == "meta" and any(d.dtype == "bool" for d in decls):
+        lines += ["# meta tensors hold no values, so x[mask] cannot count the mask's True values there;",
+                  "# the lab indexes as if every value were True (the most rows the result can have)"]
+    lines += [_declaration(d, device) for d in decls]
+    lines += ["", f"out = {g.to_source(_on_device(tree, device))}", "print(out.shape if isinstance(out, torch.Tensor) "
+              "else [t.shape for t in out])"]
     return "\n".join(lines) + "\n"
 
 

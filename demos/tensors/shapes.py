@@ -564,7 +564,8 @@ def evaluate(tensors: str, expression: str) -> ShapeResult:
         tensors=decls, expression=g.to_source(tree), steps=tuple(steps), shape=outs[0] if outs else None,
         shapes=outs, dtype=_first_dtype(out) if failed is None else None,
         error=last.error if last else None, clash=last.clash if last else None,
-        failed=last.text if last else None, view_source=source, code=ex.code(decls, tree),
+        failed=last.text if last else None, view_source=source,
+        code=ex.code(decls, tree, "cpu" if source == "real" else "meta"),
     )
 
 
