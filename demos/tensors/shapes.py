@@ -6,7 +6,6 @@ view or a copy, and the arithmetic behind the shape. When every tensor of the ch
 again on real CPU tensors and the view-or-copy column comes from their storages.
 """
 
-import contextlib
 import math
 import warnings
 from dataclasses import dataclass
@@ -281,8 +280,7 @@ class Run:
                              "a tensor afterwards, as in nn.Linear(4, 3)(x).")
         extra = {"device": self.device} if name in PARAM_LAYERS else {}
         try:
-            with _seeded():
-                layer = cls(*args, **kwargs, **extra)
+            layer = cls(*args, **kwargs, **extra)  # on meta: no memory, no RNG; for real: small, values unused
             self.parameters += sum(p.numel() for p in layer.parameters())
             return layer
         except Exception as err:  # torch refusing the layer's arguments is the step's answer
@@ -367,13 +365,6 @@ def _leaf(d: g.Decl, device: str) -> torch.Tensor:
         return torch.zeros(d.shape, dtype=dtype)  # index 0 is valid for any embedding, gather or index
     gen = torch.Generator().manual_seed(0)
     return torch.randn(d.shape, generator=gen).to(dtype)
-
-
-@contextlib.contextmanager
-def _seeded():
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        yield
 
 
 def _getitem(t: torch.Tensor, key, device: str):
