@@ -82,7 +82,8 @@ FAILURES = [
                                                                                    "nn.Conv2d(3, 6, 3)(x)"),
     ("x: 3, 4", "x[5]"), ("x: 3, 4", "x.transpose(0, 2)"), ("x: 4, 5; m: 3 bool", "x[m]"),
     ("a: 2, 3; b: 2, 3", "torch.bmm(a, b)"), ("x: 2, 3", "x.expand(4, 4)"), ("x: 4, 5", "nn.Embedding(10, 3)(x)"),
-    ("x: 2, 3", "x.squeeze(3)"), ("x: 2, 3; w: 3, 4", "x.long() @ w"),
+    ("x: 2, 3", "x.squeeze(3)"), ("x: 2, 3; w: 3, 4", "x.long() @ w"), ("x: 2, 3, 8, 8",
+                                                                        "nn.Conv2d(3, 4, 3, groups=2)(x)"),
 ]
 BIG = [  # the oracle runs these under torch.device("meta")
     ("x: 32, 3, 64, 64", "nn.Conv2d(3, 16, 3, stride=2, padding=1)(x).flatten(1)"),

@@ -285,7 +285,9 @@ def clash(op: str, inputs: tuple, info: dict, err: BaseException) -> str:
 
 
 def fallback_clash(inputs) -> str:
-    shapes = ", ".join(_dims(s) for s in inputs) or "no tensors"
+    if not inputs:
+        return "torch refused the arguments themselves, before any tensor reached the op."
+    shapes = ", ".join(_dims(s) for s in inputs)
     return f"torch refused inputs of shape {shapes}; the message above names the dim it checks."
 
 
@@ -470,7 +472,8 @@ def chain_figure(result) -> go.Figure:
                               line=dict(width=1, color="#ffffff"), layer="below"))
             xs.append(x + w / 2)
             ys.append(r)
-            texts.append("scalar" if size is None else f"{size:,}" if size < 10**6 else f"{size:.2g}")
+            empty = "no tensor" if kind == "failed" else "scalar"  # a refused layer never received one
+            texts.append(empty if size is None else f"{size:,}" if size < 10**6 else f"{size:.2g}")
             fills.append(fill)
             x += w
         if kind == "failed":

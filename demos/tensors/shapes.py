@@ -8,7 +8,7 @@ again on real CPU tensors and the view-or-copy column comes from their storages.
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -35,9 +35,8 @@ METHODS = {
     "half": (0, 0), "float": (0, 0), "double": (0, 0), "int": (0, 0), "bool": (0, 0), "bfloat16": (0, 0),
     "view_as": (1, 1), "reshape_as": (1, 1), "flip": _VARIADIC, "matmul": (1, 1), "mm": (1, 1), "bmm": (1, 1),
     "relu": (0, 0), "sigmoid": (0, 0), "tanh": (0, 0), "exp": (0, 0), "abs": (0, 0), "size": (0, 1),
-    "dim": (0, 0), "numel": (0, 0), "movedim": (2, 2), "squeeze_": (0, 0),
+    "dim": (0, 0), "numel": (0, 0), "movedim": (2, 2),
 }
-METHODS.pop("squeeze_")  # in-place ops are not shape questions
 TORCH_FUNCS = {
     "cat": (1, 2), "concat": (1, 2), "stack": (1, 2), "matmul": (2, 2), "bmm": (2, 2), "mm": (2, 2),
     "einsum": (2, 9), "where": (3, 3), "outer": (2, 2), "broadcast_tensors": _VARIADIC, "randn": _VARIADIC,
@@ -284,7 +283,7 @@ class Run:
             self.parameters += sum(p.numel() for p in layer.parameters())
             return layer
         except Exception as err:  # torch refusing the layer's arguments is the step's answer
-            step = self.record(g.Call(g.Attr(g.Name("nn"), name), (), ()), text, name, (), None, err)
+            step = self.record(text, name, (), None, err)
             raise StepFailed(step) from None
 
     def module_call(self, node, module: nn.Module, args, kwargs):
@@ -314,11 +313,11 @@ class Run:
             try:
                 out = fn()
             except Exception as err:  # whatever torch raised while running the op is the step's answer
-                raise StepFailed(self.record(node, text, op, tensors, None, err, info, caught)) from None
-        self.record(node, text, op, tensors, out, None, info, caught)
+                raise StepFailed(self.record(text, op, tensors, None, err, info, caught)) from None
+        self.record(text, op, tensors, out, None, info, caught)
         return out
 
-    def record(self, node, text, op, tensors, out, err, info=None, caught=()) -> Step:
+    def record(self, text, op, tensors, out, err, info=None, caught=()) -> Step:
         info = dict(info or {})
         notes = tuple(dict.fromkeys(str(w.message).split("(Triggered")[0].strip() for w in caught))
         inputs = tuple(tuple(t.shape) for t in tensors)
@@ -561,7 +560,6 @@ def evaluate(tensors: str, expression: str) -> ShapeResult:
 
 
 def _with_view(step: Step, view: str) -> Step:
-    from dataclasses import replace
     return replace(step, view=view)
 
 
