@@ -6,6 +6,7 @@ view or a copy, and the arithmetic behind the shape. When every tensor of the ch
 again on real CPU tensors and the view-or-copy column comes from their storages.
 """
 
+import difflib
 import math
 import warnings
 from dataclasses import dataclass, replace
@@ -189,8 +190,7 @@ class Run:
                 return obj.dtype
             if name in METHODS:
                 return Bound("method", name, obj)
-            raise InputError(f"{g.EXPR_FIELD}: {quoted('.' + name)} is not a tensor op the lab knows; it knows "
-                             f".T, .mT, .shape and {_listing(METHODS)}.")
+            raise _unknown("tensor op", "." + name, [f".{m}" for m in (*METHODS, *TENSOR_ATTRS)])
         if isinstance(obj, tuple) and name in ("values", "indices") and hasattr(obj, name):
             return getattr(obj, name)
         raise InputError(f"{g.EXPR_FIELD}: {quoted(g.to_source(node))}: {_kind(obj)} has no {quoted(name)} here.")
@@ -421,23 +421,25 @@ def _namespace_attr(ns: Namespace, name: str):
             return FORMATS[name]
         if name in TORCH_FUNCS:
             return Bound("torch", name)
-        raise InputError(f"{g.EXPR_FIELD}: {quoted('torch.' + name)} is not a function the lab knows; it knows "
-                         f"{_listing(TORCH_FUNCS, 'torch.')}.")
+        raise _unknown("function", "torch." + name, [f"torch.{f}" for f in TORCH_FUNCS])
     if ns.name == "nn":
         if name == "functional":
             return Namespace("F")
         if name in LAYERS:
             return Bound("layer", name)
-        raise InputError(f"{g.EXPR_FIELD}: {quoted('nn.' + name)} is not a layer the lab knows; it knows "
-                         f"{_listing(LAYERS, 'nn.')}.")
+        raise _unknown("layer", "nn." + name, [f"nn.{c}" for c in LAYERS])
     if name in F_FUNCS:
         return Bound("F", name)
-    raise InputError(f"{g.EXPR_FIELD}: {quoted('F.' + name)} is not a function the lab knows; it knows "
-                     f"{_listing(F_FUNCS, 'F.')}.")
+    raise _unknown("function", "F." + name, [f"F.{f}" for f in F_FUNCS])
 
 
-def _listing(names, prefix: str = "") -> str:
-    return ", ".join(prefix + n for n in names)
+def _unknown(kind: str, name: str, known: list[str]) -> InputError:
+    """'`.veiw` is not a tensor op the lab knows; did you mean `.view`?' (or a few it does know)."""
+    tail = {k.rsplit(".", 1)[-1]: k for k in known}
+    close = difflib.get_close_matches(name.rsplit(".", 1)[-1], list(tail), n=1, cutoff=0.75)
+    more = f" and {len(known) - 8} more" if len(known) > 8 else ""
+    hint = f"did you mean {quoted(tail[close[0]])}?" if close else f"it knows {', '.join(known[:8])}{more}."
+    return InputError(f"{g.EXPR_FIELD}: {quoted(name)} is not a {kind} the lab knows; {hint}")
 
 
 def _kind(v) -> str:
