@@ -28,6 +28,7 @@ from streamlit.testing.v1 import AppTest
 import demos
 from bench import memory as memory_bench
 from bench import uploads
+from demos.tensors import shapes as lab
 from pages.shell.registry import HOME, by_slug, registered
 from tests.browser.harness import (
     CHART_SELECTOR,
@@ -44,6 +45,8 @@ BUDGET = {"warm_median_ms": 150, "warm_max_ms": 500, "first_visit_s": 5.0, "rss_
           "cold_ratio": 1.6}
 # Pages whose issue names its own warm-rerun budget (ms); every other page has warm_median_ms.
 PAGE_RERUN_BUDGET_MS = {"tensors": 100, "autograd": 200}
+# Views timed whenever their page is: the Shape lab with a 10-step chain (issue budget: the tensors page's 100 ms).
+PAGE_VIEWS = {"tensors": [f"tensors?{urllib.parse.urlencode(lab.lab_query(*lab.PRESETS['10-step chain']))}"]}
 TORCH_ONLY_APP = '''import streamlit as st
 st.navigation([st.Page("only.py", title="torch only")]).run()
 '''
@@ -295,6 +298,7 @@ def main() -> None:
                 "repeat": args.cold_repeat}
         print(f"  cold start: app {cold['app']:.2f} s, torch-only {cold['torch_only']:.2f} s", file=sys.stderr)
         views = [] if args.no_whiteboard else [f"{t.slug}?whiteboard=true" for t in topics]
+        views += [v for t in topics for v in PAGE_VIEWS.get(t.slug, [])]
         views += [v for v in args.views.split(",") if v]
         rows, memory = bench_pages(browser, topics, args.reruns, args.extra_reruns, views)
         memory["reruns"] = args.extra_reruns

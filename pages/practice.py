@@ -8,6 +8,7 @@ import streamlit as st
 
 from demos.practice import catalog
 from demos.practice import drill as dr
+from demos.tensors import shapes as lab
 from pages import ui
 from pages.shell.entry import require_shell
 from pages.shell.registry import by_slug
@@ -193,6 +194,8 @@ def weak_links(drill: dr.Drill) -> None:
             if section:
                 key, value = next(iter(section.items()))
                 label += f": interview corner, question {value}" if key.endswith("_q_pick") else f": {value}"
+                if lab.EXPR_KEY in section:  # a generated chain opens the Shape lab on itself
+                    label += f", {section[lab.EXPR_KEY]}"
             st.page_link(by_slug(slug).file, label=label, icon=":material/school:", query_params=section or None)
 
 

@@ -1,15 +1,19 @@
 """Tensors: broadcasting, memory layout, dtype promotion, einsum and devices, with what silently goes wrong."""
 
+import math
+
 import pandas as pd
 import streamlit as st
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.parsing import format_shape
 from demos.tensors import broadcasting as bc
 from demos.tensors import devices as dev
 from demos.tensors import dtypes as dt
 from demos.tensors import einsum as es
 from demos.tensors import layout as lay
+from demos.tensors import shape_explain as sx
+from demos.tensors import shapes as lab
 from demos.tensors.common import Trap, chips_html
 from demos.tensors.questions import QUESTIONS
 from pages import ui
@@ -18,7 +22,7 @@ from pages.shell.registry import by_slug
 
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
-TABS = ("Broadcasting", "Memory layout", "dtypes", "einsum", "Devices")
+TABS = ("Broadcasting", "Memory layout", "dtypes", "einsum", "Devices", "Shape lab")  # lab.TAB: links open it
 
 
 # ---------------------------------------------------------------- cached demo calls (plain parameters in)
@@ -74,6 +78,16 @@ def promotion_fig(dtypes: tuple[str, ...], zero_dim: bool, scalars: tuple[str, .
 @st.cache_data(max_entries=64)
 def network_dot(equation: str, shapes: str) -> str:
     return es.network_dot(cached_einsum(equation, shapes))
+
+
+@st.cache_data(max_entries=64)
+def cached_lab(tensors: str, expression: str):
+    return lab.evaluate(tensors, expression)
+
+
+@st.cache_resource(max_entries=64)
+def lab_fig(tensors: str, expression: str):
+    return sx.chain_figure(cached_lab(tensors, expression))
 
 
 @st.cache_data
@@ -199,10 +213,12 @@ def layout_ui() -> tuple[str, str]:
     base_col, chain_col = st.columns([1, 3])
     base = base_col.text_input("Shape of x", "3, 4", key="tensors_mem_base", bind="query-params",
                                help="x = torch.arange(n).reshape(shape): each value is its storage position. "
-                                    "Up to 3 dims and 64 elements.")
+                                    "Up to 4 dims; drawn up to 64 elements, tabled up to 8,388,608 "
+                                    "(e.g. 32, 3, 64, 64).")
     chain = chain_col.text_input("Op chain applied to x", ".T.reshape(12)", key="tensors_mem_chain",
                                  bind="query-params", on_change=_clear_menu_error,
-                                 help="Steps like .view(4, 3), .T, [:, ::2], .expand(2, 3, 4); at most 10.")
+                                 help="Steps like .view(4, 3), .T, [:, ::2], .expand(2, 3, 4), "
+                                      ".to(memory_format=torch.channels_last); at most 10.")
     op_col, args_col, add_col, undo_col = st.columns([2, 2, 1, 1], vertical_alignment="bottom")
     label = op_col.selectbox("Op", list(lay.MENU), key="tensors_mem_op")
     hint = lay.MENU[label][1]
@@ -222,6 +238,15 @@ def layout_table(r) -> pd.DataFrame:
     } for v in r.views])
 
 
+def layout_drawing(base: str, chain: str, r) -> None:
+    options = list(range(len(r.views)))
+    which = st.select_slider("Draw", options, value=options[-1], key=f"tensors_mem_draw_{len(options)}",
+                             format_func=lambda i: r.views[i].code)
+    ui.plot(layout_fig(base, chain, which), key="tensors_mem_fig")
+    st.caption("A cell's colour and number are its value, which is the storage position it had in x: the "
+               "same colour is the same memory element. Grey strip cells are storage this view does not read.")
+
+
 def layout_section() -> None:
     ui.prose("A tensor is a view: a storage (one flat strip of memory) plus shape, stride and offset. "
              "Stride says how many storage elements to skip per step along each dim. Chain ops from the menu "
@@ -235,12 +260,12 @@ def layout_section() -> None:
             st.code(r.error, language="text", wrap_lines=True)
         for note in r.warnings:
             st.caption(f"torch warned at {note}")
-        options = list(range(len(r.views)))
-        which = st.select_slider("Draw", options, value=options[-1], key=f"tensors_mem_draw_{len(options)}",
-                                 format_func=lambda i: r.views[i].code)
-        ui.plot(layout_fig(base, chain, which), key="tensors_mem_fig")
-        st.caption("A cell's colour and number are its value, which is the storage position it had in x: the "
-                   "same colour is the same memory element. Grey strip cells are storage this view does not read.")
+        if r.drawn:
+            layout_drawing(base, chain, r)
+        else:
+            st.info(f"x has {math.prod(r.base_shape):,} elements: the table above gives every step's layout; the "
+                    f"drawing shows tensors of up to {lay.MAX_BASE_NUMEL} elements (try 2, 2, 2, 2 with "
+                    ".to(memory_format=torch.channels_last)).", icon=":material/grid_off:")
         ui.show_code(r.code, key="tensors_mem_code", file_name="strides.py")
     ui.steps([
         "Element x[i, j] lives at storage[offset + i·stride[0] + j·stride[1]].",
@@ -366,11 +391,87 @@ def devices_section() -> None:
     show_traps("devices")
 
 
+# ---------------------------------------------------------------- 6. shape lab
+
+
+def _apply_lab_preset() -> None:
+    name = st.session_state.get("tensors_lab_preset")
+    if name in lab.PRESETS:
+        st.session_state[lab.TENSORS_KEY], st.session_state[lab.EXPR_KEY] = lab.PRESETS[name]
+
+
+def lab_ui() -> tuple[str, str]:
+    st.pills("Presets: the classic traps", list(lab.PRESETS), key="tensors_lab_preset", on_change=_apply_lab_preset)
+    tensors_default, expr_default = lab.PRESETS[lab.DEFAULT_PRESET]
+    tensors = st.text_input("Tensors", tensors_default, key=lab.TENSORS_KEY, bind="query-params",
+                            help="name: sizes [dtype], separated by ';'. Up to 8 tensors of rank up to 8, sizes up to "
+                                 "2**40 (meta tensors: a shape costs no memory); dtype such as long, bool, float16.")
+    expression = st.text_input("Expression", expr_default, key=lab.EXPR_KEY, bind="query-params",
+                               help="Tensor methods, indexing, + - * / @ and comparisons, torch.cat/stack/einsum/…, "
+                                    "layers such as nn.Conv2d(3, 16, 3)(x). Parsed, never run as Python.")
+    return tensors, expression
+
+
+def lab_steps_table(r) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "step": f"{s.number}. {s.short}", "shape": " | ".join(format_shape(o) for o in s.outputs) or "raised",
+        "stride": format_shape(s.stride) if s.outputs else "", "contiguous": s.contiguous,
+        "view or copy": s.view, "dtype": s.dtype,
+    } for s in r.steps])
+
+
+def lab_arithmetic(r) -> None:
+    lines = [f"Step {s.number}, {quoted(s.short, 60)}: {s.arithmetic}" for s in r.steps if s.arithmetic]
+    if lines:
+        st.markdown("**The arithmetic behind each shape**\n\n" + "\n".join(f"- {line}" for line in lines))
+
+
+def lab_view_note(r) -> str:
+    if r.view_source == "real":
+        return ("checked on real CPU tensors of these shapes (float values random, integer tensors zero, masks all "
+                "True): a view shares its input's storage.")
+    why = "the chain stopped at a refused step" if r.error else "too large to run for real"
+    return f"from torch's view tracking on the meta tensors ({why}): a view has its input as its base."
+
+
+def lab_verdict(r) -> None:
+    if r.error:
+        st.warning(f"Step {r.steps[-1].number}, {quoted(r.failed, 120)}: {r.clash}", icon=":material/block:")
+        st.markdown(f"torch's own message (from the {'CPU' if r.view_source == 'real' else 'meta'} run):")
+        st.code(r.error, language="text", wrap_lines=True)
+        return
+    outputs = " and ".join(f"`{format_shape(s)}`" for s in r.shapes)
+    st.markdown(f"**{quoted(r.expression, 200)} → {outputs}** ({r.dtype}, {len(r.steps)} step"
+                f"{'' if len(r.steps) == 1 else 's'})")
+
+
+def shape_lab_section() -> None:
+    ui.prose("Type tensors and an expression, as an interviewer would write them. torch runs every op of it on "
+             "meta tensors (shapes, strides and dtypes, no data), so sizes in the billions cost nothing, and the "
+             "table gives each step's shape, strides, whether it is a view or a copy, and the arithmetic behind it.")
+    tensors, expression = lab_ui()
+    with ui.input_errors():
+        r = cached_lab(tensors, expression)
+        lab_verdict(r)
+        ui.plot(lab_fig(tensors, expression), key="tensors_lab_fig")
+        st.html(chips_html(sx.LEGEND))
+        st.caption(sx.SCALE_NOTE)
+        ui.table(lab_steps_table(r), hide_index=True, width="stretch")
+        st.caption("View or copy: " + lab_view_note(r))
+        for s in r.steps:
+            for note in s.warnings:
+                st.caption(f"torch warned at step {s.number} ({quoted(s.text)}): {note}")
+        lab_arithmetic(r)
+        st.markdown("Link to this question:")
+        st.code(lab.lab_link(tensors, expression), language="text", wrap_lines=True)
+        ui.show_code(r.code, key="tensors_lab_code", file_name="shape_lab.py")
+
+
 # ---------------------------------------------------------------- page
 
 ui.page_header("tensors")
 ui.prose("Shapes, strides, dtypes and devices are where PyTorch code goes wrong without an error. Each tab below "
          "runs torch on what you type and shows, beside the correct way, the way that silently misbehaves.")
-sections = (broadcast_section, layout_section, dtypes_section, einsum_section, devices_section)
+sections = (broadcast_section, layout_section, dtypes_section, einsum_section, devices_section, shape_lab_section)
 ui.section_tabs(dict(zip(TABS, sections, strict=True)), key="tensors_tab")
 ui.interview_corner("tensors", QUESTIONS)

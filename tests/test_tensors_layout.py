@@ -154,14 +154,35 @@ def test_menu_step_is_valid_chain_or_input_error(chain, label, args):
 
 
 def test_limits_are_named():
-    with pytest.raises(InputError, match="x must have 1 to 64"):
-        lay.layout("9, 9", "")
+    with pytest.raises(InputError, match="x must have 1 to 8,388,608"):
+        lay.layout("4096, 4096", "")
+    with pytest.raises(InputError, match="the limit is 4096"):
+        lay.layout("9000", "")
     with pytest.raises(InputError, match="draws at most 512"):
         lay.layout("3, 4", ".expand(100, 3, 4)")
     with pytest.raises(InputError, match="limit is 10"):
         lay.layout("3, 4", ".T" * 11)
     with pytest.raises(InputError, match="is not one of the ops here"):
         lay.layout("3, 4", ".numpy()")
+
+
+def test_four_dims_and_channels_last_strides_as_torch_reports():
+    chain = ".to(memory_format=torch.channels_last).permute(0, 2, 3, 1)"
+    big = lay.layout("32, 3, 64, 64", chain)
+    x = torch.empty(32, 3, 64, 64)
+    expected = [x, x.to(memory_format=torch.channels_last), x.to(memory_format=torch.channels_last).permute(0, 2, 3, 1)]
+    assert not big.drawn and [v.stride for v in big.views] == [t.stride() for t in expected]
+    assert [v.contiguous for v in big.views] == [t.is_contiguous() for t in expected] == [True, False, True]
+    assert [v.shares for v in big.views] == [True, False, False] and big.views[1].values == ()
+    assert "torch.empty((32, 3, 64, 64), dtype=torch.uint8)" in big.code
+    small = lay.layout("2, 2, 2, 2", ".contiguous(memory_format=torch.channels_last)")
+    assert small.drawn and small.views[1].stride == (8, 1, 4, 2)
+    assert small.views[1].values == tuple(torch.arange(16).reshape(2, 2, 2, 2).reshape(-1).tolist())
+    assert lay.layout_figure(small, 1, 16).data
+    assert lay.parse_chain(lay.menu_step("", "channels_last", ""))[0].code == MENU_CL
+
+
+MENU_CL = ".to(memory_format=torch.channels_last)"
 
 
 @pytest.mark.parametrize("t", lay.traps(), ids=lambda t: t.key)

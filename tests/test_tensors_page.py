@@ -67,8 +67,8 @@ def test_memory_layout_chain_menu_and_errors():
     assert _errors(at) == ["Op chain, step 2 (`.reshape`): `two` is not a whole number."]
     at.text_input(key="tensors_mem_chain").input(".numpy()").run()
     assert any("`.numpy` is not one of the ops here" in e for e in _errors(at))
-    at.text_input(key="tensors_mem_base").input("100, 100").run()
-    assert any("Shape of x `100, 100`: dim 0 is `100`; the limit is 64." in e for e in _errors(at))
+    at.text_input(key="tensors_mem_base").input("5000, 5000").run()
+    assert any("Shape of x `5000, 5000`: dim 0 is `5000`; the limit is 4096." in e for e in _errors(at))
 
 
 def test_dtypes_matrix_and_empty_choice():
@@ -144,3 +144,24 @@ def test_page_sentences_agree_with_torch():
     if not torch.accelerator.is_available():
         assert ":green[**Correct (needs an accelerator: none on this host)**]" in _text(at)
         assert "needs an accelerator: this host has none" in _text(at)
+
+
+def test_shape_lab_passing_failing_and_bad_input():
+    at = open_page(PAGE, query={"tensors_tab": "Shape lab"})
+    assert_clean(at)
+    assert "→ `(32, 10)`** (float32, 3 steps)" in _text(at)
+    table = at.dataframe[0].value
+    assert list(table["shape"]) == ["(32, 16, 32, 32)", "(32, 16384)", "(32, 10)"]
+    assert list(table["view or copy"]) == ["copy", "view", "copy"]
+    assert "tensors_lab_expr=nn.Conv2d" in _text(at)  # the link that reproduces the question
+    at.text_input(key="tensors_lab_expr").input("x.view(5, -1)").run()
+    assert not at.exception and not at.error
+    assert at.warning[0].value.startswith("Step 1, `x.view(5, -1)`: 393,216 elements cannot be arranged as (5, -1)")
+    assert "RuntimeError: shape '[5, -1]' is invalid for input of size 393216" in _text(at)
+    at.text_input(key="tensors_lab_expr").input("x.frobnicate()").run()
+    assert _errors(at)[0].startswith("Expression: `.frobnicate` is not a tensor op the lab knows")
+    at.pills(key="tensors_lab_preset").set_value("squeeze() on a batch of one").run()
+    assert_clean(at)
+    assert at.text_input(key="tensors_lab_tensors").value == "x: 1, 3, 1, 10"
+    assert "Step 1, `x.squeeze()`: every size-1 dim removed (positions [0, 2])" in _text(at)
+    assert list(at.dataframe[0].value["step"]) == ["1. x.squeeze()", "2. ….softmax(0)"]

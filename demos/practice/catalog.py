@@ -10,12 +10,12 @@ import re
 from dataclasses import dataclass
 
 from demos.errors import InputError, quoted
-from demos.practice import gen_autograd, gen_modules, gen_scale, gen_tensors, gen_training
+from demos.practice import gen_autograd, gen_modules, gen_scale, gen_shapes, gen_tensors, gen_training
 from demos.practice.family import Family
 from demos.quiz import Question
 
 FAMILIES: dict[str, Family] = {
-    f.name: f for m in (gen_tensors, gen_autograd, gen_modules, gen_training, gen_scale) for f in m.FAMILIES
+    f.name: f for m in (gen_tensors, gen_shapes, gen_autograd, gen_modules, gen_training, gen_scale) for f in m.FAMILIES
 }
 MAX_SEED = 999_999
 
@@ -71,8 +71,9 @@ def bank() -> dict[str, Item]:
 @functools.lru_cache(maxsize=256)
 def generated(name: str, seed: int) -> Item:
     family = FAMILIES[name]
+    section = family.section_for(seed) if family.section_for else family.section
     return Item(f"{name}@{seed}", family.topic, family.theme, family.question(seed), family.concept,
-                (family.topic, family.section))
+                (family.topic, section))
 
 
 def item(qid: str) -> Item:

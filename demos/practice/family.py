@@ -23,6 +23,7 @@ class Family:
     make: Callable[[random.Random], Question]
     concept: str | None = None  # the tracker concept that mastering this family ticks
     section: tuple[tuple[str, str], ...] = ()  # query parameters that open the teaching section of the page
+    section_for: Callable[[int], tuple[tuple[str, str], ...]] | None = None  # a seed's own link, when it has one
 
     def question(self, seed: int) -> Question:
         """The family's question for this seed: the same seed gives the same snippet on every machine."""

@@ -13,11 +13,14 @@ from demos.parsing import count_range, format_shape, parse_shape, text_field
 from demos.style import COLORS, base_layout, cell_text
 from demos.tensors.common import Trap, torch_error, trap
 
-MAX_BASE_DIMS = 3
-MAX_BASE_NUMEL = 64
+MAX_BASE_DIMS = 4
+MAX_BASE_NUMEL = 64  # x is drawn cell by cell up to this size; a larger x (e.g. 32, 3, 64, 64) is tabled only
+MAX_TABLE_NUMEL = 2**23  # a tabled x or step: real uint8 storage, at most 8 MiB
+MAX_BASE_DIM = 4096
 MAX_STEPS = 10
 MAX_NUMEL = 512  # any step's tensor is drawn cell by cell
 MAX_ARG = 4096
+FORMATS = {"channels_last": torch.channels_last, "contiguous_format": torch.contiguous_format}
 MAX_CHAIN_CHARS = 200
 STRIP_WIDTH = 32
 
@@ -25,7 +28,7 @@ STRIP_WIDTH = 32
 OPS = {
     "view": (1, 6), "reshape": (1, 6), "transpose": (2, 2), "permute": (1, 6), "t": (0, 0), "expand": (1, 6),
     "unsqueeze": (1, 1), "squeeze": (0, 1), "narrow": (3, 3), "flatten": (0, 2), "contiguous": (0, 0),
-    "clone": (0, 0),
+    "clone": (0, 0), "to": (1, 1),
 }
 # The menu on the page: label -> (template, hint for the arguments; None when the op takes none).
 MENU = {
@@ -40,7 +43,9 @@ MENU = {
     "narrow": (".narrow({})", "dim, start, length, e.g. 1, 1, 2"),
     "flatten": (".flatten({})", "optional start, end dims"),
     "contiguous": (".contiguous()", None),
+    "channels_last": (".to(memory_format=torch.channels_last)", None),
 }
+_FORMAT_ARG = re.compile(r"\s*memory_format\s*=\s*torch\.(channels_last|contiguous_format)\s*")
 _INT = r"[+-]?\d+"
 _TOKEN = re.compile(
     r"\s*(?:(?P<T>\.T)(?![\w(])"  # .T
@@ -62,6 +67,8 @@ class Step:
             return ".T"
         if self.name == "index":
             return "[" + ", ".join(_slice_text(a) for a in self.args) + "]"
+        if self.args and isinstance(self.args[0], str):
+            return f".{self.name}(memory_format=torch.{self.args[0]})"
         return f".{self.name}({', '.join(map(str, self.args))})"
 
 
@@ -97,6 +104,11 @@ def _parse_call(name: str, args_text: str, number: int) -> Step:
     if name not in OPS:
         raise InputError(f"Op chain, step {number}: {quoted('.' + name)} is not one of the ops here; use "
                          f"{', '.join(OPS)}, .T or [slices].")
+    memory_format = _FORMAT_ARG.fullmatch(args_text)
+    if name in ("to", "contiguous") and memory_format:
+        return Step(name, (memory_format.group(1),))
+    if name == "to":
+        raise InputError(f"{where}: takes memory_format=torch.channels_last or torch.contiguous_format.")
     parts = [p.strip() for p in args_text.split(",")]
     parts = [] if parts == [""] else parts
     low, high = OPS[name]
@@ -158,6 +170,8 @@ def apply(t: torch.Tensor, step: Step) -> torch.Tensor:
         return t.T
     if step.name == "index":
         return t[tuple(a if isinstance(a, int) else slice(*a) for a in step.args)]
+    if step.args and isinstance(step.args[0], str):
+        return getattr(t, step.name)(memory_format=FORMATS[step.args[0]])
     return getattr(t, step.name)(*step.args)
 
 
@@ -180,13 +194,17 @@ class View:
 class LayoutResult:
     base_shape: tuple[int, ...]
     views: tuple[View, ...]  # x first, then one per step that ran
+    drawn: bool  # whether the views carry their values (small enough to draw cell by cell)
     error: str | None  # torch's message when a step failed
     failed: str | None  # the step torch refused
     warnings: tuple[str, ...]  # what torch warned about along the way (e.g. .T on a non-2-D tensor)
     code: str
 
 
-def _describe(code: str, t: torch.Tensor, base: torch.Tensor) -> View:
+def _describe(code: str, t: torch.Tensor, base: torch.Tensor, drawn: bool = True) -> View:
+    shares = t.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+    if not drawn:
+        return View(code, tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.is_contiguous(), shares, (), (), ())
     n_storage = t.untyped_storage().nbytes() // t.element_size()
     storage = torch.as_strided(t, (n_storage,), (1,), 0)
     positions = torch.as_strided(torch.arange(n_storage), t.shape, t.stride(), t.storage_offset())
@@ -198,16 +216,16 @@ def _describe(code: str, t: torch.Tensor, base: torch.Tensor) -> View:
 
 
 def parse_base(text: str) -> tuple[int, ...]:
-    """The starting tensor's shape: up to 3 dims and 64 elements."""
-    shape = parse_shape(text, MAX_BASE_DIMS, MAX_BASE_NUMEL, field="Shape of x")
+    """The starting tensor's shape: up to 4 dims; drawn up to 64 elements, tabled up to 2**23."""
+    shape = parse_shape(text, MAX_BASE_DIMS, MAX_BASE_DIM, field="Shape of x")
     numel = torch.Size(shape).numel()
-    if not 1 <= numel <= MAX_BASE_NUMEL:
-        raise InputError(f"Shape of x: {format_shape(shape)} has {numel} elements; x must have 1 to "
-                         f"{MAX_BASE_NUMEL}.")
+    if not 1 <= numel <= MAX_TABLE_NUMEL:
+        raise InputError(f"Shape of x: {format_shape(shape)} has {numel:,} elements; x must have 1 to "
+                         f"{MAX_TABLE_NUMEL:,}.")
     return shape
 
 
-def _code(base_shape, steps, ran: int) -> str:
+def _code(base_shape, steps, ran: int, drawn: bool = True) -> str:
     lines = [
         "import torch", "",
         "def report(name, t, x):",
@@ -215,7 +233,8 @@ def _code(base_shape, steps, ran: int) -> str:
         "    print(name, tuple(t.shape), t.stride(), t.storage_offset(), t.is_contiguous(),",
         "          'shares x' if same else 'copy')",
         "",
-        f"x = torch.arange({torch.Size(base_shape).numel()}).reshape({format_shape(base_shape)})",
+        f"x = torch.arange({torch.Size(base_shape).numel()}).reshape({format_shape(base_shape)})" if drawn else
+        f"x = torch.empty({format_shape(base_shape)}, dtype=torch.uint8)  # too large to draw: layout only",
         "report('x', x, x)",
     ]
     expr = "x"
@@ -231,8 +250,10 @@ def layout(base_text: str, chain_text: str) -> LayoutResult:
     """Apply the chain to x = arange(n).reshape(base) and record torch's view of every tensor along the way."""
     base_shape = parse_base(base_text)
     steps = parse_chain(chain_text)
-    x = torch.arange(torch.Size(base_shape).numel()).reshape(base_shape)
-    views, t, expr = [_describe("x", x, x)], x, "x"
+    numel = torch.Size(base_shape).numel()
+    drawn = numel <= MAX_BASE_NUMEL
+    x = torch.arange(numel).reshape(base_shape) if drawn else torch.empty(base_shape, dtype=torch.uint8)
+    views, t, expr = [_describe("x", x, x, drawn)], x, "x"
     error = failed = None
     notes = []
     for i, step in enumerate(steps):
@@ -244,12 +265,14 @@ def layout(base_text: str, chain_text: str) -> LayoutResult:
         except (RuntimeError, IndexError, ValueError, TypeError) as err:
             error, failed = torch_error(err), f"step {i + 1}: {step.code}"
             break
-        if t.numel() > MAX_NUMEL:
-            raise InputError(f"Op chain, step {i + 1} ({quoted(step.code)}) makes {t.numel()} elements; this view "
-                             f"draws at most {MAX_NUMEL}.")
+        limit = MAX_NUMEL if drawn else MAX_TABLE_NUMEL
+        if t.numel() > limit:
+            raise InputError(f"Op chain, step {i + 1} ({quoted(step.code)}) makes {t.numel():,} elements; this view "
+                             f"{'draws' if drawn else 'tables'} at most {limit:,}.")
         expr += step.code
-        views.append(_describe(expr, t, x))
-    return LayoutResult(base_shape, tuple(views), error, failed, tuple(notes), _code(base_shape, steps, len(views) - 1))
+        views.append(_describe(expr, t, x, drawn))
+    return LayoutResult(base_shape, tuple(views), drawn, error, failed, tuple(notes),
+                        _code(base_shape, steps, len(views) - 1, drawn))
 
 
 # ---------------------------------------------------------------- figure

@@ -202,3 +202,21 @@ def test_a_shared_deep_link_is_the_first_request_after_start(browser, topic, pat
             assert page.locator("[data-testid=stException]").count() == 0
         finally:
             context.close()
+
+
+def test_shape_lab_passing_and_failing_chain(server, browser):
+    """The Shape lab opened from links: a passing chain (figure, step table) and a failing one (torch's message)."""
+    from urllib.parse import urlencode
+
+    from demos.tensors.shapes import PRESETS, lab_query
+
+    for name, shot, sentence in (("CNN head", "tensors-shape-lab-pass", "→ (32, 10)"),
+                                 ("view after transpose", "tensors-shape-lab-fail", "view never copies")):
+        context, page = open_app(browser, f"{server}/tensors?{urlencode(lab_query(*PRESETS[name]))}")
+        try:
+            assert page.locator("[data-testid=stException]").count() == 0
+            assert wait_charts(page, 1) >= 1, "the chain figure"
+            sync_api.expect(page.get_by_text(sentence).first).to_be_visible(timeout=20_000)
+            full_screenshot(page, shot)
+        finally:
+            context.close()

@@ -1,0 +1,488 @@
+"""What the Shape lab says about a step: the arithmetic behind its shape, the dims that clash, its code, its figure.
+
+Sentences are built from the shapes torch reported and the arguments that ran, never typed in by hand.
+"""
+
+import math
+import re
+
+import plotly.graph_objects as go
+from torch import nn
+
+from demos.parsing import format_shape
+from demos.style import COLORS, base_layout, cell_text
+from demos.tensors import shape_grammar as g
+
+REDUCTIONS = {"sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "std", "var", "prod"}
+BROADCASTING = {"+", "-", "*", "/", "==", "!=", "<", "<=", ">", ">=", "where", "masked_fill"}
+MATMUL = {"@", "matmul", "mm", "bmm"}
+REORDER = {"permute", "transpose", "swapaxes", "t", "T", "mT", "movedim"}
+UNCHANGED = {"LayerNorm", "BatchNorm1d", "BatchNorm2d", "Dropout", "ReLU", "GELU", "Identity", "relu", "sigmoid",
+             "tanh", "exp", "abs", "gelu", "dropout", "neg", "clone", "contiguous", "Softmax"}
+CASTS = {"long", "half", "float", "double", "int", "bool", "bfloat16", "to"}
+
+
+def _dims(shape) -> str:
+    return format_shape(shape)
+
+
+def _aligned(shapes) -> list[tuple]:
+    n = max(len(s) for s in shapes)
+    return [(None,) * (n - len(s)) + tuple(s) for s in shapes]
+
+
+def _pad_text(s) -> str:
+    return "(" + ", ".join("_" if d is None else str(d) for d in s) + ")"
+
+
+def _arg(info: dict, position: int, key: str, default=None):
+    args, kwargs = info.get("args", ()), info.get("kwargs", {})
+    if key in kwargs:
+        return kwargs[key]
+    return args[position] if len(args) > position else default
+
+
+def arithmetic(op: str, inputs: tuple, outputs: tuple, info: dict, failed: bool) -> str:
+    """One line of arithmetic behind the output shape, with the numbers plugged in ('' when there is none)."""
+    module = info.get("module")
+    if isinstance(module, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.MaxPool1d, nn.MaxPool2d, nn.AvgPool1d, nn.AvgPool2d,
+                           nn.ConvTranspose1d, nn.ConvTranspose2d)) and inputs:
+        return _window(module, inputs[0])
+    if isinstance(module, (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d)):
+        return f"adaptive: the output size is set to {module.output_size} whatever the input's spatial size"
+    if isinstance(module, nn.Linear) and inputs:
+        return (f"last dim {inputs[0][-1] if inputs[0] else '?'} → {module.out_features}: x @ W.T with W of shape "
+                f"({module.out_features}, {module.in_features})" + (
+                    f"; leading dims {_dims(inputs[0][:-1])} pass through" if len(inputs[0]) > 1 else ""))
+    if isinstance(module, nn.Embedding) and inputs:
+        return f"each index becomes a row of {module.embedding_dim}: {_dims(inputs[0])} + ({module.embedding_dim},)"
+    if isinstance(module, nn.MultiheadAttention) and inputs:
+        order = "(N, L, E) batch first" if module.batch_first else "(L, N, E) sequence first (batch_first=False)"
+        return f"inputs read as {order}; E = embed_dim = {module.embed_dim}, {module.num_heads} heads of " \
+               f"{module.head_dim}"
+    if isinstance(module, (nn.Flatten, nn.Unflatten)) and inputs and outputs:
+        return _regroup(inputs[0], outputs[0])
+    if failed or not outputs:
+        return ""
+    out = outputs[0]
+    if op in MATMUL and len(inputs) == 2:
+        return _matmul(*inputs, out)
+    if op in BROADCASTING and len(inputs) >= 2:
+        return _broadcast(inputs, out)
+    if op in REDUCTIONS and inputs:
+        return _reduction(op, inputs[0], info)
+    if op in ("softmax", "log_softmax"):
+        return f"shape unchanged; each slice along dim {_arg(info, 0, 'dim')} sums to one"
+    if op in ("view", "reshape", "flatten", "unflatten", "view_as", "reshape_as") and inputs:
+        return _regroup(inputs[0], out)
+    if op in REORDER and inputs:
+        return _reorder(inputs[0], out)
+    if op in ("squeeze", "unsqueeze") and inputs:
+        return _squeeze(op, inputs[0], out, info)
+    if op in ("cat", "concat", "stack"):
+        return _join(op, inputs, out, info)
+    if op in ("chunk", "split", "unbind"):
+        return f"{len(outputs)} pieces: " + ", ".join(_dims(s) for s in outputs[:6]) + (
+            ", …" if len(outputs) > 6 else "")
+    if op in ("expand", "expand_as") and inputs:
+        return f"size-1 dims of {_dims(inputs[0])} stretch to {_dims(out)} with stride 0: nothing is copied"
+    if op in ("repeat", "tile") and inputs:
+        return f"{_dims(inputs[0])} copied along each dim to {_dims(out)} ({math.prod(out):,} elements stored)"
+    if op == "index" and inputs:
+        return _indexing(inputs[0], out, info)
+    if op in UNCHANGED:
+        return "shape unchanged"
+    if op in CASTS:
+        return "shape unchanged; " + ("strides reordered for the memory format" if "memory_format" in
+                                      info.get("kwargs", {}) else "values converted to the new dtype")
+    if op == "einsum":
+        return f"'{_arg(info, 0, 'equation')}': letters in the output are kept, the others are summed over"
+    if op == "gather":
+        return "the output takes the index tensor's shape"
+    if op in ("narrow", "select") and inputs:
+        d = _arg(info, 0, "dim")
+        return f"dim {d} of {_dims(inputs[0])} " + ("keeps a length of " + str(_arg(info, 2, 'length'))
+                                                  if op == "narrow" else "is selected away")
+    if op == "outer" and len(inputs) == 2:
+        return f"({inputs[0][0]},) ⊗ ({inputs[1][0]},) → {_dims(out)}"
+    return ""
+
+
+def _window(m, shape) -> str:
+    """Each spatial dim's output size with the numbers plugged in."""
+    spatial = {nn.Conv1d: 1, nn.Conv2d: 2, nn.Conv3d: 3, nn.MaxPool1d: 1, nn.MaxPool2d: 2, nn.AvgPool1d: 1,
+               nn.AvgPool2d: 2, nn.ConvTranspose1d: 1, nn.ConvTranspose2d: 2}[type(m)]
+    names = {1: ("L",), 2: ("H", "W"), 3: ("D", "H", "W")}[spatial]
+    sizes = tuple(shape[-spatial:]) if len(shape) >= spatial else ()
+
+    def per(value, i):
+        v = value if isinstance(value, (tuple, list)) else (value,) * spatial
+        return v[i] if i < len(v) else v[-1]
+
+    parts = []
+    for i, size in enumerate(sizes):
+        k, s, p = per(m.kernel_size, i), per(m.stride or m.kernel_size, i), per(m.padding, i)
+        d = per(getattr(m, "dilation", 1), i)
+        if isinstance(m, (nn.ConvTranspose1d, nn.ConvTranspose2d)):
+            op_ = per(m.output_padding, i)
+            value = (size - 1) * s - 2 * p + d * (k - 1) + op_ + 1
+            parts.append(f"{names[i]}: ({size} − 1)·{s} − 2·{p} + {d}·({k} − 1) + {op_} + 1 = {value}")
+        else:
+            top = size + 2 * p - d * (k - 1) - 1
+            ceil = getattr(m, "ceil_mode", False)
+            value = (-(-top // s) if ceil else top // s) + 1
+            bracket = "⌈⌉" if ceil else "⌊⌋"
+            parts.append(f"{names[i]}: {bracket[0]}({size} + 2·{p} − {d}·({k} − 1) − 1) / {s}{bracket[1]} + 1 = "
+                         f"{value}")
+    channels = ""
+    if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d)):
+        channels = f"; channels {m.in_channels} → {m.out_channels}"
+    return "; ".join(parts) + channels
+
+
+def _matmul(a, b, out) -> str:
+    if len(a) == 0 or len(b) == 0:
+        return ""
+    inner_b = b[0] if len(b) == 1 else b[-2]
+    text = f"contracts A's last dim ({a[-1]}) with B's {'only' if len(b) == 1 else 'second-to-last'} dim ({inner_b})"
+    batch_a, batch_b = a[:-2], b[:-2]
+    if batch_a or batch_b:
+        text += f"; batch dims {_dims(batch_a)} and {_dims(batch_b)} broadcast"
+    return text + f" → {_dims(out)}"
+
+
+def _broadcast(inputs, out) -> str:
+    padded = _aligned(inputs)
+    stretched = [i for i in range(len(out)) if any(p[i] in (None, 1) and out[i] != 1 for p in padded)]
+    where = f"; dims {stretched} stretch" if stretched else "; no dim stretches"
+    return "aligned from the right: " + " vs ".join(_pad_text(p) for p in padded) + f" → {_dims(out)}{where}"
+
+
+def _reduction(op: str, shape, info) -> str:
+    dim = _arg(info, 0, "dim")
+    keep = bool(_arg(info, 2 if op in ("std", "var") else 1, "keepdim", False))
+    if dim is None:
+        return f"all {math.prod(shape):,} elements reduce to one value"
+    dims = dim if isinstance(dim, tuple) else (dim,)
+    sized = ", ".join(f"dim {d} (size {shape[d]})" if -len(shape) <= d < len(shape) else f"dim {d}" for d in dims)
+    result = " (values and indices)" if op in ("max", "min") and not isinstance(dim, tuple) else ""
+    return f"{sized} {'kept as 1 (keepdim=True)' if keep else 'removed'}{result}"
+
+
+def _regroup(shape, out) -> str:
+    n = math.prod(shape)
+    head = 0
+    while head < min(len(shape), len(out)) and shape[head] == out[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(shape), len(out)) - head and shape[-1 - tail] == out[-1 - tail]:
+        tail += 1
+    old, new = shape[head:len(shape) - tail], out[head:len(out) - tail]
+    if not old and not new:
+        return f"{n:,} elements, the same shape"
+    if all(d == 1 for d in old + new):
+        return f"{n:,} elements; only size-1 dims {'dropped' if len(old) > len(new) else 'added'}"
+    left = "·".join(map(str, old)) or "1"
+    right = "·".join(map(str, new)) or "1"
+    return f"dims {head} to {len(shape) - tail - 1}: {left} = {math.prod(old):,} elements, regrouped as {right} " \
+           f"(all {n:,} kept)"
+
+
+def _reorder(shape, out) -> str:
+    return f"dims reordered: {_dims(shape)} → {_dims(out)}; strides move with them, no data moves"
+
+
+def _squeeze(op, shape, out, info) -> str:
+    dim = _arg(info, 0, "dim")
+    if op == "unsqueeze":
+        return f"a size-1 dim inserted at position {dim}"
+    if dim is None:
+        gone = [i for i, s in enumerate(shape) if s == 1]
+        return f"every size-1 dim removed (positions {gone})" if gone else "no dim has size 1: unchanged"
+    if len(out) == len(shape):
+        return f"dim {dim} has size {shape[dim]}, not 1: unchanged"
+    return f"dim {dim} (size 1) removed"
+
+
+def _join(op, inputs, out, info) -> str:
+    dim = _arg(info, 1, "dim", 0)
+    if op == "stack":
+        return f"a new dim {dim} of size {len(inputs)} ({len(inputs)} tensors of {_dims(inputs[0])})"
+    sizes = [s[dim] for s in inputs if -len(s) <= dim < len(s)]
+    return f"dim {dim}: {' + '.join(map(str, sizes))} = {sum(sizes)}; every other dim must match"
+
+
+def _indexing(shape, out, info) -> str:
+    items = info.get("items", ())
+    notes = []
+    advanced = [i for i, item in enumerate(items) if _is_tensor(item)]
+    for item in items:
+        if item is None:
+            notes.append("None inserts a 1")
+        elif item is Ellipsis:
+            notes.append("... stands for the dims not named")
+        elif isinstance(item, int):
+            notes.append(f"{item} drops its dim")
+        elif isinstance(item, slice):
+            notes.append(f"slice '{_slice(item)}' keeps its dim")
+        elif _is_tensor(item) and str(item.dtype) == "torch.bool":
+            notes.append(f"a mask of {_dims(tuple(item.shape))} selects its True positions (known only from data; "
+                         f"shown with all {math.prod(item.shape):,} True)")
+        else:
+            notes.append(f"an index tensor of {_dims(tuple(item.shape))} gathers rows")
+    if len(advanced) > 1 and advanced != list(range(advanced[0], advanced[-1] + 1)):
+        notes.append("the index tensors are separated by a slice, so their broadcast dims go first")
+    return "; ".join(notes) + f" → {_dims(out)}"
+
+
+def _slice(s: slice) -> str:
+    return ":".join("" if v is None else str(v) for v in (s.start, s.stop)) + (f":{s.step}" if s.step else "")
+
+
+def _is_tensor(v) -> bool:
+    return hasattr(v, "shape") and hasattr(v, "dtype")
+
+
+# ---- the dims that clash -----------------------------------------------------------------------------------------
+
+
+def clash(op: str, inputs: tuple, info: dict, err: BaseException) -> str:
+    """One sentence naming the dims that clash in a step torch refused."""
+    module = info.get("module")
+    message = str(err)
+    if "dtype" in message and ("same" in message or "expected" in message):
+        return "The shapes fit but the dtypes differ: matmul, Linear and conv take one dtype and do not promote; " \
+               "cast with .float() or .to(dtype)."
+    if isinstance(module, nn.Linear) and inputs:
+        return f"The input's last dim is {inputs[0][-1] if inputs[0] else 'missing'} but the layer's in_features " \
+               f"is {module.in_features}."
+    if isinstance(module, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d)) and inputs:
+        return _conv_clash(module, inputs[0], str(err))
+    if isinstance(module, nn.Embedding) and inputs:
+        return "Embedding takes integer indices; the input is a float tensor, so torch refuses it."
+    if isinstance(module, (nn.LayerNorm,)) and inputs:
+        return f"LayerNorm normalises the last dims {module.normalized_shape}; the input ends in " \
+               f"{_dims(inputs[0][-len(module.normalized_shape):])}."
+    if op in MATMUL and len(inputs) == 2:
+        a, b = inputs
+        if op == "bmm" and (len(a) != 3 or len(b) != 3):
+            return f"bmm needs two 3-D tensors; got {len(a)}-D and {len(b)}-D."
+        if a and b:
+            inner = b[0] if len(b) == 1 else b[-2]
+            if a[-1] != inner:
+                return f"A's last dim ({a[-1]}) and B's {'only' if len(b) == 1 else 'second-to-last'} dim " \
+                       f"({inner}) are the contracted dims and must be equal."
+        return f"The batch dims {_dims(a[:-2])} and {_dims(b[:-2])} do not broadcast."
+    if op in BROADCASTING and len(inputs) >= 2:
+        return _broadcast_clash(inputs)
+    if op in ("view", "reshape") and inputs:
+        return _view_clash(op, inputs[0], info, str(err))
+    if op in ("cat", "concat", "stack") and len(inputs) >= 2:
+        return _join_clash(op, inputs, info)
+    if "out of range" in str(err) and inputs:
+        return f"A dim or index is outside {_dims(inputs[0])}, which has {len(inputs[0])} dims."
+    return fallback_clash(inputs)
+
+
+def fallback_clash(inputs) -> str:
+    if not inputs:
+        return "torch refused the arguments themselves, before any tensor reached the op."
+    shapes = ", ".join(_dims(s) for s in inputs)
+    return f"torch refused inputs of shape {shapes}; the message above names the dim it checks."
+
+
+def safely(explain, default: str, *args) -> str:
+    """An explanation, or `default` when the arguments are too odd for it (torch's own answer still stands)."""
+    try:
+        return explain(*args)
+    except Exception:  # an explanation is a gloss on torch's answer; it must never replace it with a crash
+        return default
+
+
+def _conv_clash(m, shape, message: str) -> str:
+    spatial = len(m.kernel_size)
+    if len(shape) not in (spatial + 1, spatial + 2):
+        return f"{type(m).__name__} takes {spatial + 1}-D or {spatial + 2}-D input; this one is {len(shape)}-D " \
+               f"{_dims(shape)}."
+    channels = shape[-spatial - 1]
+    if channels != m.in_channels:
+        return f"The input has {channels} channels at dim {len(shape) - spatial - 1} but the layer expects " \
+               f"in_channels={m.in_channels}."
+    if "Kernel size" in message or "too small" in message:
+        return f"A spatial dim of {_dims(shape[-spatial:])} plus padding is smaller than the kernel " \
+               f"{m.kernel_size} reaches."
+    return f"The input {_dims(shape)} does not fit {type(m).__name__}{m.kernel_size}."
+
+
+def _broadcast_clash(inputs) -> str:
+    padded = _aligned(inputs)
+    n = len(padded[0])
+    bad = []
+    for i in range(n):
+        sizes = {p[i] for p in padded if p[i] not in (None, 1)}
+        if len(sizes) > 1:
+            bad.append(f"dim {i - n} ({' vs '.join(str(p[i]) for p in padded if p[i] is not None)})")
+    if not bad:
+        return f"The shapes {' and '.join(_dims(s) for s in inputs)} broadcast, but torch refused this op."
+    return f"Aligned from the right, {', '.join(bad)} differ and neither size is 1."
+
+
+def _view_clash(op, shape, info, message: str) -> str:
+    n = math.prod(shape)
+    if "invalid for input of size" in message:
+        asked = re.search(r"shape '\[(.*?)\]'", message)
+        return f"{n:,} elements cannot be arranged as ({asked.group(1) if asked else '?'}): the sizes must " \
+               "multiply to the same count."
+    return f"{_dims(shape)} is not contiguous, so no strides can walk it as the new shape: view never copies " \
+           "(reshape would)."
+
+
+def _join_clash(op, inputs, info) -> str:
+    if op == "stack":
+        return f"stack needs equal shapes; got {', '.join(_dims(s) for s in inputs)}."
+    dim = _arg(info, 1, "dim", 0)
+    first = inputs[0]
+    for s in inputs[1:]:
+        if len(s) != len(first):
+            return f"cat needs the same number of dims; got {len(first)} and {len(s)}."
+        for i, (a, b) in enumerate(zip(first, s, strict=True)):
+            if a != b and i != dim % len(first):
+                return f"Dim {i} differs ({a} vs {b}); only dim {dim} may differ in cat."
+    return f"cat along dim {dim} refused {', '.join(_dims(s) for s in inputs)}."
+
+
+# ---- the code that ran -------------------------------------------------------------------------------------------
+
+
+def _on_device(node, device: str):
+    """The tree with device=... where the engine adds it: parameter layers and creation functions."""
+    from demos.tensors import shapes as engine
+
+    def again(child):
+        return _on_device(child, device)
+
+    if isinstance(node, g.Call):
+        kwargs = tuple((k, again(v)) for k, v in node.kwargs)
+        if device == "meta" and isinstance(node.func, g.Attr) and (node.func.name in engine.PARAM_LAYERS or (
+                node.func.name in engine.CREATION and _root(node.func) == "torch")):
+            kwargs += (("device", g.Const("meta")),)
+        return g.Call(again(node.func), tuple(again(a) for a in node.args), kwargs)
+    if isinstance(node, g.Attr):
+        return g.Attr(again(node.obj), node.name)
+    if isinstance(node, g.Index):
+        return g.Index(again(node.obj), tuple(again(i) for i in node.items))
+    if isinstance(node, g.BinOp):
+        return g.BinOp(node.op, again(node.left), again(node.right))
+    if isinstance(node, g.Neg):
+        return g.Neg(again(node.operand))
+    if isinstance(node, g.Seq):
+        return g.Seq(tuple(again(i) for i in node.items), node.brackets)
+    if isinstance(node, g.Slice):
+        return g.Slice(*(None if v is None else again(v) for v in (node.start, node.stop, node.step)))
+    return node
+
+
+def _root(node) -> str:
+    while isinstance(node, g.Attr):
+        node = node.obj
+    return node.name if isinstance(node, g.Name) else ""
+
+
+def _declaration(d, device: str) -> str:
+    shape = format_shape(d.shape)
+    if device == "meta":
+        return f"{d.name} = torch.empty({shape}, dtype=torch.{d.dtype}, device='meta')"
+    if d.dtype == "bool":
+        return f"{d.name} = torch.ones({shape}, dtype=torch.bool)  # a mask with every value True"
+    if d.dtype.startswith(("float", "bfloat")):
+        return (f"{d.name} = torch.randn({shape}, generator=torch.Generator().manual_seed(0))"
+                + ("" if d.dtype == "float32" else f".to(torch.{d.dtype})"))
+    return f"{d.name} = torch.zeros({shape}, dtype=torch.{d.dtype})  # index 0 is valid everywhere"
+
+
+def code(decls, tree, device: str = "meta") -> str:
+    """The parsed expression as the torch code the engine ran on `device`: its tensors, its layers, one print."""
+    lines = ["import torch", "from torch import nn", "from torch.nn import functional as F", ""]
+    if device == "meta" and any(d.dtype == "bool" for d in decls):
+        lines += ["# meta tensors hold no values, so x[mask] cannot count the mask's True values there;",
+                  "# the lab indexes as if every value were True (the most rows the result can have)"]
+    lines += [_declaration(d, device) for d in decls]
+    lines += ["", f"out = {g.to_source(_on_device(tree, device))}", "print(out.shape if isinstance(out, torch.Tensor) "
+              "else [t.shape for t in out])"]
+    return "\n".join(lines) + "\n"
+
+
+# ---- the figure --------------------------------------------------------------------------------------------------
+
+KEPT = COLORS["idle"]
+CHANGED = COLORS["activation"]
+FAILED = COLORS["error"]
+INPUT = COLORS["data"]
+LEGEND = {"input tensor": INPUT, "dim unchanged from the step's input": KEPT,
+          "dim changed by the step": CHANGED, "the step torch refused (its input drawn)": FAILED}
+SCALE_NOTE = "A box per dim, its width 1 + log2(size) / 2: size 1 is 1 wide, 64 is 4, a billion is 16."
+
+
+def box_width(size: int) -> float:
+    """A dim's box width: 1 for size 1, growing with log2 of the size."""
+    return 1 + math.log2(max(size, 1)) / 2
+
+
+def changed_dims(before: tuple, after: tuple) -> set[int]:
+    """Output dims not matched to the input from either end (the dims the step changed)."""
+    head = 0
+    while head < min(len(before), len(after)) and before[head] == after[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(before), len(after)) - head and before[-1 - tail] == after[-1 - tail]:
+        tail += 1
+    return set(range(head, len(after) - tail))
+
+
+def chain_rows(result) -> list[tuple[str, tuple, str, set]]:
+    """(label, shape, kind, changed dims) per row: the declared tensors the chain uses, then every step."""
+    rows = [(d.name, d.shape, "input", set()) for d in result.tensors if re.search(
+        rf"\b{re.escape(d.name)}\b", result.expression)]
+    for s in result.steps:
+        label = f"{s.number}. {s.short if len(s.short) <= 34 else s.short[:33] + '…'}"
+        if s.error:
+            rows.append((label, s.inputs[0] if s.inputs else (), "failed", set()))
+        else:
+            for j, out in enumerate(s.outputs[:4]):
+                before = s.inputs[0] if s.inputs else ()
+                rows.append((label if j == 0 else f"   [{j}]", out, "step", changed_dims(before, out)))
+    return rows
+
+
+def chain_figure(result) -> go.Figure:
+    """Each step a row of boxes, one box per dim, its width on a log scale; changed dims in colour, a failure red.
+
+    Legend: cyan = a declared input, grey = a dim the step left as it was, green = a dim the step changed,
+    red = the input of the step torch refused (its shapes).
+    """
+    xs, ys, texts, fills, boxes, notes = [], [], [], [], [], []
+    rows = chain_rows(result)
+    for r, (label, shape, kind, changed) in enumerate(rows):
+        x = 0.0
+        notes.append(dict(x=-0.4, y=r, text=label, showarrow=False, xanchor="right", font=dict(size=12)))
+        for i, size in enumerate(shape if shape else (None,)):
+            w = box_width(size or 1)
+            fill = {"input": INPUT, "failed": FAILED}.get(kind, CHANGED if i in changed else KEPT)
+            boxes.append(dict(type="rect", x0=x, x1=x + w, y0=r - 0.38, y1=r + 0.38, fillcolor=fill,
+                              line=dict(width=1, color="#ffffff"), layer="below"))
+            xs.append(x + w / 2)
+            ys.append(r)
+            empty = "no tensor" if kind == "failed" else "scalar"  # a refused layer never received one
+            texts.append(empty if size is None else f"{size:,}" if size < 10**6 else f"{size:.2g}")
+            fills.append(fill)
+            x += w
+        if kind == "failed":
+            notes.append(dict(x=x + 0.3, y=r, text="torch raised here", showarrow=False, xanchor="left",
+                              font=dict(color=FAILED, size=12)))
+    # one layout update for every box and label: add_shape per box validates the whole layout each time
+    fig = go.Figure(cell_text(xs, ys, texts, fills, size=12))
+    fig.update_layout(shapes=boxes, annotations=notes)
+    width = max((sum(box_width(s) for s in shape) if shape else 1 for _, shape, _, _ in rows), default=1)
+    fig.update_xaxes(range=[-12, width + 6], showticklabels=False, showgrid=False, zeroline=False)
+    fig.update_yaxes(range=[len(rows) - 0.4, -0.6], showticklabels=False, showgrid=False, zeroline=False)
+    return base_layout(fig, height=80 + 38 * len(rows))
