@@ -40,6 +40,7 @@ def _inherited_mark():
 
 def test_a_server_that_initialised_cuda_starts_children_that_inherit_nothing(no_warm_helpers, monkeypatch):
     monkeypatch.setattr(isolated, "test_mark", "set in the parent", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)  # as on a GPU machine before its first use
     assert run_isolated(_inherited_mark) == "set in the parent", "before CUDA: forked from the server"
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
     before = children()

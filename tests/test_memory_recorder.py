@@ -1,6 +1,8 @@
 """The stream recorder without CUDA: its CLI, its recording format and the timeline arithmetic it feeds."""
 
+import contextlib
 import json
+import time
 
 import pytest
 import torch
@@ -121,3 +123,48 @@ def test_lessons_are_built_from_the_summary_numbers():
 def test_streams_figure_draws_one_bar_per_interval():
     fig = streams_figure(synthetic(), "s")
     assert len(fig.data) == 5
+
+
+class _Event:
+    """A CPU stand-in for torch.cuda.Event: host time where the GPU would stamp its own."""
+
+    def __init__(self, **_):
+        self.t = None
+
+    def record(self, stream=None):
+        self.t = time.perf_counter()
+
+    def elapsed_time(self, other):
+        return 1e3 * (other.t - self.t)
+
+    def synchronize(self):
+        pass
+
+
+class _Stream:
+    def wait_stream(self, other):
+        pass
+
+
+def test_record_runs_its_whole_plan_on_cpu_stand_ins_and_records_no_warm_up(monkeypatch):
+    """record()'s own code path with torch.cuda's streams and events replaced (timings mean nothing here)."""
+    randn, zeros = torch.randn, torch.zeros
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "Event", _Event)
+    monkeypatch.setattr(torch.cuda, "Stream", _Stream)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: _Stream())
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "CPU stand-in")
+    monkeypatch.setattr(torch.Tensor, "record_stream", lambda self, s: None)
+    monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: self.clone())
+    monkeypatch.setattr(torch, "randn", lambda *a, device=None, pin_memory=False, **k: randn(*a, **k))
+    monkeypatch.setattr(torch, "zeros", lambda *a, device=None, **k: zeros(*a, **k))
+    r = rec.record(steps=2, size_mib=1, command="test")
+    assert r["scenarios"] == [sc.name for sc in rec.scenarios(r["sizing"]["matmuls per batch"])] + ["tiny kernels"]
+    assert r["sizing"]["matmul size"] == 512 and r["sizing"]["matmuls per batch"] >= 1
+    gpu = [iv for iv in r["intervals"] if iv["lane"] != "host"]
+    for name in r["scenarios"]:
+        steps = sorted({rec.step_of(iv["name"]) for iv in gpu if iv["scenario"] == name})
+        assert steps == [0, 1], f"{name}: only the recorded pass, the untimed warm-up left out"
+    assert [row["steps"] for row in rec.summarize(r)] == [2] * len(r["scenarios"])

@@ -413,9 +413,10 @@ for category, nbytes in t.peak_by_category.items():
     print(f"  {{category:16s}} {{nbytes / 2**20:10.1f}} MiB")
 print(f"allocator model: peak allocated {{fmt_bytes(t.predicted_peak_allocated)}}, "
       f"peak reserved {{fmt_bytes(max(t.reserved))}}")
-if t.measured:  # CUDA only: the real allocator, read at each phase boundary
+if t.measured:  # CUDA only: the real allocator at each phase boundary, counted from the start of the run
     measured = max(peak for *_, peak in t.measured)
-    print(f"measured max_memory_allocated {{fmt_bytes(measured)}}, "
+    print(f"measured peak above the start {{fmt_bytes(measured)}} (allocated before it, cuBLAS workspaces "
+          f"included: {{fmt_bytes(t.baseline[0])}}), "
           f"{{100 * (t.predicted_peak_allocated - measured) / measured:+.1f}}% predicted vs measured")
 
 # The core idea, in plain torch: see each op's output storages and hear when each storage dies.
