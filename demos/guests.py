@@ -1,7 +1,7 @@
 """Rules for spawned processes (DataLoader workers, distributed ranks), server-wide.
 
-- One run at a time, in arrival order: a visitor whose run waits is told how many runs are ahead of theirs
-  (`queue_reporter`), instead of the server piling up processes.
+- One heavy run at a time, in arrival order: a visitor whose run waits is told how many runs are ahead of
+  theirs (`turn`), instead of the server piling up processes or CPU-bound work.
 - How many processes a distributed run may start follows the container's memory limit, read once at start
   (cgroup); the DataLoader demos fit their workers on the smallest tier measured, so they are not scaled.
 - Helpers that stay warm between runs (a fork server, multiprocessing's resource tracker) stop after
@@ -46,43 +46,65 @@ class _RunQueue:
 
 
 _queue = _RunQueue()
-_reporter = threading.local()  # per script thread: how to show a waiting visitor their place
+_thread = threading.local()  # per script thread: .turn (a ticket at the head of the line), .defer (see below)
+
+
+class TurnNeeded(Exception):
+    """A run found others ahead of it while its caller asked to wait outside (`deferring_turn`).
+
+    Pages call heavy demos through st.cache_data, which replays what a cached function wrote to the page; a
+    place-in-line notice written from inside one cannot be replayed. So the page first calls with the wait
+    deferred: a cache hit or a free line runs at once, and a busy line raises this before anything runs. The
+    page then waits in `turn` (outside the cache, writing the notice itself) and calls again.
+    """
 
 
 @contextmanager
-def queue_reporter(report: Callable[[int], None]):
-    """While the block runs, a run that has to wait calls report(runs ahead of it) whenever that number changes,
-    and report(0) when its turn comes. The page passes a function that writes to the visitor's page."""
-    _reporter.report = report
+def deferring_turn():
+    """Inside the block, a run that would have to wait raises TurnNeeded instead of waiting."""
+    _thread.defer = True
     try:
         yield
     finally:
-        _reporter.report = None
-
-
-def _report(ahead: int) -> None:
-    report = getattr(_reporter, "report", None)
-    if report is not None:
-        report(ahead)
+        _thread.defer = False
 
 
 @contextmanager
-def process_slot(wait_s: float = QUEUE_WAIT_S):
-    """Hold the server-wide right to spawn processes, waiting in line for it; refuse after wait_s."""
+def turn(report: Callable[[int], None] = lambda ahead: None, wait_s: float = QUEUE_WAIT_S):
+    """Wait in line for the server-wide run slot and hold it for the block; report(runs ahead) whenever that
+    number changes, report(0) when the turn comes; refuse after wait_s. Runs inside the block take this turn."""
     ticket = object()
     with _queue.cond:
         _queue.tickets.append(ticket)
     try:
-        _wait_for_turn(ticket, time.monotonic() + wait_s, wait_s)
+        _wait_for_turn(ticket, time.monotonic() + wait_s, wait_s, report)
+        _thread.turn = ticket
         yield
     finally:
+        _thread.turn = None
         with _queue.cond:
             _queue.tickets.remove(ticket)
             _queue.cond.notify_all()
         _arm_idle_stop()
 
 
-def _wait_for_turn(ticket, deadline: float, wait_s: float) -> None:
+@contextmanager
+def process_slot(wait_s: float = QUEUE_WAIT_S):
+    """Hold the server-wide right to run heavy work (spawn processes, compile, sweep), in arrival order.
+
+    Inside a caller's `turn` it is already held; under `deferring_turn` a busy line raises TurnNeeded."""
+    if getattr(_thread, "turn", None) is not None:
+        yield
+        return
+    if getattr(_thread, "defer", False):
+        with _queue.cond:
+            if _queue.tickets:
+                raise TurnNeeded
+    with turn(wait_s=wait_s):
+        yield
+
+
+def _wait_for_turn(ticket, deadline: float, wait_s: float, report: Callable[[int], None]) -> None:
     shown = 0
     while True:
         with _queue.cond:
@@ -91,7 +113,7 @@ def _wait_for_turn(ticket, deadline: float, wait_s: float) -> None:
                 _queue.cond.wait(timeout=min(0.5, max(deadline - time.monotonic(), 0)))
                 ahead = _queue.ahead_of(ticket)
         if ahead != shown:  # outside the lock: the report writes to a page
-            _report(ahead)
+            report(ahead)
             shown = ahead
         if not ahead:
             return

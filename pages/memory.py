@@ -10,7 +10,7 @@ from demos.isolated import run_isolated
 from demos.memory import stream_recorder
 from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
-from demos.memory.compiling import count_recompiles, explain_breaks, parse_shapes, time_compile
+from demos.memory.compiling import EXPLAIN_BUDGET_S, count_recompiles, explain_breaks, parse_shapes, time_compile
 from demos.memory.figures import (
     CATEGORY_LEGEND,
     allocator_figure,
@@ -31,6 +31,8 @@ from demos.memory.training import (
     MAX_SEQ,
     MAX_STEPS,
     OPTIMIZERS,
+    SWEEP_BUDGET_S,
+    SWEEP_STEPS,
     RunSpec,
     batch_sweep,
     default_device,
@@ -52,6 +54,11 @@ DEVICE = default_device()
 @st.cache_data(max_entries=32, show_spinner="Running the training steps under the tracker…")
 def cached_timeline(spec: RunSpec, device: str):
     return simulate(spec, device)
+
+
+def timeline(spec: RunSpec, device: str):
+    """A run of seconds waits for the server's run slot, showing its place in line (demos.memory.training)."""
+    return ui.queued(cached_timeline, spec, device)
 
 
 # Figures are built once per view and shared read-only: building a plotly figure costs more than a rerun should.
@@ -161,35 +168,45 @@ def holders_table(t) -> None:
 
 def sweep_section(spec: RunSpec, card: str) -> None:
     st.markdown("**Peak memory vs batch size**: the same steps at several batch sizes, with and without "
-                "checkpointing and autocast, against the card.")
+                f"checkpointing and autocast, against the card (at most {SWEEP_BUDGET_S} s on 2 cores, one heavy "
+                "run at a time on this server).")
     if not ui.run_button("Run the batch sweep", "mem_sweep", spec):
         return
     batches = sweep_batches(spec)
-    peaks: dict[str, list[int]] = {}
+    line = st.empty()  # the place in line, if the run waits, above the folded status
     with st.status("Sweeping batch sizes…", expanded=False) as status:
         bar = st.progress(0.0)
-        for i, b in enumerate(batches):
-            for name, values in cached_sweep_point(spec, b).items():
-                peaks.setdefault(name, []).append(values[0])
-            bar.progress((i + 1) / len(batches), text=f"batch {b}")
+        peaks = ui.queued(sweep_points, spec, batches, bar, notice=line)
         status.update(label="Sweep done", state="complete")
     capacity = CARDS[card]
     fits = {name: largest_fitting(batches, tuple(v), capacity) for name, v in peaks.items()}
     ui.plot(sweep_figure(batches, {k: tuple(v) for k, v in peaks.items()}, capacity, card, fits), key="mem_sweep_fig")
+    steps = min(spec.steps, SWEEP_STEPS)
     st.caption("Peak is affine in batch size, so the largest batch that fits is interpolated between the swept "
-               "sizes (≈). Each point is a full tracked run of the chosen steps at that batch size.")
+               f"sizes (≈). Each point is a full tracked run of {steps} step{'s' * (steps != 1)} at that batch size"
+               f"{' (from step 2 on, every step repeats step 2’s peak)' if spec.steps > steps else ''}.")
     for plain, auto, batch in surprising_pairs(list(peaks), batches, peaks):
         i = batches.index(batch)
-        runs = [cached_timeline(variant_spec(spec, name, batch), "meta") for name in (plain, auto)]
+        runs = [timeline(variant_spec(spec, name, batch), "meta") for name in (plain, auto)]
         why = autocast_above(plain, auto, batch, *runs, (peaks[plain][i], peaks[auto][i]))
         if why:
             st.info(why, icon=":material/lightbulb:")
 
 
+def sweep_points(spec: RunSpec, batches: tuple[int, ...], bar) -> dict[str, list[int]]:
+    """Peak per variant at each batch size, one cached point at a time, moving the progress bar."""
+    peaks: dict[str, list[int]] = {}
+    for i, b in enumerate(batches):
+        for name, values in cached_sweep_point(spec, b).items():
+            peaks.setdefault(name, []).append(values[0])
+        bar.progress((i + 1) / len(batches), text=f"batch {b}")
+    return peaks
+
+
 def peak_callout(spec: RunSpec, t) -> None:
     """A peak inside optimizer.step() surprises: say why, with the same steps measured with foreach=False."""
     if peak_phase(t).startswith("optimizer"):
-        why = optimizer_peak(t, cached_timeline(unfused_spec(spec), DEVICE))
+        why = optimizer_peak(t, timeline(unfused_spec(spec), DEVICE))
         if why:
             st.info(why, icon=":material/lightbulb:")
 
@@ -206,7 +223,7 @@ def training_section() -> None:
     spec, card = step_ui()
     device_note(DEVICE)
     with ui.input_errors():
-        t = cached_timeline(spec, DEVICE)
+        t = timeline(spec, DEVICE)
         summary_metrics(t)
         ui.legend(CATEGORY_LEGEND)
         st.caption("input = the batch and its targets.")
@@ -361,7 +378,7 @@ def compile_section() -> None:
     )
     left, right = st.columns(2)
     with left:
-        st.markdown("**Graph breaks and recompiles** (dynamo only, a few seconds)")
+        st.markdown(f"**Graph breaks and recompiles** (dynamo only, at most {EXPLAIN_BUDGET_S} s on 2 cores)")
         shapes = st.text_input("Input shapes, one per ';'", "8; 16; 32", key="mem_shapes", bind="query-params")
         run_dynamo = False
         with ui.input_errors():
@@ -373,15 +390,17 @@ def compile_section() -> None:
         run_inductor = ui.run_button("Compile and time", "mem_time", size, icon=":material/timer:")
     with ui.input_errors():
         if run_dynamo:
+            line = st.empty()  # the place in line, if the run waits, above the status
             with st.status("Running torch._dynamo.explain…") as status:
-                reports = cached_explain()
-                recompiles = cached_recompiles(shapes)
+                reports = ui.queued(cached_explain, notice=line)
+                recompiles = ui.queued(cached_recompiles, shapes, notice=line)
                 status.update(label="Dynamo done", state="complete")
             _show_breaks(reports)
             _show_recompiles(recompiles)
         if run_inductor:
-            with ui.queue_position(), st.status("Compiling with inductor…") as status:
-                timing = cached_compile_timing(int(size))
+            line = st.empty()  # the place in line, if the run waits, above the status
+            with st.status("Compiling with inductor…") as status:
+                timing = ui.queued(cached_compile_timing, int(size), notice=line)
                 status.update(label=f"Compiled in {timing.compile_s:.1f} s", state="complete")
             ui.plot(compile_figure(timing), key="mem_compile_fig")
             st.caption(f"Largest difference between eager and compiled outputs: {timing.max_abs_diff:.2e}.")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from demos.errors import InputError, quoted
+from demos.guests import process_slot
 from demos.memory.allocator import CachingAllocator, GiB, round_size
 from demos.memory.autocast import SimulatedAutocast
 from demos.memory.models import MODELS, build_model, loss_of, make_batch
@@ -28,6 +29,9 @@ CARDS = {
 MAX_BATCH = {"mlp": 4096, "cnn": 1024, "transformer": 64}
 MAX_SEQ = 2048
 MAX_STEPS = 3
+SWEEP_STEPS = 2  # a sweep point runs at most this many steps: from step 2 on, each step repeats step 2's peak
+SWEEP_BUDGET_S = 45  # the worst sweep (GPT-2 XL, 4 variants x 3 batch sizes x 2 steps) on 2 cores; python -m bench
+HEAVY_LAYER_STEPS = 48  # a run of at least this many layers x steps (seconds of CPU) waits for the run slot
 
 
 @dataclass(frozen=True)
@@ -267,7 +271,8 @@ def peak_phase(t: "Timeline") -> str:
 def simulate(spec: RunSpec, device: str = "meta") -> Timeline:
     """Run the steps on `device` ("meta": no memory used; "cpu"/"cuda": real tensors) and build the timeline."""
     validate(spec)
-    tracker, phases, n_params, measure = run_steps(spec, device)
+    with process_slot() if is_heavy(spec) else nullcontext():
+        tracker, phases, n_params, measure = run_steps(spec, device)
     series, total, allocated, reserved, ops, peak_i, peak_live = _replay(tracker)
     param_bytes = sum(
         e.delta for e in tracker.events if e.delta > 0 and tracker.category(e.sid) == "parameter"
@@ -284,6 +289,12 @@ def simulate(spec: RunSpec, device: str = "meta") -> Timeline:
         category_peaks={c: max(series[c], default=0) for c in CATEGORIES},
         first_optimizer_state_op=first_state, measured=tuple(measure.rows), code=snippet(spec),
     )
+
+
+def is_heavy(spec: RunSpec) -> bool:
+    """Whether a run costs seconds of CPU (a tracked op costs the same on meta at any batch size, so the cost
+    follows layers x steps): it then takes the server's run slot, one heavy run at a time."""
+    return MODELS[spec.model].layers * spec.steps >= HEAVY_LAYER_STEPS
 
 
 def default_device() -> str:
@@ -305,20 +316,22 @@ def sweep_variants(spec: RunSpec) -> dict[str, tuple[bool, str]]:
 def variant_spec(spec: RunSpec, name: str, batch: int) -> RunSpec:
     """The RunSpec one sweep point runs: variant `name` of spec at `batch`."""
     ckpt, dtype = sweep_variants(spec)[name]
-    return RunSpec(spec.model, batch, spec.seq_len, dtype, spec.optimizer, ckpt, spec.set_to_none, spec.steps)
+    return RunSpec(spec.model, batch, spec.seq_len, dtype, spec.optimizer, ckpt, spec.set_to_none,
+                   min(spec.steps, SWEEP_STEPS))
 
 
 def batch_sweep(spec: RunSpec, batches: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
     """Peak bytes per batch size for four variants of spec: as chosen, +checkpointing, +autocast, +both."""
     validate(spec)
-    return {name: tuple(simulate(variant_spec(spec, name, b), "meta").predicted_peak_allocated for b in batches)
-            for name in sweep_variants(spec)}
+    with process_slot():
+        return {name: tuple(simulate(variant_spec(spec, name, b), "meta").predicted_peak_allocated for b in batches)
+                for name in sweep_variants(spec)}
 
 
 def sweep_batches(spec: RunSpec) -> tuple[int, ...]:
     """Powers of two up to the model's batch limit, the largest few (fewer for slow transformer steps)."""
     kind = MODELS[spec.model].kind
-    limit, points = MAX_BATCH[kind], 5 if kind == "transformer" else 7
+    limit, points = MAX_BATCH[kind], 3 if kind == "transformer" else 7
     sizes = [2**i for i in range(limit.bit_length()) if 2**i <= limit]
     return tuple(sizes[-points:]) if len(sizes) > points else tuple(sizes)
 
