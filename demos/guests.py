@@ -12,6 +12,7 @@
 import math
 import multiprocessing.resource_tracker
 import os
+import re
 import socket
 import threading
 import time
@@ -133,14 +134,15 @@ def busy() -> bool:
 def read_memory_limit(files=CGROUP_FILES, environ=os.environ) -> int | None:
     """The memory limit in bytes: WHITEBOARD_MEMORY_LIMIT_MB if set (for hosts that enforce a limit the container
     cannot see), else the container's cgroup limit (v2, then v1), else None."""
-    if environ.get(LIMIT_VARIABLE, "").strip().isdigit():
+    if re.fullmatch(r"[0-9]+", environ.get(LIMIT_VARIABLE, "").strip()):
         return int(environ[LIMIT_VARIABLE]) * 10**6
     for name in files:
         try:
             text = Path(name).read_text().strip()
         except OSError:
             continue
-        if text == "max" or not text.isdigit() or int(text) >= 2**60:  # v1 writes a huge number for 'no limit'
+        # v1 writes a huge number for 'no limit'
+        if text == "max" or not re.fullmatch(r"[0-9]+", text) or int(text) >= 2**60:
             return None
         return int(text)
     return None
