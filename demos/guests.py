@@ -6,7 +6,7 @@
   (cgroup); the DataLoader demos fit their workers on the smallest tier measured, so they are not scaled.
 - Helpers that stay warm between runs (a fork server, multiprocessing's resource tracker) stop after
   IDLE_WINDOW_S without a run, so an idle server holds no extra process.
-- Free ports on 127.0.0.1 only.
+- Free ports on 127.0.0.1 only, and gloo on the loopback interface only (`bind_gloo_to_loopback`).
 """
 
 import math
@@ -20,6 +20,8 @@ from collections import deque
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+
+import psutil
 
 from demos.errors import InputError
 
@@ -225,3 +227,24 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def loopback_interface() -> str:
+    """The name of the network interface that holds 127.0.0.1 ('lo' on Linux, 'lo0' on macOS)."""
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(a.family == socket.AF_INET and a.address == "127.0.0.1" for a in addresses):
+            return name
+    return "lo"
+
+
+GLOO_INTERFACE = {"GLOO_SOCKET_IFNAME": loopback_interface()}
+
+
+def bind_gloo_to_loopback() -> None:
+    """Every gloo group made in this process from now on, and in its children, listens on loopback only.
+
+    Without it gloo listens on the address the hostname resolves to, which in a container is usually the
+    network interface. ProcessGroupGloo reads GLOO_SOCKET_IFNAME each time a group is made, so the groups the
+    interview and Practice questions make as threads of the server are covered, not only the rank processes.
+    """
+    os.environ.update(GLOO_INTERFACE)
