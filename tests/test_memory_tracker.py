@@ -142,3 +142,22 @@ def test_logging_trap_grows_only_with_grad_on():
     trap = logging_trap(MLP, 64, 3)
     assert trap.kept_graph[2] - trap.kept_graph[1] == trap.kept_graph[1] - trap.kept_graph[0] > 0
     assert trap.no_grad[0] == trap.no_grad[2]
+
+
+@pytest.mark.parametrize("model, dtype, optimizer, set_to_none, ckpt", [
+    ("Transformer tiny (2 x 128)", "fp32", "Adam", True, False),
+    ("Transformer tiny (2 x 128)", "bf16 autocast", "SGD momentum", False, True),
+    ("MLP (4 x 2048)", "bf16 weights", "Adam", False, False),
+])
+def test_a_third_step_repeats_the_second_step_s_peak(model, dtype, optimizer, set_to_none, ckpt):
+    """Why the batch sweep stops at SWEEP_STEPS: from step 2 on, every step holds the same tensors at its peak."""
+    two, three = (RunSpec(model, 8, 16, dtype, optimizer, ckpt, set_to_none, steps) for steps in (2, 3))
+    assert training.SWEEP_STEPS == 2
+    assert simulate(two).predicted_peak_allocated == simulate(three).predicted_peak_allocated
+    assert training.variant_spec(three, dtype, 8).steps == 2
+
+
+def test_runs_of_seconds_take_the_run_slot_and_small_ones_do_not():
+    assert training.is_heavy(RunSpec("GPT-2 XL (1.5B)", steps=1))
+    assert training.is_heavy(RunSpec("GPT-2 medium (355M)", steps=2))
+    assert not training.is_heavy(RunSpec())  # the page's default run never waits behind a heavy one
