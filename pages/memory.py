@@ -77,11 +77,6 @@ def allocator_figures(text: str, capacity_mib: int, at: int):
             blocks_figure(grown.snapshots[min(at, len(grown.snapshots) - 1)], capacity=capacity))
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
-def cached_sweep_point(spec: RunSpec, batch: int) -> dict:
-    return batch_sweep(spec, (batch,))
-
-
 @st.cache_data(max_entries=4)
 def cached_trap():
     return logging_trap()
@@ -176,11 +171,12 @@ def sweep_section(spec: RunSpec, card: str) -> None:
     line = st.empty()  # the place in line, if the run waits, above the folded status
     with st.status("Sweeping batch sizes…", expanded=False) as status:
         bar = st.progress(0.0)
-        peaks = ui.queued(sweep_points, spec, batches, bar, notice=line)
+        peaks = ui.queued(batch_sweep, spec, batches, cached_timeline, notice=line,
+                          progress=lambda done: bar.progress(done / len(batches), text=f"batch {batches[done - 1]}"))
         status.update(label="Sweep done", state="complete")
     capacity = CARDS[card]
     fits = {name: largest_fitting(batches, tuple(v), capacity) for name, v in peaks.items()}
-    ui.plot(sweep_figure(batches, {k: tuple(v) for k, v in peaks.items()}, capacity, card, fits), key="mem_sweep_fig")
+    ui.plot(sweep_figure(batches, peaks, capacity, card, fits), key="mem_sweep_fig")
     steps = min(spec.steps, SWEEP_STEPS)
     st.caption("Peak is affine in batch size, so the largest batch that fits is interpolated between the swept "
                f"sizes (≈). Each point is a full tracked run of {steps} step{'s' * (steps != 1)} at that batch size"
@@ -191,16 +187,6 @@ def sweep_section(spec: RunSpec, card: str) -> None:
         why = autocast_above(plain, auto, batch, *runs, (peaks[plain][i], peaks[auto][i]))
         if why:
             st.info(why, icon=":material/lightbulb:")
-
-
-def sweep_points(spec: RunSpec, batches: tuple[int, ...], bar) -> dict[str, list[int]]:
-    """Peak per variant at each batch size, one cached point at a time, moving the progress bar."""
-    peaks: dict[str, list[int]] = {}
-    for i, b in enumerate(batches):
-        for name, values in cached_sweep_point(spec, b).items():
-            peaks.setdefault(name, []).append(values[0])
-        bar.progress((i + 1) / len(batches), text=f"batch {b}")
-    return peaks
 
 
 def peak_callout(spec: RunSpec, t) -> None:

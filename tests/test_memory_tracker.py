@@ -161,3 +161,9 @@ def test_runs_of_seconds_take_the_run_slot_and_small_ones_do_not():
     assert training.is_heavy(RunSpec("GPT-2 XL (1.5B)", steps=1))
     assert training.is_heavy(RunSpec("GPT-2 medium (355M)", steps=2))
     assert not training.is_heavy(RunSpec())  # the page's default run never waits behind a heavy one
+
+
+def test_transformer_sweeps_run_fewer_batch_sizes_the_more_layers_they_have():
+    assert training.sweep_batches(RunSpec("GPT-2 small (124M)")) == (16, 32, 64)
+    assert training.sweep_batches(RunSpec("GPT-2 XL (1.5B)")) == (32, 64)
+    assert len(training.sweep_batches(RunSpec("MLP (4 x 2048)"))) == 7

@@ -30,7 +30,8 @@ MAX_BATCH = {"mlp": 4096, "cnn": 1024, "transformer": 64}
 MAX_SEQ = 2048
 MAX_STEPS = 3
 SWEEP_STEPS = 2  # a sweep point runs at most this many steps: from step 2 on, each step repeats step 2's peak
-SWEEP_BUDGET_S = 45  # the worst sweep (GPT-2 XL, 4 variants x 3 batch sizes x 2 steps) on 2 cores; python -m bench
+SWEEP_BUDGET_S = 45  # the worst sweep (GPT-2 XL, 4 variants x 2 batch sizes x 2 steps) on 2 cores; python -m bench
+SWEEP_LAYER_POINTS = 96  # a transformer sweep runs at most this many layers x batch sizes (2 or 3 sizes)
 HEAVY_LAYER_STEPS = 48  # a run of at least this many layers x steps (seconds of CPU) waits for the run slot
 
 
@@ -320,18 +321,30 @@ def variant_spec(spec: RunSpec, name: str, batch: int) -> RunSpec:
                    min(spec.steps, SWEEP_STEPS))
 
 
-def batch_sweep(spec: RunSpec, batches: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
-    """Peak bytes per batch size for four variants of spec: as chosen, +checkpointing, +autocast, +both."""
+def batch_sweep(spec: RunSpec, batches: tuple[int, ...], run=simulate,
+                progress=lambda done: None) -> dict[str, tuple[int, ...]]:
+    """Peak bytes per batch size for four variants of spec: as chosen, +checkpointing, +autocast, +both.
+
+    run(spec, "meta") makes each Timeline (a page passes its cached simulate, so a later look at one point is
+    free); progress(batch sizes done) after each size. The whole sweep holds the server's run slot.
+    """
     validate(spec)
+    peaks: dict[str, list[int]] = {name: [] for name in sweep_variants(spec)}
     with process_slot():
-        return {name: tuple(simulate(variant_spec(spec, name, b), "meta").predicted_peak_allocated for b in batches)
-                for name in sweep_variants(spec)}
+        for done, b in enumerate(batches, 1):
+            for name, values in peaks.items():
+                values.append(run(variant_spec(spec, name, b), "meta").predicted_peak_allocated)
+            progress(done)
+    return {name: tuple(values) for name, values in peaks.items()}
 
 
 def sweep_batches(spec: RunSpec) -> tuple[int, ...]:
-    """Powers of two up to the model's batch limit, the largest few (fewer for slow transformer steps)."""
-    kind = MODELS[spec.model].kind
-    limit, points = MAX_BATCH[kind], 3 if kind == "transformer" else 7
+    """Powers of two up to the model's batch limit, the largest few (two or three for transformers, whose
+    tracked steps cost time in proportion to their layers)."""
+    preset = MODELS[spec.model]
+    kind = preset.kind
+    points = max(2, min(3, SWEEP_LAYER_POINTS // preset.layers)) if kind == "transformer" else 7
+    limit = MAX_BATCH[kind]
     sizes = [2**i for i in range(limit.bit_length()) if 2**i <= limit]
     return tuple(sizes[-points:]) if len(sizes) > points else tuple(sizes)
 
