@@ -43,7 +43,7 @@ def open_tab(browser, url: str, path: str):
 
 def press(page, button: str) -> int:
     mark = run_mark(page)
-    page.get_by_role("button", name=button).first.click()
+    page.get_by_role("button", name=button).first.click(timeout=120_000)  # a loaded host draws the page slowly
     return mark
 
 
