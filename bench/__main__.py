@@ -273,13 +273,15 @@ def main() -> None:
     parser.add_argument("--no-cases", action="store_true", help="skip the heavy demo cases")
     parser.add_argument("--memory", action="store_true",
                         help="only the memory tables (bench/memory.py) and the upload worst case (bench/uploads.py)")
+    parser.add_argument("--demos", default="", help="with --memory: only the heavy demos whose name contains this "
+                        "(each alone; no five-at-once run)")
     args = parser.parse_args()
     if args.memory:
         with sync_playwright() as p:
             browser = launch_chromium(p)
-            result = memory_bench.run(browser)
+            result = memory_bench.run(browser, args.demos)
             browser.close()
-        print(memory_bench.report(result) + "\n\n" + uploads.report(uploads.run()))
+        print(memory_bench.report(result) + ("" if args.demos else "\n\n" + uploads.report(uploads.run())))
         return
     topics = registered()
     if args.pages:

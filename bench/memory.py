@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import psutil
 
 from demos.guests import LIMIT_VARIABLE
+from demos.memory.compiling import EXPLAIN_BUDGET_S, MAX_SHAPES
+from demos.memory.training import SWEEP_BUDGET_S
 from pages.shell.registry import registered
 from tests.browser.harness import new_context, run_mark, streamlit_server, wait_run
 
@@ -43,6 +45,7 @@ class HeavyDemo:
     name: str
     path: str
     button: str
+    budget_s: float | None = None  # the time the page says the click takes at most, if it states one
 
 
 HEAVY_DEMOS = (
@@ -59,6 +62,14 @@ HEAVY_DEMOS = (
     HeavyDemo("Memory: inductor compile, 1024 x 1024", "memory?mem_tab=torch.compile&mem_size=1024",
               "Compile and time"),
     HeavyDemo("Saving: ONNX export + onnxruntime", "saving?sv_tab=ONNX", "Export to ONNX and run onnxruntime"),
+    # the two worst in-process clicks: dynamo on the largest shapes the field takes, the sweep of the largest run
+    HeavyDemo(f"Memory: explain and count, {MAX_SHAPES} shapes of about 1024^3",
+              "memory?mem_tab=torch.compile&mem_shapes="
+              + "%3B".join(f"{1024 - i},1024,1024" for i in range(MAX_SHAPES)), "Explain and count",
+              EXPLAIN_BUDGET_S),
+    HeavyDemo("Memory: batch sweep, GPT-2 XL, batch 64, sequence 2048, 3 steps",
+              "memory?mem_model=GPT-2+XL+%281.5B%29&mem_batch=64&mem_seq=2048&mem_steps=3", "Run the batch sweep",
+              SWEEP_BUDGET_S),
 )
 
 
@@ -74,26 +85,36 @@ def tree_pss(pid: int) -> float:
     return total / MB
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of the server process and its children that have been waited for."""
+    t = psutil.Process(pid).cpu_times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 class PeakSampler:
-    """Samples the tree's PSS every `interval` s in a thread, from start() to stop(); keeps the peak."""
+    """Samples the tree's PSS and the server process's RSS every `interval` s in a thread, from start() to stop();
+    keeps the peaks, and the server's CPU seconds over the block."""
 
     def __init__(self, pid: int, interval: float = 0.1):
-        self.pid, self.interval, self.peak = pid, interval, 0.0
+        self.pid, self.interval, self.peak, self.peak_rss, self.cpu_s = pid, interval, 0.0, 0.0, 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
             self.peak = max(self.peak, tree_pss(self.pid))
+            self.peak_rss = max(self.peak_rss, psutil.Process(self.pid).memory_info().rss / MB)
             time.sleep(self.interval)
 
     def __enter__(self):
+        self._cpu_start = cpu_seconds(self.pid)
         self._thread.start()
         return self
 
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+        self.cpu_s = cpu_seconds(self.pid) - self._cpu_start
 
 
 def open_demo(browser, url: str, demo: HeavyDemo):
@@ -122,8 +143,10 @@ def demo_alone(browser, demo: HeavyDemo) -> dict:
             wait_run(page, press(page, demo), timeout=300)
         seconds = time.perf_counter() - start
         context.close()
-    print(f"  {demo.name}: {before:.0f} -> peak {sampler.peak:.0f} MB in {seconds:.1f} s", file=sys.stderr)
-    return {"name": demo.name, "before": before, "peak": sampler.peak, "seconds": seconds}
+    print(f"  {demo.name}: {before:.0f} -> peak {sampler.peak:.0f} MB (server RSS {sampler.peak_rss:.0f} MB) in "
+          f"{seconds:.1f} s, {sampler.cpu_s:.1f} CPU-s", file=sys.stderr)
+    return {"name": demo.name, "before": before, "peak": sampler.peak, "seconds": seconds,
+            "peak_rss": sampler.peak_rss, "cpu_s": sampler.cpu_s, "budget_s": demo.budget_s}
 
 
 def visit_every_page(browser, url: str) -> None:
@@ -167,9 +190,13 @@ def five_at_once(browser, demos: list[HeavyDemo]) -> dict:
             "idle_median_last5": statistics.median(idle[-5:])}
 
 
-def run(browser) -> dict:
+def run(browser, only: str = "") -> dict:
+    """Every heavy demo alone, then the five heaviest at once; with `only`, just the demos whose name holds it."""
     os.environ[LIMIT_VARIABLE] = str(TIER_MB["alone"])
-    alone = [demo_alone(browser, d) for d in HEAVY_DEMOS]
+    alone = [demo_alone(browser, d) for d in HEAVY_DEMOS if only in d.name]
+    if only:
+        del os.environ[LIMIT_VARIABLE]
+        return {"alone": alone, "five": None}
     heaviest = sorted(HEAVY_DEMOS, key=lambda d: -next(a["peak"] for a in alone if a["name"] == d.name))[:5]
     os.environ[LIMIT_VARIABLE] = str(TIER_MB["five"])
     five = five_at_once(browser, heaviest)
@@ -183,13 +210,18 @@ def ok(value: float, budget: float) -> str:
 
 def report(result: dict) -> str:
     b = BUDGET_MB
-    lines = ["| memory (PSS, server + children) | before the run | peak | run time | budget | |",
-             "| --- | ---: | ---: | ---: | ---: | --- |"]
+    lines = ["| memory (PSS, server + children) | before the run | peak | server peak RSS | run time | server CPU "
+             "| budget | |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for a in result["alone"]:
+        good = a["peak"] <= b["alone"] and (a["budget_s"] is None or a["seconds"] <= a["budget_s"])
+        time_budget = "" if a["budget_s"] is None else f", <= {a['budget_s']:g} s"
         lines.append(f"| {a['name']}, alone on a {TIER_MB['alone']} MB tier | {a['before']:.0f} MB "
-                     f"| {a['peak']:.0f} MB | {a['seconds']:.1f} s | <= {b['alone']} MB "
-                     f"| {ok(a['peak'], b['alone'])} |")
+                     f"| {a['peak']:.0f} MB | {a['peak_rss']:.0f} MB | {a['seconds']:.1f} s | {a['cpu_s']:.1f} s "
+                     f"| <= {b['alone']} MB{time_budget} | {'✅' if good else '❌'} |")
     five = result["five"]
+    if five is None:
+        return "\n".join(lines)
     queued = five["told"] >= 1
     lines.append(f"| five visitors at once on a {TIER_MB['five']} MB tier "
                  f"({', '.join(n.split(':')[0] for n in result['five_names'])}); "

@@ -1,17 +1,18 @@
 """Rules for spawned processes (DataLoader workers, distributed ranks), server-wide.
 
-- One run at a time, in arrival order: a visitor whose run waits is told how many runs are ahead of theirs
-  (`queue_reporter`), instead of the server piling up processes.
+- One heavy run at a time, in arrival order: a visitor whose run waits is told how many runs are ahead of
+  theirs (`turn`), instead of the server piling up processes or CPU-bound work.
 - How many processes a distributed run may start follows the container's memory limit, read once at start
   (cgroup); the DataLoader demos fit their workers on the smallest tier measured, so they are not scaled.
 - Helpers that stay warm between runs (a fork server, multiprocessing's resource tracker) stop after
   IDLE_WINDOW_S without a run, so an idle server holds no extra process.
-- Free ports on 127.0.0.1 only.
+- Free ports on 127.0.0.1 only, and gloo on the loopback interface only (`bind_gloo_to_loopback`).
 """
 
 import math
 import multiprocessing.resource_tracker
 import os
+import re
 import socket
 import threading
 import time
@@ -19,6 +20,8 @@ from collections import deque
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+
+import psutil
 
 from demos.errors import InputError
 
@@ -46,43 +49,65 @@ class _RunQueue:
 
 
 _queue = _RunQueue()
-_reporter = threading.local()  # per script thread: how to show a waiting visitor their place
+_thread = threading.local()  # per script thread: .turn (a ticket at the head of the line), .defer (see below)
+
+
+class TurnNeeded(Exception):
+    """A run found others ahead of it while its caller asked to wait outside (`deferring_turn`).
+
+    Pages call heavy demos through st.cache_data, which replays what a cached function wrote to the page; a
+    place-in-line notice written from inside one cannot be replayed. So the page first calls with the wait
+    deferred: a cache hit or a free line runs at once, and a busy line raises this before anything runs. The
+    page then waits in `turn` (outside the cache, writing the notice itself) and calls again.
+    """
 
 
 @contextmanager
-def queue_reporter(report: Callable[[int], None]):
-    """While the block runs, a run that has to wait calls report(runs ahead of it) whenever that number changes,
-    and report(0) when its turn comes. The page passes a function that writes to the visitor's page."""
-    _reporter.report = report
+def deferring_turn():
+    """Inside the block, a run that would have to wait raises TurnNeeded instead of waiting."""
+    _thread.defer = True
     try:
         yield
     finally:
-        _reporter.report = None
-
-
-def _report(ahead: int) -> None:
-    report = getattr(_reporter, "report", None)
-    if report is not None:
-        report(ahead)
+        _thread.defer = False
 
 
 @contextmanager
-def process_slot(wait_s: float = QUEUE_WAIT_S):
-    """Hold the server-wide right to spawn processes, waiting in line for it; refuse after wait_s."""
+def turn(report: Callable[[int], None] = lambda ahead: None, wait_s: float = QUEUE_WAIT_S):
+    """Wait in line for the server-wide run slot and hold it for the block; report(runs ahead) whenever that
+    number changes, report(0) when the turn comes; refuse after wait_s. Runs inside the block take this turn."""
     ticket = object()
     with _queue.cond:
         _queue.tickets.append(ticket)
     try:
-        _wait_for_turn(ticket, time.monotonic() + wait_s, wait_s)
+        _wait_for_turn(ticket, time.monotonic() + wait_s, wait_s, report)
+        _thread.turn = ticket
         yield
     finally:
+        _thread.turn = None
         with _queue.cond:
             _queue.tickets.remove(ticket)
             _queue.cond.notify_all()
         _arm_idle_stop()
 
 
-def _wait_for_turn(ticket, deadline: float, wait_s: float) -> None:
+@contextmanager
+def process_slot(wait_s: float = QUEUE_WAIT_S):
+    """Hold the server-wide right to run heavy work (spawn processes, compile, sweep), in arrival order.
+
+    Inside a caller's `turn` it is already held; under `deferring_turn` a busy line raises TurnNeeded."""
+    if getattr(_thread, "turn", None) is not None:
+        yield
+        return
+    if getattr(_thread, "defer", False):
+        with _queue.cond:
+            if _queue.tickets:
+                raise TurnNeeded
+    with turn(wait_s=wait_s):
+        yield
+
+
+def _wait_for_turn(ticket, deadline: float, wait_s: float, report: Callable[[int], None]) -> None:
     shown = 0
     while True:
         with _queue.cond:
@@ -91,7 +116,7 @@ def _wait_for_turn(ticket, deadline: float, wait_s: float) -> None:
                 _queue.cond.wait(timeout=min(0.5, max(deadline - time.monotonic(), 0)))
                 ahead = _queue.ahead_of(ticket)
         if ahead != shown:  # outside the lock: the report writes to a page
-            _report(ahead)
+            report(ahead)
             shown = ahead
         if not ahead:
             return
@@ -111,14 +136,15 @@ def busy() -> bool:
 def read_memory_limit(files=CGROUP_FILES, environ=os.environ) -> int | None:
     """The memory limit in bytes: WHITEBOARD_MEMORY_LIMIT_MB if set (for hosts that enforce a limit the container
     cannot see), else the container's cgroup limit (v2, then v1), else None."""
-    if environ.get(LIMIT_VARIABLE, "").strip().isdigit():
+    if re.fullmatch(r"[0-9]+", environ.get(LIMIT_VARIABLE, "").strip()):
         return int(environ[LIMIT_VARIABLE]) * 10**6
     for name in files:
         try:
             text = Path(name).read_text().strip()
         except OSError:
             continue
-        if text == "max" or not text.isdigit() or int(text) >= 2**60:  # v1 writes a huge number for 'no limit'
+        # v1 writes a huge number for 'no limit'
+        if text == "max" or not re.fullmatch(r"[0-9]+", text) or int(text) >= 2**60:
             return None
         return int(text)
     return None
@@ -201,3 +227,24 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def loopback_interface() -> str:
+    """The name of the network interface that holds 127.0.0.1 ('lo' on Linux, 'lo0' on macOS)."""
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(a.family == socket.AF_INET and a.address == "127.0.0.1" for a in addresses):
+            return name
+    return "lo"
+
+
+GLOO_INTERFACE = {"GLOO_SOCKET_IFNAME": loopback_interface()}
+
+
+def bind_gloo_to_loopback() -> None:
+    """Every gloo group made in this process from now on, and in its children, listens on loopback only.
+
+    Without it gloo listens on the address the hostname resolves to, which in a container is usually the
+    network interface. ProcessGroupGloo reads GLOO_SOCKET_IFNAME each time a group is made, so the groups the
+    interview and Practice questions make as threads of the server are covered, not only the rank processes.
+    """
+    os.environ.update(GLOO_INTERFACE)

@@ -150,8 +150,9 @@ def config_ui(prefix: str, title: str, default: LoaderConfig) -> tuple:
 
 def with_status(label: str, fn, *args):
     """Run a process-backed demo inside st.status so the visitor sees it working."""
-    with ui.queue_position(), st.status(label, expanded=False) as status:
-        result = fn(*args)
+    line = st.empty()  # the place in line, if the run waits, above the folded status
+    with st.status(label, expanded=False) as status:
+        result = ui.queued(fn, *args, notice=line)
         status.update(label=f"{label} done", state="complete")
     return result
 

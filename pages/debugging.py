@@ -152,8 +152,9 @@ def workers_part() -> None:
         "those seeds the same in every run."
     )
     if st.button("Start 2 workers for each loader", key="dbg_workers_run", icon=":material/play_arrow:"):
-        with ui.input_errors(), ui.queue_position(), st.status("Starting worker processes…") as status:
-            cached_workers()
+        line = st.empty()  # the place in line, if the run waits, above the folded status
+        with ui.input_errors(), st.status("Starting worker processes…") as status:
+            ui.queued(cached_workers, notice=line)
             st.session_state["dbg_workers_done"] = True
             status.update(label="Workers finished and shut down", state="complete")
     if not _workers_cached():

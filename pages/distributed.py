@@ -55,8 +55,9 @@ def run_button(demo: str, world: int, raw: dict, label: str) -> core.DistRun | N
             st.info(f"Press the button to start {world} real processes (gloo on 127.0.0.1). Each setting's result "
                     "is cached, so running it again is instant.", icon=":material/info:")
         return None
-    with ui.queue_position(), st.status(f"{label}: starting {world} gloo ranks…") as status:
-        run = cached_run(demo, world, params)
+    line = st.empty()  # the place in line, if the run waits, above the status
+    with st.status(f"{label}: starting {world} gloo ranks…") as status:
+        run = ui.queued(cached_run, demo, world, params, notice=line)
         status.update(label=f"{label}: {run.source}", state="complete")
     if run.scaled:
         st.info(run.scaled, icon=":material/memory:")

@@ -11,7 +11,7 @@ from demos.isolated import run_isolated
 from demos.memory import stream_recorder
 from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
-from demos.memory.compiling import count_recompiles, explain_breaks, parse_shapes, time_compile
+from demos.memory.compiling import EXPLAIN_BUDGET_S, count_recompiles, explain_breaks, parse_shapes, time_compile
 from demos.memory.figures import (
     CATEGORY_LEGEND,
     allocator_figure,
@@ -33,6 +33,8 @@ from demos.memory.training import (
     MAX_SEQ,
     MAX_STEPS,
     OPTIMIZERS,
+    SWEEP_BUDGET_S,
+    SWEEP_STEPS,
     RunSpec,
     batch_sweep,
     default_device,
@@ -57,6 +59,11 @@ def cached_timeline(spec: RunSpec, device: str):
     return simulate(spec, device)
 
 
+def timeline(spec: RunSpec, device: str):
+    """A run of seconds waits for the server's run slot, showing its place in line (demos.memory.training)."""
+    return ui.queued(cached_timeline, spec, device)
+
+
 # Figures are built once per view and shared read-only: building a plotly figure costs more than a rerun should.
 @st.cache_resource(max_entries=16, show_spinner=False)
 def timeline_figures(spec: RunSpec, device: str, card: str):
@@ -71,11 +78,6 @@ def allocator_figures(text: str, capacity_mib: int, at: int):
     return (allocator_figure(classic),
             blocks_figure(classic.snapshots[min(at, len(classic.snapshots) - 1)], capacity=capacity),
             blocks_figure(grown.snapshots[min(at, len(grown.snapshots) - 1)], capacity=capacity))
-
-
-@st.cache_data(max_entries=256, show_spinner=False)
-def cached_sweep_point(spec: RunSpec, batch: int) -> dict:
-    return batch_sweep(spec, (batch,))
 
 
 @st.cache_data(max_entries=4)
@@ -134,7 +136,7 @@ def run_device(spec: RunSpec) -> tuple[str, str | None]:
     if DEVICE != "cuda":
         return "meta", None
     try:
-        why = gpu_fit(cached_timeline(spec, "meta"))
+        why = gpu_fit(timeline(spec, "meta"))
     except InputError:
         return "meta", None  # the section below shows the sentence
     return ("meta", why) if why else ("cuda", None)
@@ -188,26 +190,27 @@ def holders_table(t) -> None:
 
 def sweep_section(spec: RunSpec, card: str) -> None:
     st.markdown("**Peak memory vs batch size**: the same steps at several batch sizes, with and without "
-                "checkpointing and autocast, against the card.")
+                f"checkpointing and autocast, against the card (at most {SWEEP_BUDGET_S} s on 2 cores, one heavy "
+                "run at a time on this server).")
     if not ui.run_button("Run the batch sweep", "mem_sweep", spec):
         return
     batches = sweep_batches(spec)
-    peaks: dict[str, list[int]] = {}
+    line = st.empty()  # the place in line, if the run waits, above the folded status
     with st.status("Sweeping batch sizes…", expanded=False) as status:
         bar = st.progress(0.0)
-        for i, b in enumerate(batches):
-            for name, values in cached_sweep_point(spec, b).items():
-                peaks.setdefault(name, []).append(values[0])
-            bar.progress((i + 1) / len(batches), text=f"batch {b}")
+        peaks = ui.queued(batch_sweep, spec, batches, cached_timeline, notice=line,
+                          progress=lambda done: bar.progress(done / len(batches), text=f"batch {batches[done - 1]}"))
         status.update(label="Sweep done", state="complete")
     capacity = CARDS[card]
     fits = {name: largest_fitting(batches, tuple(v), capacity) for name, v in peaks.items()}
-    ui.plot(sweep_figure(batches, {k: tuple(v) for k, v in peaks.items()}, capacity, card, fits), key="mem_sweep_fig")
+    ui.plot(sweep_figure(batches, peaks, capacity, card, fits), key="mem_sweep_fig")
+    steps = min(spec.steps, SWEEP_STEPS)
     st.caption("Peak is affine in batch size, so the largest batch that fits is interpolated between the swept "
-               "sizes (≈). Each point is a full tracked run of the chosen steps at that batch size.")
+               f"sizes (≈). Each point is a full tracked run of {steps} step{'s' * (steps != 1)} at that batch size"
+               f"{' (from step 2 on, every step repeats step 2’s peak)' if spec.steps > steps else ''}.")
     for plain, auto, batch in surprising_pairs(list(peaks), batches, peaks):
         i = batches.index(batch)
-        runs = [cached_timeline(variant_spec(spec, name, batch), "meta") for name in (plain, auto)]
+        runs = [timeline(variant_spec(spec, name, batch), "meta") for name in (plain, auto)]
         why = autocast_above(plain, auto, batch, *runs, (peaks[plain][i], peaks[auto][i]))
         if why:
             st.info(why, icon=":material/lightbulb:")
@@ -216,7 +219,7 @@ def sweep_section(spec: RunSpec, card: str) -> None:
 def peak_callout(spec: RunSpec, t, device: str) -> None:
     """A peak inside optimizer.step() surprises: say why, with the same steps measured with foreach=False."""
     if peak_phase(t).startswith("optimizer"):
-        why = optimizer_peak(t, cached_timeline(unfused_spec(spec), device))
+        why = optimizer_peak(t, timeline(unfused_spec(spec), device))
         if why:
             st.info(why, icon=":material/lightbulb:")
 
@@ -234,7 +237,7 @@ def training_section() -> None:
     device, why = run_device(spec)
     device_note(device, why)
     with ui.input_errors():
-        t = cached_timeline(spec, device)
+        t = timeline(spec, device)
         summary_metrics(t)
         ui.legend(CATEGORY_LEGEND)
         workspace = (f" workspace = cuDNN's convolution workspace, which no dispatch mode sees "
@@ -426,7 +429,7 @@ def compile_section() -> None:
     )
     left, right = st.columns(2)
     with left:
-        st.markdown("**Graph breaks and recompiles** (dynamo only, a few seconds)")
+        st.markdown(f"**Graph breaks and recompiles** (dynamo only, at most {EXPLAIN_BUDGET_S} s on 2 cores)")
         shapes = st.text_input("Input shapes, one per ';'", "8; 16; 32", key="mem_shapes", bind="query-params")
         run_dynamo = False
         with ui.input_errors():
@@ -438,15 +441,17 @@ def compile_section() -> None:
         run_inductor = ui.run_button("Compile and time", "mem_time", size, icon=":material/timer:")
     with ui.input_errors():
         if run_dynamo:
+            line = st.empty()  # the place in line, if the run waits, above the status
             with st.status("Running torch._dynamo.explain…") as status:
-                reports = cached_explain()
-                recompiles = cached_recompiles(shapes)
+                reports = ui.queued(cached_explain, notice=line)
+                recompiles = ui.queued(cached_recompiles, shapes, notice=line)
                 status.update(label="Dynamo done", state="complete")
             _show_breaks(reports)
             _show_recompiles(recompiles)
         if run_inductor:
-            with ui.queue_position(), st.status("Compiling with inductor…") as status:
-                timing = cached_compile_timing(int(size))
+            line = st.empty()  # the place in line, if the run waits, above the status
+            with st.status("Compiling with inductor…") as status:
+                timing = ui.queued(cached_compile_timing, int(size), notice=line)
                 status.update(label=f"Compiled in {timing.compile_s:.1f} s", state="complete")
             ui.plot(compile_figure(timing), key="mem_compile_fig")
             st.caption(f"Largest difference between eager and compiled outputs: {timing.max_abs_diff:.2e}.")

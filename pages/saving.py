@@ -156,7 +156,7 @@ def export_section() -> None:
     st.subheader("torch.export, dynamic shapes and torch.cond")
     if ui.run_button("Run torch.export (a few seconds)", "sv_export"):
         with st.spinner("Exporting…"):
-            e = cached_export()
+            e = ui.queued(cached_export)
         st.markdown("`torch.export.export` on the model with the Python `if`:")
         st.code(e.branch_error, language="text", wrap_lines=True)
         st.markdown(f"With `torch.cond` and `Dim('batch', min=1, max=64)` it exports in {e.seconds:.1f} s; the "
@@ -180,9 +180,10 @@ def onnx_section() -> None:
              "operators, and can keep the batch axis symbolic. onnxruntime then runs it without PyTorch.")
     width, depth = size_ui("sv_onnx", 64)
     if ui.run_button("Export to ONNX and run onnxruntime", "sv_onnx_run", (width, depth)):
-        with ui.queue_position(), st.status("Exporting with the dynamo exporter, then running onnxruntime…",
+        line = st.empty()  # the place in line, if the run waits, above the folded status
+        with st.status("Exporting with the dynamo exporter, then running onnxruntime…",
                                             expanded=False):
-            r = cached_onnx(width, depth)
+            r = ui.queued(cached_onnx, width, depth, notice=line)
         c = st.columns(4)
         c[0].metric("export time", f"{r.export_s:.1f} s")
         c[1].metric(".onnx file", f"{r.file_bytes:,} B")
@@ -206,8 +207,9 @@ def quant_section() -> None:
              "they lose less than one scale for the whole tensor.")
     width, depth = size_ui("sv_quant", 256)
     if ui.run_button("Train, quantize and measure", "sv_quant_run", (width, depth)):
+        line = st.empty()  # the place in line, if the run waits, above the folded status
         with st.status("Training for 150 steps, quantizing, timing…", expanded=False):
-            q, s = cached_quant(width, depth)
+            q, s = ui.queued(cached_quant, width, depth, notice=line)
         table(q.rows)
         st.markdown(f"The torchao int8 file is **{q.size_ratio:.1f}x smaller**. Latency is measured, not assumed: "
                     "int8 is only faster where the runtime has int8 kernels for this CPU.")

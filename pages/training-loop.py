@@ -498,8 +498,9 @@ def section_amp() -> None:
     params = (m_hidden, m_batch, reps)
     if ui.run_button("Measure float32 vs autocast", "tl_amp_measure", params, icon=":material/timer:"):
         with ui.input_errors():
+            line = st.empty()  # the place in line, if the run waits, above the folded status
             with st.status("Timing forward + backward, interleaved…", expanded=False) as status:
-                speed = cached_measure(*params)
+                speed = ui.queued(cached_measure, *params, notice=line)
                 status.update(label="Measured", state="complete")
             ui.plot(cached_figure("speed", *params), key="tl_amp_speed_fig")
             st.caption(f"Median of {reps} interleaved runs on one CPU thread; memory = bytes autograd saved for "

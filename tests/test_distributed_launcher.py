@@ -219,3 +219,11 @@ def test_a_run_opens_no_listening_socket_beyond_loopback():
     assert seen, "the ranks' gloo connections were observed listening"
     outside = {(pid, ip) for pid, ip in seen if not ipaddress.ip_address(ip).is_loopback}
     assert not outside, outside
+
+
+def test_a_result_file_holding_a_lone_surrogate_is_refused():
+    record = good_record()
+    record["ranks"][0]["seen"]["env"] = {"RANK": "\ud800"}
+    with pytest.raises(InputError, match="lone surrogate") as err:
+        load_result(json.dumps(record).encode())
+    str(err.value).encode("utf-8")

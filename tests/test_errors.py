@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from demos.errors import QUOTE_LIMIT, quoted
+from demos.errors import QUOTE_LIMIT, quoted, showable
 from pages.shell import entry
 from pages.ui.errors import BUG_NOTE
 
@@ -71,3 +71,16 @@ def test_a_page_that_raises_outside_its_blocks_is_one_sentence_in_the_shell(monk
     assert not at.exception
     assert len(at.error) == 1 and BUG_NOTE in at.error[0].value and "KeyError" in at.error[0].value
     assert at.markdown[0].value == "above"
+
+
+@given(st.text(max_size=60))
+def test_every_quote_can_be_sent_to_a_page_and_keeps_its_order(text):
+    out = quoted(text)
+    out.encode("utf-8")  # a lone surrogate would raise here, and the page could not send the message
+    assert not re.search("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]", out), "no bidi control reorders it"
+
+
+def test_lone_surrogates_and_bidi_controls_become_replacement_characters():
+    assert showable("a\ud800b\u202ec\u2066d") == "a\ufffdb\ufffdc\ufffdd"
+    assert quoted("\ud800") == "`\ufffd`"
+    assert showable("naïve, 日本, emoji 🙂") == "naïve, 日本, emoji 🙂"  # real characters are kept

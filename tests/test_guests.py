@@ -15,7 +15,7 @@ def hold_slot(entered: threading.Event, release: threading.Event, log: list, nam
     places = [] if places is None else places  # every place in line this run was told, in order
 
     def body():
-        with guests.queue_reporter(places.append), guests.process_slot(wait_s=30):
+        with guests.turn(places.append, wait_s=30):
             log.append((name, places))
             entered.set()
             release.wait(10)
@@ -63,6 +63,34 @@ def test_a_run_that_waits_too_long_is_refused_with_a_sentence_and_leaves_the_lin
             pass
     release.set()
     holder.join(10)
+    assert not guests.busy()
+
+
+def test_a_deferred_run_runs_at_once_when_the_line_is_free_and_raises_before_running_when_it_is_not():
+    ran = []
+
+    def run(name):
+        with guests.process_slot(wait_s=5):
+            ran.append(name)
+
+    with guests.deferring_turn():
+        run("free line")
+    entered, release = threading.Event(), threading.Event()
+    holder = hold_slot(entered, release, [], "holder")
+    assert entered.wait(10)
+    try:
+        with guests.deferring_turn(), pytest.raises(guests.TurnNeeded):
+            run("busy line")
+        told = []
+        threading.Timer(0.3, release.set).start()
+        with guests.turn(told.append, wait_s=10):  # the caller waits for its turn, then the run takes it
+            run("after its turn")
+            assert guests.busy()
+        assert told == [1, 0]
+    finally:
+        release.set()
+        holder.join(10)
+    assert ran == ["free line", "after its turn"]
     assert not guests.busy()
 
 

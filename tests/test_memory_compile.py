@@ -1,11 +1,14 @@
 """torch.compile demos: every planted graph break reported by explain(), recompiles counted, inductor timed."""
 
+import resource
+
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from demos.errors import InputError
+from demos.memory import compiling
 from demos.memory.compiling import count_recompiles, explain_breaks, mlp_block, parse_shapes, time_compile
 
 
@@ -37,6 +40,23 @@ def test_recompiles_on_new_shapes():
     assert rc.compiles == {"dynamic=None (default)": 2, "dynamic=False": 3, "dynamic=True": 1}
     assert "SymInt" in rc.graphs["dynamic=True"][0]
     assert count_recompiles("8; 8; 8").compiles["dynamic=False"] == 1
+
+
+@pytest.mark.parametrize("shapes", ["8; 16; 32", "4, 4; 4, 5; 5, 5", "2, 3, 4; 2, 3, 4; 3, 3, 4"])
+def test_meta_inputs_compile_exactly_as_real_tensors_of_those_shapes(shapes):
+    real = [torch.ones(s) for s in parse_shapes(shapes)]
+    rc = count_recompiles(shapes)
+    for label, dynamic in (("dynamic=None (default)", None), ("dynamic=False", False), ("dynamic=True", True)):
+        assert rc.graphs[label] == tuple(compiling._compiled_graphs(real, dynamic)), label
+
+
+def test_the_largest_shapes_cost_no_memory():
+    """Six 1024^3 inputs were 4 GiB each as real tensors; as meta tensors the click stays small."""
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rc = count_recompiles("; ".join(f"{1024 - i}, 1024, 1024" for i in range(6)))
+    assert rc.compiles["dynamic=False"] == 6
+    assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024 < 256 * 2**20
 
 
 @settings(max_examples=150, deadline=None)

@@ -169,3 +169,28 @@ def test_cnn_convolutions_carry_the_estimated_cudnn_workspace_and_free_it_at_onc
     assert len(spikes) == 6 and set(spikes) == {round_size(round(training.CONV_WORKSPACE_PER_SAMPLE[4] * 8))}
     assert t.by_category["workspace"][-1] == 0 and t.peak >= without.peak
     assert simulate(RunSpec(MLP, 8, 1, "fp32", "SGD", False, True, 1)).category_peaks["workspace"] == 0
+
+
+@pytest.mark.parametrize("model, dtype, optimizer, set_to_none, ckpt", [
+    ("Transformer tiny (2 x 128)", "fp32", "Adam", True, False),
+    ("Transformer tiny (2 x 128)", "bf16 autocast", "SGD momentum", False, True),
+    ("MLP (4 x 2048)", "bf16 weights", "Adam", False, False),
+])
+def test_a_third_step_repeats_the_second_step_s_peak(model, dtype, optimizer, set_to_none, ckpt):
+    """Why the batch sweep stops at SWEEP_STEPS: from step 2 on, every step holds the same tensors at its peak."""
+    two, three = (RunSpec(model, 8, 16, dtype, optimizer, ckpt, set_to_none, steps) for steps in (2, 3))
+    assert training.SWEEP_STEPS == 2
+    assert simulate(two).predicted_peak_allocated == simulate(three).predicted_peak_allocated
+    assert training.variant_spec(three, dtype, 8).steps == 2
+
+
+def test_runs_of_seconds_take_the_run_slot_and_small_ones_do_not():
+    assert training.is_heavy(RunSpec("GPT-2 XL (1.5B)", steps=1))
+    assert training.is_heavy(RunSpec("GPT-2 medium (355M)", steps=2))
+    assert not training.is_heavy(RunSpec())  # the page's default run never waits behind a heavy one
+
+
+def test_transformer_sweeps_run_fewer_batch_sizes_the_more_layers_they_have():
+    assert training.sweep_batches(RunSpec("GPT-2 small (124M)")) == (16, 32, 64)
+    assert training.sweep_batches(RunSpec("GPT-2 XL (1.5B)")) == (32, 64)
+    assert len(training.sweep_batches(RunSpec("MLP (4 x 2048)"))) == 7

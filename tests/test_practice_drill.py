@@ -47,6 +47,8 @@ def test_settings_are_validated():
         ((["tensors"], 10, "9" * 30, "Drill"), "whole number"),
         ((["tensors"], 10, "-3", "Drill"), "whole number"),
         ((["tensors"], 10, "![x](http://evil)", "Drill"), "whole number"),
+        ((["tensors"], 10, "²", "Drill"), "whole number"),  # str.isdigit() says yes, int() says no
+        ((["tensors"], 10, "١٢", "Drill"), "whole number"),  # Arabic-Indic digits: not a seed a link should hold
         ((["tensors"], 10, "1", "Quiz"), "mode"),
     ]:
         with pytest.raises(InputError, match=words):

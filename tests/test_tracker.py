@@ -160,3 +160,18 @@ def test_any_json_inside_a_well_formed_link_parses_or_raises_input_error(doc):
     except InputError:
         return
     assert all(topic in KNOWN and set(c) <= set(KNOWN[topic]) for topic, c in result.done.items())
+
+
+def test_a_link_holding_a_lone_surrogate_is_refused_with_a_sentence_a_page_can_send():
+    value = "1.eNqrVkpRsqqu1VEqUrKKVoopTbEwMFCKrQUAURMGuA"  # {"d":{},"r":["\\ud800"]}
+    with pytest.raises(InputError) as err:
+        read_progress_link(value, KNOWN)
+    str(err.value).encode("utf-8")
+    assert "\ufffd" in str(err.value)
+
+
+def test_a_file_holding_a_lone_surrogate_is_refused_with_a_sentence_a_page_can_send():
+    data = json.dumps({"format": FORMAT, "version": VERSION, "done": {}, "review": ["\ud800"]}).encode()
+    with pytest.raises(InputError) as err:
+        import_tracker(data, KNOWN)
+    str(err.value).encode("utf-8")

@@ -110,7 +110,7 @@ def _rank_main(rank: int, world: int, port: int, demo: str, params: dict, out_pa
     """
     os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1",
-                       "GLOO_SOCKET_IFNAME": "lo"})
+                       **guests.GLOO_INTERFACE})
     from demos.distributed import workers
 
     workers.torch.set_num_threads(1)

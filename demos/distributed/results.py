@@ -23,6 +23,7 @@ MAX_ABS = 1e15  # larger magnitudes are no timing, byte count or difference a ru
 COLLECTIVE_OPS = ("broadcast", "all_reduce_sum", "all_reduce_avg", "all_reduce_max", "reduce", "all_gather",
                   "reduce_scatter", "scatter", "gather", "all_to_all", "barrier")
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,80}")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON can spell them; UTF-8 cannot carry them to a page
 
 
 def _reject_constant(name: str):
@@ -55,6 +56,9 @@ def _check_tree(record) -> None:
             raise InputError("The result file contains a number that is not finite or is far too large.")
         elif isinstance(value, str) and len(value) > MAX_TEXT:
             raise InputError(f"The result file contains a text of {len(value):,} characters; the limit is {MAX_TEXT}.")
+        elif isinstance(value, str) and _SURROGATE.search(value):
+            raise InputError("The result file contains a text with a lone surrogate (an escape such as \\ud800 "
+                             "that stands for no character).")
 
 
 def load_result(data: bytes) -> dict:

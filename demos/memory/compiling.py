@@ -1,7 +1,7 @@
 """torch.compile on CPU: graph breaks via torch._dynamo.explain, recompilation on new shapes, eager vs inductor.
 
 Dynamo state is process-wide, so every demo here runs under the compiler lock (demos.isolated) and resets
-dynamo first.
+dynamo first. Each takes the server's run slot (demos.guests) first: one heavy run at a time.
 """
 
 import contextlib
@@ -14,12 +14,15 @@ from dataclasses import dataclass
 import torch
 
 from demos.errors import InputError, quoted
+from demos.guests import process_slot
 from demos.isolated import compiler_in_use
 from demos.parsing import count_range, format_shape, parse_shape, text_field
 from demos.timing import median_ms
 
 MAX_SIZE = 1024
 MAX_SHAPES = 6
+INPUT_DEVICE = "meta"  # recompiles follow shapes, so the inputs hold no data
+EXPLAIN_BUDGET_S = 20  # "Explain and count" at its worst (six 3-d shapes), on 2 cores; python -m bench --memory
 
 
 def with_print(x):
@@ -93,7 +96,7 @@ def explain_breaks() -> tuple[BreakReport, ...]:
     """torch._dynamo.explain on each planted function: graphs, breaks and each break's reason."""
     x = torch.randn(8, generator=torch.Generator().manual_seed(0))
     reports = []
-    with fresh_dynamo():
+    with process_slot(), fresh_dynamo():
         for name, fn in PLANTED.items():
             with contextlib.redirect_stdout(io.StringIO()):  # the planted print goes nowhere
                 out = torch._dynamo.explain(fn)(x)
@@ -132,22 +135,20 @@ def parse_shapes(text: str) -> tuple[tuple[int, ...], ...]:
 
 
 def count_recompiles(shapes_text: str) -> Recompiles:
-    """Compile one function three ways and call it on each shape; count frames dynamo compiled."""
+    """Compile one function three ways and call it on each shape; count frames dynamo compiled.
+
+    Guards and recompiles depend on shapes, dtypes and devices, not on values, so the inputs are meta tensors:
+    a 1024 x 1024 x 1024 input costs no memory and sin/cos on it no time, and the counts are those of real
+    tensors of the same shapes (tests/test_memory_compiling.py compares them).
+    """
     shapes = parse_shapes(shapes_text)
+    inputs = [torch.empty(s, device=INPUT_DEVICE) for s in shapes]  # made before the compiler lock is taken
     compiles, graphs = {}, {}
-    for label, dynamic in (("dynamic=None (default)", None), ("dynamic=False", False), ("dynamic=True", True)):
-        seen = []
-
-        def backend(gm, example_inputs, seen=seen):
-            seen.append(", ".join(_describe(t) for t in example_inputs))
-            return gm.forward
-
-        with fresh_dynamo():
-            fn = torch.compile(clean, backend=backend, dynamic=dynamic)
-            for s in shapes:
-                fn(torch.ones(s))
-        compiles[label] = len(seen)
-        graphs[label] = tuple(seen)
+    with process_slot():
+        for label, dynamic in (("dynamic=None (default)", None), ("dynamic=False", False), ("dynamic=True", True)):
+            seen = _compiled_graphs(inputs, dynamic)
+            compiles[label] = len(seen)
+            graphs[label] = tuple(seen)
     code = (
         "import torch\n\n"
         "def f(x):\n    y = x.sin()\n    return y.cos() * 2\n\n"
@@ -159,10 +160,25 @@ def count_recompiles(shapes_text: str) -> Recompiles:
         "        return gm.forward\n"
         "    g = torch.compile(f, backend=backend, dynamic=dynamic)\n"
         f"    for shape in {list(shapes)}:\n"
-        "        g(torch.ones(shape))\n"
+        f"        g(torch.empty(shape, device={INPUT_DEVICE!r}))  # shapes matter, not values\n"
         "    print(f'dynamic={dynamic}: {len(compiled)} compiles', compiled)\n"
     )
     return Recompiles(shapes, compiles, graphs, code)
+
+
+def _compiled_graphs(inputs: list[torch.Tensor], dynamic: bool | None, fn=clean) -> list[str]:
+    """The input signature of every graph dynamo compiles while fn is called on each input in turn."""
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append(", ".join(_describe(t) for t in example_inputs))
+        return gm.forward
+
+    with fresh_dynamo():
+        compiled = torch.compile(fn, backend=backend, dynamic=dynamic)
+        for x in inputs:
+            compiled(x)
+    return seen
 
 
 def _describe(t) -> str:

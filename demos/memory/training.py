@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from demos.errors import InputError, quoted
+from demos.guests import process_slot
 from demos.memory.allocator import CachingAllocator, GiB, fmt_bytes, round_size
 from demos.memory.autocast import SimulatedAutocast
 from demos.memory.models import MODELS, build_model, loss_of, make_batch
@@ -45,6 +46,10 @@ CUDA_RUN_LOCK = threading.Lock()
 FIT_FACTOR, FIT_SLACK = 1.10, 512 * 2**20
 MAX_SEQ = 2048
 MAX_STEPS = 3
+SWEEP_STEPS = 2  # a sweep point runs at most this many steps: from step 2 on, each step repeats step 2's peak
+SWEEP_BUDGET_S = 60  # the worst sweep (GPT-2 XL, 4 variants x 2 batch sizes x 2 steps: 48 CPU-s measured) on 2 cores
+SWEEP_LAYER_POINTS = 96  # a transformer sweep runs at most this many layers x batch sizes (2 or 3 sizes)
+HEAVY_LAYER_STEPS = 48  # a run of at least this many layers x steps (seconds of CPU) waits for the run slot
 
 
 @dataclass(frozen=True)
@@ -315,7 +320,7 @@ def peak_phase(t: "Timeline") -> str:
 def simulate(spec: RunSpec, device: str = "meta", conv_workspace_estimate: bool | None = None) -> Timeline:
     """Run the steps on `device` ("meta": no memory used; "cpu"/"cuda": real tensors) and build the timeline."""
     validate(spec)
-    with CUDA_RUN_LOCK if device == "cuda" else nullcontext():
+    with process_slot() if is_heavy(spec) else nullcontext(), CUDA_RUN_LOCK if device == "cuda" else nullcontext():
         tracker, phases, n_params, measure = run_steps(spec, device, conv_workspace_estimate)
     series, total, allocated, reserved, ops, peak_i, peak_live = _replay(tracker)
     param_bytes = sum(
@@ -334,6 +339,12 @@ def simulate(spec: RunSpec, device: str = "meta", conv_workspace_estimate: bool 
         first_optimizer_state_op=first_state, measured=tuple(measure.rows), code=snippet(spec),
         baseline=measure.base,
     )
+
+
+def is_heavy(spec: RunSpec) -> bool:
+    """Whether a run costs seconds of CPU (a tracked op costs the same on meta at any batch size, so the cost
+    follows layers x steps): it then takes the server's run slot, one heavy run at a time."""
+    return MODELS[spec.model].layers * spec.steps >= HEAVY_LAYER_STEPS
 
 
 def default_device() -> str:
@@ -366,20 +377,34 @@ def sweep_variants(spec: RunSpec) -> dict[str, tuple[bool, str]]:
 def variant_spec(spec: RunSpec, name: str, batch: int) -> RunSpec:
     """The RunSpec one sweep point runs: variant `name` of spec at `batch`."""
     ckpt, dtype = sweep_variants(spec)[name]
-    return RunSpec(spec.model, batch, spec.seq_len, dtype, spec.optimizer, ckpt, spec.set_to_none, spec.steps)
+    return RunSpec(spec.model, batch, spec.seq_len, dtype, spec.optimizer, ckpt, spec.set_to_none,
+                   min(spec.steps, SWEEP_STEPS))
 
 
-def batch_sweep(spec: RunSpec, batches: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
-    """Peak bytes per batch size for four variants of spec: as chosen, +checkpointing, +autocast, +both."""
+def batch_sweep(spec: RunSpec, batches: tuple[int, ...], run=simulate,
+                progress=lambda done: None) -> dict[str, tuple[int, ...]]:
+    """Peak bytes per batch size for four variants of spec: as chosen, +checkpointing, +autocast, +both.
+
+    run(spec, "meta") makes each Timeline (a page passes its cached simulate, so a later look at one point is
+    free); progress(batch sizes done) after each size. The whole sweep holds the server's run slot.
+    """
     validate(spec)
-    return {name: tuple(simulate(variant_spec(spec, name, b), "meta").predicted_peak_allocated for b in batches)
-            for name in sweep_variants(spec)}
+    peaks: dict[str, list[int]] = {name: [] for name in sweep_variants(spec)}
+    with process_slot():
+        for done, b in enumerate(batches, 1):
+            for name, values in peaks.items():
+                values.append(run(variant_spec(spec, name, b), "meta").predicted_peak_allocated)
+            progress(done)
+    return {name: tuple(values) for name, values in peaks.items()}
 
 
 def sweep_batches(spec: RunSpec) -> tuple[int, ...]:
-    """Powers of two up to the model's batch limit, the largest few (fewer for slow transformer steps)."""
-    kind = MODELS[spec.model].kind
-    limit, points = MAX_BATCH[kind], 5 if kind == "transformer" else 7
+    """Powers of two up to the model's batch limit, the largest few (two or three for transformers, whose
+    tracked steps cost time in proportion to their layers)."""
+    preset = MODELS[spec.model]
+    kind = preset.kind
+    points = max(2, min(3, SWEEP_LAYER_POINTS // preset.layers)) if kind == "transformer" else 7
+    limit = MAX_BATCH[kind]
     sizes = [2**i for i in range(limit.bit_length()) if 2**i <= limit]
     return tuple(sizes[-points:]) if len(sizes) > points else tuple(sizes)
 

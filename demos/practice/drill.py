@@ -44,7 +44,7 @@ def settings(topics, count, seed_text: str, mode: str) -> Settings:
     if not isinstance(count, int) or not MIN_COUNT <= count <= MAX_COUNT:
         raise InputError(f"A drill has between {MIN_COUNT} and {MAX_COUNT} questions.")
     text = str(seed_text).strip()
-    if not text.isdigit() or len(text) > len(str(MAX_SEED)) or int(text) > MAX_SEED:
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(MAX_SEED)) or int(text) > MAX_SEED:
         raise InputError(f"The seed must be a whole number from 0 to {MAX_SEED}, not {quoted(text)}.")
     if mode not in MODES:
         raise InputError(f"The mode must be one of {', '.join(MODES)}.")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from demos.errors import InputError
+from demos.guests import process_slot
 from demos.isolated import compiler_in_use
 from demos.saving.models import Branchy, BranchyCond
 
@@ -78,6 +79,7 @@ def _short_error(err: Exception) -> str:
     return f"{type(err).__name__}: " + "\n".join(lines[:3])
 
 
+@process_slot()  # seconds of CPU: one heavy run at a time on the server (demos.guests)
 def export_demo() -> ExportResult:
     """torch.export fails on the `if`, succeeds with torch.cond and a dynamic batch Dim; outputs checked."""
     with compiler_in_use():  # a fork for an isolated run waits until export is done (demos/isolated.py)

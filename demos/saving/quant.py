@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+from demos.guests import process_slot
 from demos.saving.models import MLP, accuracy, synthetic_task, train_mlp
 from demos.saving.state import saved_bytes
 from demos.timing import median_ms
@@ -38,6 +39,7 @@ class QuantResult:
     code: str
 
 
+@process_slot()  # seconds of CPU: one heavy run at a time on the server (demos.guests)
 def quantize_and_measure(width: int = 256, depth: int = 2) -> QuantResult:
     """Train, then quantize with torchao (and, for comparison, the deprecated torch.ao API); measure each."""
     version, quantize_, int8_config = _torchao()
@@ -90,6 +92,7 @@ def fake_quantize(w: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor
     return (q - zero_point) * scale
 
 
+@process_slot()  # seconds of CPU: one heavy run at a time on the server (demos.guests)
 def scale_schemes(width: int = 256, depth: int = 2, layer: int = 0) -> SchemeResult:
     """Per-tensor vs per-channel (per output row) affine int8 of one trained weight, with the error of each."""
     model = train_mlp(width, depth)

@@ -12,6 +12,7 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from demos.errors import InputError
+from demos.guests import process_slot
 from demos.parsing import parse_numbers, whole_in_range
 from demos.style import COLORS, base_layout
 from demos.training.common import HEADER, SPIRAL_SOURCE, SpiralNet, check_int, single_threaded, spiral
@@ -160,6 +161,7 @@ def _once_ms(model, x, y, device, dtype) -> float:
 
 
 @single_threaded
+@process_slot()  # seconds of CPU: one heavy run at a time on the server (demos.guests)
 def measure(hidden: int = 512, batch: int = 256, reps: int = 5) -> SpeedResult:
     """Median forward + backward time and bytes saved for backward, float32 vs autocast, same model and data."""
     check_int(hidden, "Hidden size", 16, MAX_HIDDEN)

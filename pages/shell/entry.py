@@ -53,6 +53,7 @@ def main() -> None:
     st.set_page_config(page_title="PyTorch Whiteboard", page_icon=":material/draw:", layout="wide",
                        initial_sidebar_state=sidebar)
     page = st.navigation(navigation_pages(), expanded=True)
+    link = url_guard.first_visit(page.url_path or "home")  # the link as given, before any widget reads it
     sidebar_controls(page.url_path or "home")
     link_notice = st.empty()  # top of the page: filled once the page's widgets have read the URL
     _inside.active = True
@@ -61,7 +62,7 @@ def main() -> None:
             page.run()
     finally:
         _inside.active = False
-        url_guard.show_notice(link_notice)
+        url_guard.show_notice(link_notice, link)
     freeze_loaded_code()
 
 

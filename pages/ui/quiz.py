@@ -7,7 +7,7 @@ import streamlit as st
 from demos.errors import InputError
 from demos.quiz import Question, Verdict, check, format_answer, validate_prediction
 from pages.ui.layout import read_asset, steps, whiteboard_on
-from pages.ui.queue import queue_position
+from pages.ui.queue import queued
 
 
 def predict_then_run(question: Question, key: str) -> Verdict | None:
@@ -28,8 +28,8 @@ def predict_then_run(question: Question, key: str) -> Verdict | None:
         buttons = st.container(horizontal=True)
         if buttons.button("Run it", key=f"{key}_run", icon=":material/play_arrow:", type="primary"):
             try:
-                with queue_position():  # questions that start DataLoader workers wait for the process slot
-                    st.session_state[verdict_key] = check(question, validate_prediction(question, prediction))
+                # questions that start DataLoader workers wait for the process slot
+                st.session_state[verdict_key] = queued(check, question, validate_prediction(question, prediction))
             except InputError as err:
                 st.session_state.pop(verdict_key, None)
                 st.error(str(err), icon=":material/error:")

@@ -1,14 +1,31 @@
-"""Several visitors start process demos at the same moment: every run finishes, each visitor sees the result of
-their own settings, and the runs took turns (one set of worker processes at a time)."""
+"""Several visitors start heavy demos at the same moment: every run finishes with no bug sentence, each visitor
+sees the result of their own settings, the runs take turns, and a run that waited in line leaves a cached
+result that later visitors get cleanly (the place-in-line notice is written outside the cached functions)."""
+
+import time
 
 import pytest
 from playwright import sync_api
 
+from pages.ui.errors import BUG_NOTE
 from tests.browser.harness import launch_chromium, new_context, run_mark, streamlit_server, wait_run
 
 pytestmark = pytest.mark.browser
 
-DATASETS = (7, 11, 13)  # one sampler dataset size per visitor: a result shows whose run it was
+QUEUE_TEXT = "ahead of yours"
+FSDP = ("distributed?dist_world=2&dist_tab=FSDP+%26+ZeRO&dist_fsdp_layers=6&dist_fsdp_width=256"
+        "&dist_fsdp_per_rank=32", "Run FSDP on 2 ranks")
+WORKERS = ("debugging?dbg_tab=Reproducibility", "Start 2 workers for each loader")
+DATASETS = (7, 11, 13, 17)  # one sampler dataset size per visitor: a result shows whose run it was
+
+
+def sampler(size: int) -> tuple[str, str]:
+    return (f"distributed?dist_world=3&dist_d_in=12&dist_d_out=6&dist_tab=DistributedSampler&dist_dataset={size}",
+            "Run DistributedSampler on 3 ranks")
+
+
+def explain(shapes: str) -> tuple[str, str]:
+    return f"memory?mem_tab=torch.compile&mem_shapes={shapes}", "Explain and count"
 
 
 def metric(page, label: str) -> str:
@@ -16,32 +33,81 @@ def metric(page, label: str) -> str:
     return box.locator("[data-testid=stMetricValue]").inner_text().strip()
 
 
-def test_simultaneous_visitors_each_get_their_own_run():
+def open_tab(browser, url: str, path: str):
+    context = new_context(browser, viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.goto(f"{url}/{path}")
+    wait_run(page, timeout=120)
+    return context, page
+
+
+def press(page, button: str) -> int:
+    mark = run_mark(page)
+    page.get_by_role("button", name=button).first.click(timeout=120_000)  # a loaded host draws the page slowly
+    return mark
+
+
+def run_caption(page) -> str:
+    """The worker-seed run's caption: its base seeds and how long it took."""
+    return page.get_by_text("with worker processes forked from a fork server").first.inner_text()
+
+
+def assert_no_bug(page) -> None:
+    assert page.locator("[data-testid=stException]").count() == 0
+    assert page.get_by_text(BUG_NOTE).count() == 0, page.locator("[data-testid=stAlertContentError]").all_inner_texts()
+    assert page.locator("[data-testid=stAlertContentError]").count() == 0
+
+
+def test_a_run_that_waited_in_line_gets_its_result_and_leaves_a_clean_cache_entry():
     with sync_api.sync_playwright() as p, streamlit_server() as (url, _):
         browser = launch_chromium(p)
-        tabs = []
-        for size in DATASETS:
-            context = new_context(browser, viewport={"width": 1400, "height": 900})
-            page = context.new_page()
-            page.goto(f"{url}/distributed?dist_world=3&dist_d_in=12&dist_d_out=6&dist_tab=DistributedSampler"
-                      f"&dist_dataset={size}")
-            wait_run(page, timeout=120)
-            tabs.append((context, page))
-        marks = []
-        for _, page in tabs:  # press all three buttons before any run can finish
-            marks.append(run_mark(page))
-            page.get_by_role("button", name="Run DistributedSampler on 3 ranks").click()
+        (ca, a), (cb, b) = open_tab(browser, url, FSDP[0]), open_tab(browser, url, WORKERS[0])
         try:
+            mark_a = press(a, FSDP[1])
+            time.sleep(0.4)
+            mark_b = press(b, WORKERS[1])
+            b.get_by_text(QUEUE_TEXT).first.wait_for(timeout=30_000)  # B waits behind A and is told so
+            wait_run(b, mark_b, timeout=180)
+            wait_run(a, mark_a, timeout=180)
+            for page in (a, b):
+                assert_no_bug(page)
+            assert b.get_by_text("repeat: worker 1 draws exactly what worker 0 draws").count() == 1
+            cc, c = open_tab(browser, url, WORKERS[0])  # a third visitor, same settings: the cached result
+            wait_run(c, press(c, WORKERS[1]), timeout=60)
+            assert run_caption(c) == run_caption(b), "the cached run (its own duration), not a new one"
+            assert_no_bug(c)
+            assert c.get_by_text(QUEUE_TEXT).count() == 0
+            assert c.get_by_text("repeat: worker 1 draws exactly what worker 0 draws").count() == 1
+            cc.close()
+        finally:
+            ca.close()
+            cb.close()
+            browser.close()
+
+
+def test_ten_visitors_press_heavy_buttons_at_once():
+    demos = ([sampler(size) for size in DATASETS] + [WORKERS] * 3 + [explain("8%3B+16"), explain("4%3B+5%3B+6")]
+             + [FSDP])
+    assert len(demos) == 10
+    with sync_api.sync_playwright() as p, streamlit_server() as (url, _):
+        browser = launch_chromium(p)
+        tabs = [open_tab(browser, url, path) for path, _ in demos]
+        try:
+            marks = [press(page, button) for (_, page), (_, button) in zip(tabs, demos, strict=True)]
+            for (_, page), mark in zip(tabs, marks, strict=True):
+                wait_run(page, mark, timeout=300)
+                assert_no_bug(page)
             pids = []
-            for (_, page), mark, size in zip(tabs, marks, DATASETS, strict=True):
-                wait_run(page, mark, timeout=180)
-                assert page.locator("[data-testid=stException]").count() == 0
-                assert page.locator("[data-testid=stAlertContentError]").count() == 0
+            for (_, page), size in zip(tabs, DATASETS, strict=False):
                 assert metric(page, "dataset") == str(size), "this visitor's own dataset size"
                 assert metric(page, "samples per rank") == str(-(-size // 3))
                 label = page.locator("[data-testid=stExpander] summary").filter(has_text="live run").first.inner_text()
                 pids.append(label.split("pids ")[1].split(")")[0])
-            assert len(set(pids)) == len(DATASETS), f"three separate runs, not one shared result: {pids}"
+            assert len(set(pids)) == len(DATASETS), f"separate runs, not one shared result: {pids}"
+            for _, page in tabs[len(DATASETS):len(DATASETS) + 3]:
+                assert page.get_by_text("repeat: worker 1 draws exactly what worker 0 draws").count() == 1
+            for _, page in tabs[-3:-1]:
+                assert page.get_by_text("Recompilation when the input shape changes").count() == 1
         finally:
             for context, _ in tabs:
                 context.close()

@@ -8,7 +8,9 @@ import pytest
 
 from demos.distributed.results import FORMAT
 from demos.errors import QUOTE_LIMIT
-from tests.browser.harness import act_and_wait_run, new_context, wait_run
+from pages.shell.registry import HOME
+from pages.ui.errors import BUG_NOTE
+from tests.browser.harness import act_and_wait_run, new_context, wait_charts, wait_run
 
 pytestmark = pytest.mark.browser
 
@@ -61,8 +63,8 @@ def test_visitor_text_in_a_shared_link_renders_literally(server, browser, case):
         context.close()
 
 
-def env_record(backend: str) -> bytes:
-    seen = {"env": {"RANK": "0"}, "pid": 1, "dist_rank": 0, "dist_world": 1, "backend": "gloo"}
+def env_record(backend: str, env: dict | None = None) -> bytes:
+    seen = {"env": env or {"RANK": "0"}, "pid": 1, "dist_rank": 0, "dist_world": 1, "backend": "gloo"}
     return json.dumps({"format": FORMAT, "version": 1, "demo": "env", "params": {}, "world_size": 1,
                        "backend": backend, "ranks": [{"rank": 0, "seen": seen}]}).encode()
 
@@ -101,5 +103,54 @@ def test_the_server_enforces_the_upload_limit_and_xsrf(server, browser):
         small = {"file": {"name": "s.json", "mimeType": "application/json", "buffer": b"{}"}}
         no_token = page.request.put(request.url, multipart=small)
         assert no_token.status == 403, no_token.status
+    finally:
+        context.close()
+
+
+SURROGATE_LINK = "1.eNqrVkpRsqqu1VEqUrKKVoopTbEwMFCKrQUAURMGuA"  # a progress link whose review list is ["\ud800"]
+BIDI = "\u202e"  # right-to-left override: would show the rest of the message backwards
+FORMATTING = "strong, em, a, img, code"  # what markdown would make of visitor text in a table
+
+
+def assert_working(page) -> None:
+    assert page.locator("[data-testid=stException]").count() == 0
+    assert page.get_by_text(BUG_NOTE).count() == 0
+
+
+def test_a_lone_surrogate_or_bidi_control_in_a_link_is_one_clear_sentence_and_the_page_goes_on(server, browser):
+    context, page, _ = open_tab(browser, f"{server}/?progress={SURROGATE_LINK}")
+    try:
+        page.locator(ALERT).filter(has_text="\ufffd").first.wait_for(timeout=20_000)
+        wait_charts(page, HOME.charts)  # Home is drawn to its end, not stopped after its intro
+        assert_working(page)
+        for path, words in ((f"debugging?dbg_tab=Reproducibility&dbg_seed=12{BIDI}34", "12\ufffd34"),
+                            ("practice?pr_seed=%C2%B2", "whole number")):
+            page.goto(f"{server}/{path}")
+            wait_run(page, timeout=120)
+            alert = page.locator(ALERT).filter(has_text=words).first
+            alert.wait_for(timeout=20_000)
+            assert BIDI not in alert.inner_text()
+            assert_working(page)
+    finally:
+        context.close()
+
+
+def test_visitor_text_in_a_whiteboard_table_is_not_markdown(server, browser):
+    heads = "__bold__, _it_"
+    context, page, fetched = open_tab(
+        browser, f"{server}/modules?modules_tab=Containers&whiteboard=true&modules_heads={urllib.parse.quote(heads)}")
+    try:
+        table = page.locator("[data-testid=stTable]").filter(has_text="__bold__").first
+        table.wait_for(timeout=20_000)
+        assert "_it_" in table.inner_text() and table.locator(FORMATTING).count() == 0, table.inner_html()
+        page.goto(f"{server}/distributed?dist_tab=Launch&whiteboard=true")
+        wait_run(page, timeout=120)
+        upload(page, "env.json", env_record("gloo", {"RANK": "0", "MASTER_ADDR": f"{IMAGE} {LINK} **bold** `code`"}))
+        table = page.locator("[data-testid=stTable]").filter(has_text="**bold**").first
+        table.wait_for(timeout=20_000)
+        shown = table.inner_text().replace("\u2060", "")  # the word joiners that keep URLs from becoming links
+        assert IMAGE in shown and table.locator(FORMATTING).count() == 0, table.inner_html()
+        assert not fetched, fetched
+        assert_working(page)
     finally:
         context.close()
