@@ -1,8 +1,8 @@
 # PyTorch Whiteboard for hosts that run containers (Cloud Run, a VM, Kubernetes, a paid Hugging Face Space):
 # CPU-only torch, g++ for the inductor demo, code owned by root and read-only to the non-root user the app runs as,
 # streamlit as PID 1 on 0.0.0.0 and the port the host names in $PORT (8501 when it names none).
-# python:3.11-slim (Debian 13 "trixie", Python 3.11.15) as published on 2026-08-05, pinned by its index digest:
-# a rebuild gets the same base until this line is changed on purpose.
+# python:3.11-slim pinned by its image-index digest, as docker-library/repo-info records it (built 2026-08-05:
+# Debian 13 "trixie", Python 3.11.15): a rebuild gets the same base until this line is changed on purpose.
 FROM python:3.11-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff
 
 # torch.compile's inductor backend compiles its CPU kernels with g++ (without one: InvalidCxxCompiler); the
