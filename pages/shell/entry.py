@@ -12,10 +12,14 @@ import torch
 
 from pages.shell import url_guard
 from pages.shell.heap import freeze_loaded_code
-from pages.shell.registry import HOME, SECTIONS, registered
+from pages.shell.registry import HOME, ROOT, SECTIONS, registered
 from pages.ui import sidebar_controls
 from pages.ui.errors import input_errors
 from pages.ui.layout import whiteboard_requested
+
+# An SVG file goes to the browser inline (a data: URL): no visitor's browser fetches the icon from a font CDN,
+# as it does for a :material/...: or emoji page_icon.
+FAVICON = ROOT / "assets" / "icons" / "favicon.svg"
 
 url_guard.install()  # a hostile shared link resets the widget it names instead of breaking the page
 _inside = threading.local()  # each script run has its own thread: a mark set while the shell runs a page
@@ -50,7 +54,7 @@ def main() -> None:
     torch.set_num_threads(1)
     # Whiteboard (presenter) mode folds the sidebar away (it opens from the top-left arrow).
     sidebar = "collapsed" if whiteboard_requested() else "auto"
-    st.set_page_config(page_title="PyTorch Whiteboard", page_icon=":material/draw:", layout="wide",
+    st.set_page_config(page_title="PyTorch Whiteboard", page_icon=str(FAVICON), layout="wide",
                        initial_sidebar_state=sidebar)
     page = st.navigation(navigation_pages(), expanded=True)
     link = url_guard.first_visit(page.url_path or "home")  # the link as given, before any widget reads it
