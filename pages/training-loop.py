@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from demos.tensors import dtypes
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from demos.training.questions import QUESTIONS
 from pages import ui
@@ -531,8 +532,10 @@ def section_amp() -> None:
     with ui.input_errors():
         rng = cached_ranges(values)
         ui.table(pd.DataFrame(rng.rows), hide_index=True, width="stretch")
-        st.caption("float16 has 5 exponent bits: small gradients underflow to 0 and values above 65504 become inf, "
-                   "hence loss scaling. bfloat16 keeps float32's 8 exponent bits (same range, fewer mantissa bits), "
+        largest, to_inf = dtypes.overflow_threshold()  # float16
+        st.caption(f"float16 has 5 exponent bits: small gradients underflow to 0, values below {to_inf:.0f} round "
+                   f"to at most {largest:.0f} and values from {to_inf:.0f} up become inf, hence loss scaling. "
+                   "bfloat16 keeps float32's 8 exponent bits (same range, fewer mantissa bits), "
                    "so gradients neither underflow nor overflow where float32 would not.")
 
 
