@@ -103,6 +103,7 @@ def test_fp16_lesson_names_the_values_torch_rounds_to_inf():
 def test_interview_answers_give_the_overflow_and_the_atomics():
     answers = dict(model_answers("tensors"))
     largest, to_inf = dt.overflow_threshold()
-    assert f"maximum is {largest:.0f} (anything from {to_inf:.0f}" in answers["float16 or bfloat16 for mixed precision?"]
+    mixed = answers["float16 or bfloat16 for mixed precision?"]
+    assert f"maximum is {largest:.0f} (anything from {to_inf:.0f}" in mixed
     traps = answers["Which integer and dtype traps raise no error?"]
     assert "index_add_" in traps and "scatter_add_" in traps and "GPU sums differ" not in traps
