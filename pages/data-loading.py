@@ -7,7 +7,7 @@ from demos.data.collate import bucketing, pad_batch
 from demos.data.pinning import MAX_MB, pin_demo
 from demos.data.procs import START_METHOD
 from demos.data.questions import QUESTIONS
-from demos.data.samplers import distributed_partition, sampler_orders, weighted_sampling
+from demos.data.samplers import distributed_partition, repeats_caption, sampler_orders, weighted_sampling
 from demos.data.streams import MAX_LENGTH, stream_demo
 from demos.data.timeline import (
     DEFAULT_A,
@@ -290,8 +290,8 @@ def samplers_section() -> None:
     with ui.input_errors():
         orders, fig = cached_orders(length, int(seed))
         ui.plot(fig, key="dl_order_fig")
-        st.caption("Red cells: an index drawn more than once (only possible with replacement=True). "
-                   "BatchSampler then groups indices: " + "; ".join(f"`{k}` → {v}" for k, v in orders.batches.items()))
+        st.caption(repeats_caption(orders.orders) + " BatchSampler then groups indices: "
+                   + "; ".join(f"`{k}` → {v}" for k, v in orders.batches.items()))
         ui.show_code(orders.code, key="dl_order_code", file_name="samplers.py")
 
     st.subheader("WeightedRandomSampler on an imbalanced dataset")

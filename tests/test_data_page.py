@@ -1,6 +1,10 @@
 """The data loading page: defaults, moved widgets, bad input as a sentence, and the process-backed buttons."""
 
+import json
+
 import psutil
+import torch
+from torch.utils.data import RandomSampler
 
 from demos.data.timeline import sample_choices
 from tests.conftest import assert_clean, open_page
@@ -32,6 +36,24 @@ def test_moving_sampler_and_collate_widgets_and_typing_bad_input():
     at.text_input(key="dl_class_sizes").input("900, 0").run()
     assert not at.exception
     assert [e.value for e in at.error] == ["Class sizes, entry 2: 0 is out of range; it must be from 1 to 10000."]
+    at.text_input(key="dl_class_sizes").input("900, ten").run()
+    assert [e.value for e in at.error] == ["Class sizes, entry 2: `ten` is not a whole number from 1 to 10000."]
+
+
+def test_sampler_caption_counts_the_red_cells_torch_drew():
+    """Red marks a repeat (not its first draw); the caption's counts are the figure's red cells and torch's."""
+    at = open_page(PAGE)
+    at.slider(key="dl_order_len").set_value(12).run()
+    assert_clean(at)
+    spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
+                if "RandomSampler(replacement=True)" in json.dumps(json.loads(c.proto.spec)["data"][0].get("y", [])))
+    rows = dict(zip(spec["data"][0]["y"], spec["data"][0]["z"], strict=True))
+    drawn = list(RandomSampler(range(12), replacement=True, generator=torch.Generator().manual_seed(0)))
+    repeats = len(drawn) - len(set(drawn))
+    assert sum(rows["RandomSampler(replacement=True)"]) == repeats > 0
+    assert sum(rows["RandomSampler"]) == 0
+    caption = next(c.value for c in at.caption if c.value.startswith("Red cells"))
+    assert f"RandomSampler(replacement=True): {repeats} of 12" in caption
 
 
 def test_samples_are_offered_only_where_the_run_fits_the_budget():

@@ -3,6 +3,7 @@
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from demos.data.samplers import repeats
 from demos.data.timeline import MAIN, MAIN_LOADING, LoaderRun
 from demos.style import COLORS, SERIES, base_layout, category_scale, cell_text
 
@@ -88,14 +89,14 @@ def stream_figure(naive, sharded, num_workers: int) -> go.Figure:
 
 
 def order_figure(orders: dict, length: int) -> go.Figure:
-    """Each sampler's index order as a row of cells; an index drawn more than once is marked."""
+    """Each sampler's index order as a row of cells; a draw of an index already drawn earlier is marked."""
     names = list(orders)
     z, text = [], []
     for name in names:
         seq = orders[name]
-        z.append([1 if seq.count(i) > 1 else 0 for i in seq])
+        z.append([int(again) for again in repeats(seq)])
         text.append([str(i) for i in seq])
-    kinds = {"drawn once": COLORS["data"], "drawn again": COLORS["error"]}
+    kinds = {"first draw of an index": COLORS["data"], "drawn again": COLORS["error"]}
     fig = go.Figure(go.Heatmap(
         z=z, x=list(range(length)), y=names, text=text, xgap=2, ygap=2, **category_scale(kinds),
         hovertemplate="position %{x}: index %{text}<extra>%{y}</extra>"))
