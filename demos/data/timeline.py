@@ -157,9 +157,24 @@ class Comparison:
             if fill > STEADY_OK:
                 rest += (f" The whole run's {self.speedup(run):.2f}x is lower because the first batch's wait is a "
                          "large share of this short run; an epoch of thousands of batches pays it once.")
-            return opening + rest
+                return opening + rest
+            return opening + rest + self.slowdown(run)
         return (opening + f" Still starved: from then on the main loop waited {steady:.0%} of the time. "
-                + bottleneck(w, c, self.cores, self.load_average))
+                + bottleneck(w, c, self.cores, self.load_average) + self.slowdown(run))
+
+    def slowdown(self, run: LoaderRun) -> str:
+        """Why a run with workers was slower than no workers at all, from its measurements ('' when it was not)."""
+        speedup = self.speedup(run)
+        if run.config.num_workers == 0 or speedup >= 1:
+            return ""
+        nominal, measured = run.workload.transform_ms, run.median_transform_ms
+        text = (f" Overall {speedup:.2f}x: slower than loading in the main process, which pays no worker start-up "
+                f"({run.first_batch_s / run.wall_s:.0%} of this run went to starting workers and the first batch)")
+        if nominal >= 1 and measured > 1.25 * nominal:
+            text += (f", and each transform took {measured:.1f} ms in the workers against {nominal:g} ms on an idle "
+                     f"core: {run.config.num_workers} workers and the main process shared {self.cores} cores "
+                     f"(load average {self.load_average:.1f})")
+        return text + "; every batch also crosses from a worker to the main process."
 
 
 def cores() -> int:
@@ -245,8 +260,9 @@ def bottleneck(w: Workload, c: LoaderConfig, n_cores: int, load_average: float) 
         need = math.ceil(load_ms / w.step_ms)
         more = (f"about {need} workers would keep up" if need <= MAX_WORKERS
                 else "no worker count allowed here keeps up; a longer step or cheaper samples would")
-        return (f"Each worker needs {per_worker:.0f} ms per batch ({c.batch_size} x {w.io_ms + w.transform_ms:g} ms "
-                f"shared by {c.num_workers}) against a {w.step_ms:g} ms step: {more}.")
+        return (f"Each worker builds whole batches, {c.batch_size} x {w.io_ms + w.transform_ms:g} ms = {load_ms:g} ms "
+                f"each, so {c.num_workers} workers together deliver one batch every {per_worker:.0f} ms against a "
+                f"{w.step_ms:g} ms step: {more}.")
     if cpu >= w.step_ms and cpu > 0:
         return (f"The transforms need {c.batch_size * w.transform_ms:g} ms of CPU per batch and {n_cores} cores "
                 f"give {cpu:.0f} ms per batch against a {w.step_ms:g} ms step: more workers than cores cannot help.")
