@@ -1,6 +1,7 @@
 """The data loading page: defaults, moved widgets, bad input as a sentence, and the process-backed buttons."""
 
 import json
+import re
 
 import psutil
 import torch
@@ -90,6 +91,15 @@ def test_buttons_run_real_workers_and_leave_no_process():
     assert len(verdicts) == 2 and verdicts[0].startswith("Starved: without workers")
     assert "starting 2 workers" in verdicts[1] and ("Kept up" in verdicts[1] or "Still starved" in verdicts[1])
     at.button(key="dl_epochs_button").click().run()
+    assert_clean(at)
+    off, on = (int(next(m.value for m in at.metric if m.label == f"epoch 1 first batch, persistent {k}")
+                   .removesuffix(" ms")) for k in ("off", "on"))
+    said = next(m.value for m in at.markdown if m.value.startswith("Epoch 1's first batch came after"))
+    assert said.startswith(f"Epoch 1's first batch came after {off} ms with persistent_workers=False: 2 new "
+                           "workers started and ran the dataset's 300 ms setup again")
+    assert f"With persistent_workers=True it came after {on} ms" in said and "(setups in epoch 1: 0)" in said
+    saved = int(re.search(r"saved (\d+) ms", said).group(1))
+    assert off - on > 300 and abs(saved - (off - on)) <= 1, "the setup, paid again without persistent workers"
     at.button(key="dl_streams_button").click().run()
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 8

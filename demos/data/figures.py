@@ -8,13 +8,15 @@ from demos.data.timeline import MAIN, MAIN_LOADING, LoaderRun
 from demos.style import COLORS, SERIES, base_layout, category_scale, cell_text
 
 # Gantt series: a read (I/O) = data, CPU transform = activation, training step = parameter,
-# main process starved (waiting for a batch) = error, worker start-up inside iter(loader) = idle.
+# main process starved (waiting for a batch) = error, worker start-up inside iter(loader) = idle, the dataset's
+# once-per-process setup = temporary.
 KIND_STYLE = {
     "io": ("read (I/O)", "data"),
     "transform": ("CPU transform", "activation"),
     "step": ("training step", "parameter"),
     "wait": ("main starved: waiting for a batch", "error"),
     "startup": ("iter(loader): worker start-up", "idle"),
+    "setup": ("dataset setup in a new process", "temporary"),
 }
 GANTT_LEGEND = dict(KIND_STYLE.values())  # the chart's legend labels -> concepts, for the page's colour chips
 
