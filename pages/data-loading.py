@@ -4,7 +4,7 @@ import streamlit as st
 
 from demos.data import figures
 from demos.data.collate import bucketing, pad_batch
-from demos.data.pinning import MAX_MB, pin_demo
+from demos.data.pinning import D2H_CODE, MAX_MB, d2h_trap, pin_demo
 from demos.data.procs import START_METHOD
 from demos.data.questions import QUESTIONS
 from demos.data.samplers import distributed_partition, repeats_caption, sampler_orders, weighted_sampling
@@ -51,6 +51,11 @@ def cached_compare(workload: tuple, a: tuple, b: tuple):
 def cached_epochs(workload: tuple, config: tuple):
     r = epoch_boundaries(Workload(*workload), LoaderConfig(*config))
     return r, figures.gantt_figure([r.off, r.on], ["persistent_workers=False", "persistent_workers=True"])
+
+
+@st.cache_data(max_entries=1, show_spinner=False)
+def cached_d2h():
+    return d2h_trap()
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -386,6 +391,26 @@ def pinning_section() -> None:
             st.caption("Host-to-device copy speed pinned vs pageable is measured only where CUDA is present; the code "
                        "below measures it on a CUDA machine.")
         ui.show_code(r.code, key="dl_pin_code", file_name="pinned_copy.py")
+    d2h_section()
+
+
+def d2h_section() -> None:
+    st.subheader("The trap: reading a non_blocking copy to the host too early")
+    ui.prose("`y = x.to('cpu', non_blocking=True)` returns before the copy has finished: `y` is page-locked host "
+             "memory that the GPU is still writing. Reading it before `torch.cuda.synchronize()` (or an event's "
+             "`synchronize()`) can see part of the old contents, with no error. Host-to-device copies are safe "
+             "to issue this way because later kernels on the same stream wait for them; the host does not.")
+    d = cached_d2h()
+    if d is None:
+        st.info("No CUDA GPU here: a device-to-host copy is only asynchronous on a GPU, so this trap cannot run on "
+                "this host. The snippet below runs it on yours and prints both reads.", icon=":material/memory:")
+    else:
+        trap, right = st.columns(2)
+        trap.metric("sum read before synchronize (trap)", f"{d.read_early:,.0f}",
+                    delta=f"{d.read_early - d.expected:+,.0f} vs the GPU's", delta_color="off")
+        right.metric("sum read after synchronize", f"{d.read_after_sync:,.0f}",
+                     delta=f"{d.read_after_sync - d.expected:+,.0f} vs the GPU's", delta_color="off")
+    ui.show_code(D2H_CODE, key="dl_d2h_code", file_name="d2h_non_blocking.py")
 
 
 intro()
