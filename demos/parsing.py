@@ -12,6 +12,7 @@ from demos.errors import InputError, quoted
 MAX_TEXT = 200
 _CLOSING = {"(": ")", "[": "]"}
 _EMPTY_ENTRY = re.compile(r"(^|,)\s*,")  # ',3' or '3,,4' or '3, ,4': a comma with nothing before it
+_FOREIGN = re.compile(r"[^\w\s,.+\-()\[\]]")  # a character no list of numbers has (a letter may start 'inf')
 
 
 def plural(n: int, noun: str) -> str:
@@ -58,6 +59,14 @@ def strip_brackets(text: str, field: str) -> str:
     return text[1:-1].strip()
 
 
+def refuse_foreign(text: str, field: str, example: str) -> None:
+    """InputError naming the first character that cannot belong to a list of numbers, such as '<' or ';'."""
+    match = _FOREIGN.search(text)
+    if match:
+        raise InputError(f"{field} {quoted(text)}: {quoted(match.group())} (character {match.start() + 1}) has no "
+                         f"place in a list of numbers; type them separated by commas, as in {example}.")
+
+
 def split_entries(body: str, field: str, text: str) -> list[str]:
     """'3, 4', '3 4' or '3,4,' -> ['3', '4']; an empty entry between commas is refused, not skipped."""
     if _EMPTY_ENTRY.search(body):
@@ -69,6 +78,7 @@ def split_entries(body: str, field: str, text: str) -> list[str]:
 def parse_shape(text: str, max_dims: int = 6, max_dim: int = 4096, field: str = "Shape") -> tuple[int, ...]:
     """Parse '8,1,6,1', '(8, 1, 6, 1)', '8 1 6 1', '(3,)' or '[]' (a scalar) into a tuple of ints."""
     raw = text_field(text, field)
+    refuse_foreign(raw, field, "3, 4")
     body = strip_brackets(raw, field)
     if not body:
         return ()
@@ -104,13 +114,17 @@ def parse_int(text: object, field: str, low: int, high: int) -> int:
     return value
 
 
-def parse_number(text: object, field: str) -> float:
-    """A finite or infinite real number such as '3', '-0.5', '1e-3', 'inf' or 'nan'."""
+NUMBER_EXAMPLE = "a number such as 3, -0.5 or 1e-3"
+
+
+def parse_number(text: object, field: str, example: str = NUMBER_EXAMPLE) -> float:
+    """A finite or infinite real number such as '3', '-0.5', '1e-3', 'inf' or 'nan'; `example` says what the field
+    wants in its messages."""
     body = text_field(str(text), field).lower()
     if not body:
-        raise InputError(f"{field}: empty; type a number such as 3, -0.5 or 1e-3.")
+        raise InputError(f"{field}: empty; type {example}.")
     if not re.fullmatch(r"[+-]?(\d+\.?\d*(e[+-]?\d+)?|\.\d+(e[+-]?\d+)?|inf|infinity|nan)", body):
-        raise InputError(f"{field}: {quoted(body)} is not a number such as 3, -0.5 or 1e-3.")
+        raise InputError(f"{field}: {quoted(body)} is not {example}.")
     value = float(body)
     if math.isfinite(value) or body.lstrip("+-") in ("inf", "infinity", "nan"):
         return value
@@ -126,13 +140,16 @@ def whole_in_range(value: float, field: str, low: int, high: int) -> int:
     return int(value)
 
 
-def parse_numbers(text: str, field: str, min_count: int = 1, max_count: int = 16) -> tuple[float, ...]:
-    """A list such as '2, 1, 0.1' or '[2 1 0.1]' of finite numbers."""
+def parse_numbers(text: str, field: str, min_count: int = 1, max_count: int = 16, example: str = NUMBER_EXAMPLE,
+                  list_example: str = "2, 1, 0.1") -> tuple[float, ...]:
+    """A list such as '2, 1, 0.1' or '[2 1 0.1]' of finite numbers; `example` and `list_example` say what the
+    field wants in its messages (a field of whole numbers should not suggest -0.5)."""
     raw = text_field(text, field)
+    refuse_foreign(raw, field, list_example)
     parts = split_entries(strip_brackets(raw, field), field, raw)
     if not min_count <= len(parts) <= max_count:
         raise InputError(f"{field}: needs {count_range(min_count, max_count)} numbers; got {len(parts)}.")
-    values = tuple(parse_number(p, f"{field}, entry {i + 1}") for i, p in enumerate(parts))
+    values = tuple(parse_number(p, f"{field}, entry {i + 1}", example) for i, p in enumerate(parts))
     for i, v in enumerate(values):
         if not math.isfinite(v):
             raise InputError(f"{field}, entry {i + 1}: {quoted(parts[i])} is not finite; use finite numbers.")

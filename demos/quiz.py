@@ -18,8 +18,8 @@ from demos.parsing import MAX_TEXT, format_shape, parse_number, parse_shape
 KINDS = ("choice", "shape", "number", "dtype")
 OUTCOMES = ("correct", "close", "wrong")
 HINTS = {
-    "shape": "a shape such as (2, 3) or torch.Size([2, 3])",
-    "number": "a number such as 0.5, 1e-6 or tensor(2.)",
+    "shape": "a shape such as (2, 3), 2x3 or torch.Size([2, 3])",
+    "number": "a number such as 0.5, 75%, 3/4, 1e-6 or tensor(2.)",
     "dtype": "a dtype such as torch.float32 or float32",
 }
 
@@ -46,6 +46,7 @@ class Question:
     exact: bool = False
     code: str = ""
     placeholder: str = ""  # the prediction box's hint when the kind's default does not fit (strides, not a shape)
+    model: str = ""  # when a model of this app answers instead of torch: what it is and where its rules come from
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -66,6 +67,11 @@ class Question:
     def snippet(self) -> str:
         """The body of `run` as a standalone script: imports, the body, and print(answer)."""
         return self.code or snippet_of(self.run, self.imports)
+
+    @property
+    def answered_by(self) -> str:
+        """Who decides the answer, as a verdict names it: torch, or the app's model of something torch runs."""
+        return "the model" if self.model else "torch"
 
     @property
     def hint(self) -> str:
@@ -140,6 +146,9 @@ _SIZE = re.compile(r"torch\.Size\(\s*(.*?)\s*\)", re.DOTALL)
 _TENSOR = re.compile(r"tensor\(\s*\[?\s*([^\[\],()=]+?)\s*\]?\s*(,[^()]*)?\)")  # keyword arguments after the value
 _GROUPED = re.compile(r"[+-]?\d{1,3}([,_]\d{3})+(\.\d*)?")
 _DTYPE = re.compile(r"(?:torch\.)?([a-z][a-z0-9_]*)")
+_PERCENT = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))\s*%")  # 75% is 0.75
+_FRACTION = re.compile(r"([+-]?\d+)\s*/\s*(\d+)")  # 3/4 is 0.75
+_TIMES = re.compile(r"\s*\d+(?:\s*[x×]\s*\d+)+\s*")  # 3x4 or 3 × 4 is the shape (3, 4)
 _DTYPES = {name: v for name, v in vars(torch).items() if isinstance(v, torch.dtype)}  # no lazy imports by name
 
 
@@ -147,12 +156,22 @@ def read_shape(text: str) -> tuple[int, ...]:
     """(3, 4), [3, 4], 3, 4 or torch.Size([3, 4]) as a tuple of whole numbers."""
     body = _within_limit(text)
     size = _SIZE.fullmatch(body)
+    if _TIMES.fullmatch(body):
+        body = re.sub(r"\s*[x×]\s*", ", ", body.strip())
     return parse_shape(size.group(1) if size else body, max_dims=8, max_dim=10**12)
 
 
 def read_number(text: str) -> float:
-    """3, -0.5, 1e-6, 1,572,864, tensor(2.), tensor([2.]) or tensor(2., grad_fn=<MulBackward0>) as a float."""
+    """3, -0.5, 1e-6, 1,572,864, 75%, 3/4, tensor(2.), tensor([2.]) or tensor(2., grad_fn=<MulBackward0>) as a
+    float."""
     body = _within_limit(text)
+    percent, fraction = _PERCENT.fullmatch(body), _FRACTION.fullmatch(body)
+    if percent:
+        return parse_number(percent.group(1), "Your prediction") / 100
+    if fraction:
+        if int(fraction.group(2)) == 0:
+            raise InputError(f"Your prediction {quoted(body)} divides by zero.")
+        return int(fraction.group(1)) / int(fraction.group(2))
     wrapped = _TENSOR.fullmatch(body)
     if wrapped:
         body = wrapped.group(1)

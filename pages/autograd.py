@@ -229,7 +229,7 @@ def modes_section() -> None:
     )
     n = st.slider("Size n of x and W (n × n)", MIN_N, MAX_N, 128, 16, key="ag_n", bind="query-params")
     r = cached_modes(n)
-    ui.table(r.table, hide_index=True, width="stretch")
+    ui.table(r.table, whole=True)  # whole: the later-use column holds torch's sentences
     ui.plot(modes_chart(n), key="ag_modes_fig")
     ui.show_code(r.code, key="ag_modes_code", file_name="autograd_modes.py")
     sharing, version, *_ = cached_fixed_demos()

@@ -4,10 +4,10 @@ import streamlit as st
 
 from demos.data import figures
 from demos.data.collate import bucketing, pad_batch
-from demos.data.pinning import MAX_MB, pin_demo
+from demos.data.pinning import D2H_CODE, MAX_MB, d2h_trap, pin_demo
 from demos.data.procs import START_METHOD
 from demos.data.questions import QUESTIONS
-from demos.data.samplers import distributed_partition, sampler_orders, weighted_sampling
+from demos.data.samplers import distributed_partition, repeats_caption, sampler_orders, weighted_sampling
 from demos.data.streams import MAX_LENGTH, stream_demo
 from demos.data.timeline import (
     DEFAULT_A,
@@ -15,6 +15,7 @@ from demos.data.timeline import (
     MAX_BATCH,
     MAX_IO_MS,
     MAX_PREFETCH,
+    MAX_SETUP_MS,
     MAX_STEP_MS,
     MAX_TRANSFORM_MS,
     MAX_WORKERS,
@@ -50,6 +51,11 @@ def cached_compare(workload: tuple, a: tuple, b: tuple):
 def cached_epochs(workload: tuple, config: tuple):
     r = epoch_boundaries(Workload(*workload), LoaderConfig(*config))
     return r, figures.gantt_figure([r.off, r.on], ["persistent_workers=False", "persistent_workers=True"])
+
+
+@st.cache_data(max_entries=1, show_spinner=False)
+def cached_d2h():
+    return d2h_trap()
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -97,6 +103,7 @@ def cached_pin(megabytes: int):
 # ---------- widgets ----------
 
 EPOCH_BATCH = 4  # the epoch-boundary section's default batch_size
+EPOCH_SETUP_MS = 300  # its default per-worker setup: well above a worker's start-up from the warm fork server
 
 
 def batch_before_drawn(key: str, default: int) -> int:
@@ -233,16 +240,20 @@ def show_comparison(result, fig) -> None:
 
 def epochs_section(workload: tuple) -> None:
     st.header("2. Epoch boundaries: persistent_workers", divider="gray")
-    ui.prose("Without `persistent_workers`, every `iter(loader)` (every epoch) starts new workers and the first "
-             "batch waits for them and for a full pipeline. With it, the same workers carry on: the boundary "
-             "shrinks to one batch.")
-    c1, c2 = st.columns(2)
+    ui.prose("Without `persistent_workers`, every `iter(loader)` (every epoch) starts new workers, and each new "
+             "worker pays whatever its dataset sets up once per process (opening files, connecting to storage, "
+             "loading an index) before its first batch. With it, the same workers carry on into the next epoch. "
+             "Starting a worker itself is cheap here (a warm fork server with torch imported); the setup is what "
+             "the slider below sets.")
+    c1, c2, c3 = st.columns(3)
     workers = c1.slider("num_workers", 1, MAX_WORKERS, 2, key="dl_epoch_workers", bind="query-params")
     batch = c2.slider("batch_size", 1, MAX_BATCH, EPOCH_BATCH, key="dl_epoch_batch", bind="query-params")
+    setup = c3.slider("Per-worker setup (ms)", 0, MAX_SETUP_MS, EPOCH_SETUP_MS, 50, key="dl_epoch_setup",
+                      bind="query-params", help="Slept once per process, on its first sample, inside the dataset.")
     config = (workers, batch, 2, False, False)
-    params = (workload, config)
+    params = (workload + (float(setup),), config)
     with ui.input_errors():
-        validate(Workload(*workload), LoaderConfig(*config))
+        validate(Workload(*params[0]), LoaderConfig(*config))
         if not ui.run_button("Run two epochs, off and on", "dl_epochs", params, type="primary"):
             st.info("Uses the workload from section 1; press the button to run two epochs twice.",
                     icon=":material/play_circle:")
@@ -253,6 +264,7 @@ def epochs_section(workload: tuple) -> None:
         c1.metric("epoch 1 first batch, persistent off", f"{1000 * off.epoch_startup_s[1]:.0f} ms")
         c2.metric("epoch 1 first batch, persistent on", f"{1000 * on.epoch_startup_s[1]:.0f} ms",
                   delta=f"{1000 * (on.epoch_startup_s[1] - off.epoch_startup_s[1]):+.0f} ms", delta_color="inverse")
+        st.markdown(r.sentence())
         ui.plot(fig, key="dl_epochs_fig")
         ui.show_code(r.code, key="dl_epochs_code", file_name="persistent_workers.py")
 
@@ -291,8 +303,8 @@ def samplers_section() -> None:
     with ui.input_errors():
         orders, fig = cached_orders(length, int(seed))
         ui.plot(fig, key="dl_order_fig")
-        st.caption("Red cells: an index drawn more than once (only possible with replacement=True). "
-                   "BatchSampler then groups indices: " + "; ".join(f"`{k}` → {v}" for k, v in orders.batches.items()))
+        st.caption(repeats_caption(orders.orders) + " BatchSampler then groups indices: "
+                   + "; ".join(f"`{k}` → {v}" for k, v in orders.batches.items()))
         ui.show_code(orders.code, key="dl_order_code", file_name="samplers.py")
 
     st.subheader("WeightedRandomSampler on an imbalanced dataset")
@@ -380,6 +392,26 @@ def pinning_section() -> None:
             st.caption("Host-to-device copy speed pinned vs pageable is measured only where CUDA is present; the code "
                        "below measures it on a CUDA machine.")
         ui.show_code(r.code, key="dl_pin_code", file_name="pinned_copy.py")
+    d2h_section()
+
+
+def d2h_section() -> None:
+    st.subheader("The trap: reading a non_blocking copy to the host too early")
+    ui.prose("`y = x.to('cpu', non_blocking=True)` returns before the copy has finished: `y` is page-locked host "
+             "memory that the GPU is still writing. Reading it before `torch.cuda.synchronize()` (or an event's "
+             "`synchronize()`) can see part of the old contents, with no error. Host-to-device copies are safe "
+             "to issue this way because later kernels on the same stream wait for them; the host does not.")
+    d = cached_d2h()
+    if d is None:
+        st.info("No CUDA GPU here: a device-to-host copy is only asynchronous on a GPU, so this trap cannot run on "
+                "this host. The snippet below runs it on yours and prints both reads.", icon=":material/memory:")
+    else:
+        trap, right = st.columns(2)
+        trap.metric("sum read before synchronize (trap)", f"{d.read_early:,.0f}",
+                    delta=f"{d.read_early - d.expected:+,.0f} vs the GPU's", delta_color="off")
+        right.metric("sum read after synchronize", f"{d.read_after_sync:,.0f}",
+                     delta=f"{d.read_after_sync - d.expected:+,.0f} vs the GPU's", delta_color="off")
+    ui.show_code(D2H_CODE, key="dl_d2h_code", file_name="d2h_non_blocking.py")
 
 
 intro()

@@ -74,14 +74,16 @@ def show_collectives(run: core.DistRun, key: str) -> None:
     ui.plot(figs.collective_figure(view), key=f"{key}_coll_fig")
     ui.legend(figs.collective_legend(run.world_size))
     st.caption("Block colour = the rank the value came from (rank 0 blue, rank 1 orange, rank 2 green, rank 3 red); "
-               "pink = mixed from every rank by a reduction.")
+               "pink = mixed from every rank by a reduction; grey ? = undefined: after reduce a non-root rank's "
+               "buffer holds whatever the backend left there.")
     st.subheader("The trap: reduce is not all_reduce")
     left, right = st.columns(2)
     with left:
         st.markdown("**all_reduce(SUM)**: every rank holds the sum.")
         ui.plot(figs.collective_figure(core.collective_view(run, "all_reduce_sum")), key=f"{key}_trap_ok")
     with right:
-        st.markdown("**reduce(dst=0)**: only rank 0's buffer is the sum; reading it on rank 1 is wrong.")
+        st.markdown("**reduce(dst=0)**: only rank 0's buffer is the sum; rank 1's is undefined scratch (grey), "
+                    "so reading it there is wrong.")
         ui.plot(figs.collective_figure(core.collective_view(run, "reduce")), key=f"{key}_trap_bad")
     st.subheader("Ring all_reduce: bytes sent per rank")
     rows = core.ring_rows(run)
@@ -172,6 +174,8 @@ def show_fsdp(run: core.DistRun, key: str) -> None:
     ui.prose("All-gathers before each layer's forward rebuild the full weights (and free them after: "
              "`reshard_after_forward=True`), again before its backward; reduce-scatters after backward leave each "
              "rank only its shard of the gradient.")
+    for sentence in core.fsdp_story(view, run.world_size):
+        ui.prose(sentence)
     ui.plot(figs.memory_figure(view), key=f"{key}_memory")
     ui.legend(figs.MEMORY_LEGEND)
 
@@ -309,6 +313,7 @@ def zero_calculator(world: int, layers: int, width: int) -> None:
                 for s in core.STAGE_NAMES]
         st.markdown(f"**At {world} ranks** (weights + gradients + optimizer state; activations not included):")
         ui.table(pd.DataFrame(rows), hide_index=True)
+        st.caption(core.precision_note(precision))
 
 
 def tp_pp_section(world: int) -> None:
@@ -351,10 +356,10 @@ def launch_section(world: int) -> None:
     left, right = st.columns(2)
     left.markdown("**mp.spawn**: you start the processes from Python; rank comes as an argument; you set "
                   "MASTER_ADDR/PORT yourself. One machine only.")
-    left.code(SPAWN_CODE, language="python")
+    left.code(SPAWN_CODE, language="python", wrap_lines=True)  # a half-width column: wrap, never cut
     right.markdown("**torchrun**: the launcher sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, restarts "
                    "failed workers (`--max-restarts`), and spans nodes (`--nnodes`, rendezvous).")
-    right.code(TORCHRUN_CODE, language="python")
+    right.code(TORCHRUN_CODE, language="python", wrap_lines=True)
     st.subheader("Trade-offs for the chosen model")
     preset, precision = model_choice_ui()
     layers, width = mlp_shape(preset)
@@ -366,9 +371,11 @@ def launch_section(world: int) -> None:
             r["memory per rank"] = core.human_bytes(r["memory per rank"])
             r["communication per step"] = core.human_bytes(r["communication per step"])
         st.markdown(f"{preset}: {params:,} parameters ({how}), {world} ranks, {precision}.")
-        ui.table(pd.DataFrame(rows), hide_index=True)
+        ui.table(pd.DataFrame(rows), whole=True)  # whole: the "what is sent" cells are sentences
+        st.caption(core.precision_note(precision))
         st.caption("Memory: weights, gradients and optimizer state per rank (activations excluded). Communication: "
-                   "bytes each rank sends per step with ring collectives. The FSDP tab shares the model choice.")
+                   "bytes one rank sends per step (with ring collectives every rank sends the same; in a pipeline, "
+                   "a middle stage sends the most). The FSDP tab shares the model choice.")
     st.subheader("Load a result file from your own run")
     st.code("torchrun --nproc-per-node 8 -m demos.distributed.run --demo ddp --param width=256 --out result.json",
             language="bash", wrap_lines=True)

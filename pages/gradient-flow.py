@@ -183,10 +183,12 @@ def clipping_section() -> None:
 def dead_section() -> None:
     st.header("Dead ReLUs", divider="gray")
     ui.prose(
-        "A ReLU unit whose pre-activation is negative for every input outputs 0 and receives 0 gradient: it is "
-        "dead and plain SGD cannot bring it back. A too-large learning-rate step or a negative-bias init pushes "
-        "units there. Each bar is the share of units that stay silent on all 1024 inputs of a 6-layer, 64-wide net, "
-        f"after {dead_relu.STEPS} SGD steps."
+        "A ReLU unit whose pre-activation is negative for every input outputs 0, and no gradient reaches its own "
+        "weights or bias: it is dead, and SGD cannot revive it directly; it comes back only if the layers below "
+        "change its inputs enough to make its pre-activation positive somewhere. A too-large learning-rate step or "
+        "a negative-bias init pushes units there. Each bar is the share of units that stay silent on all 1024 "
+        "inputs of a 6-layer, 64-wide net, before and after"
+        f" {dead_relu.STEPS} SGD steps."
     )
     a, b = st.columns(2)
     lr = a.select_slider("Learning rate", dead_relu.LRS, 0.3, key="gf_dead_lr", bind="query-params")
@@ -199,6 +201,8 @@ def dead_section() -> None:
                      "the learning rate.", icon=":material/warning:")
         ui.plot(dead_fig(lr, init), key="gf_dead")
         st.caption(f"Final loss: yours {d.yours.final_loss:.3g}, good setting {d.good.final_loss:.3g}.")
+        if dead_relu.before_sentence(d.yours):
+            st.markdown(dead_relu.before_sentence(d.yours))
         ui.show_code(d.code, key="gf_dead_code", file_name="dead_relus.py")
 
 

@@ -117,8 +117,8 @@ def clock(drill: dr.Drill) -> None:
     )
 
 
-def question_screen(drill: dr.Drill) -> None:
-    slot, it = drill.current, catalog.item(drill.current.qid)
+def progress_line(drill: dr.Drill, slot: dr.Slot, it) -> None:
+    """Where the drill stands, counting every answer recorded so far (the one just given included)."""
     answered = sum(s.outcome is not None for s in drill.slots)
     where = f"Question {drill.position + 1} of {len(drill.slots)} · {answered} answered"
     topic = _title(it.topic)
@@ -129,16 +129,23 @@ def question_screen(drill: dr.Drill) -> None:
     else:
         st.progress(answered / len(drill.slots), text=where)
         st.caption(about)
+
+
+def question_screen(drill: dr.Drill) -> None:
+    slot, it = drill.current, catalog.item(drill.current.qid)
+    head = st.container()  # filled after the card records its verdict, so the count includes this answer
     if drill.mock:
         clock(drill)
     verdict = ui.predict_then_run(it.question, key=f"{CARD_PREFIX}{drill.position}")
     if verdict is not None:
         _record(drill, verdict)
-    elif slot.outcome == "skipped":
+    with head:
+        progress_line(drill, slot, it)
+    if verdict is None and slot.outcome == "skipped":
         st.caption("You skipped this question earlier; an answer now does not change the score.")
-    elif slot.outcome:
-        st.caption(f"Answered earlier ({slot.outcome}): you predicted {slot.predicted}, torch returned "
-                   f"{slot.expected}. The first answer is the one scored.")
+    elif verdict is None and slot.outcome:
+        st.caption(f"Answered earlier ({slot.outcome}): you predicted {slot.predicted}, "
+                   f"{it.question.answered_by} returned {slot.expected}. The first answer is the one scored.")
     if slot.outcome and slot.outcome != "correct" and not drill.mock and not slot.again:
         st.caption("This one comes back at the end of the drill.")
     last = drill.position == len(drill.slots) - 1

@@ -28,8 +28,8 @@ def cached_state():
 
 
 @st.cache_data(max_entries=16)
-def cached_crash(fraction: float):
-    return crash_during_save(fraction)
+def cached_crash(fraction: float, width: int):
+    return crash_during_save(fraction, width)
 
 
 @st.cache_data(max_entries=8)
@@ -121,12 +121,13 @@ def checkpoint_section() -> None:
     fraction = st.slider("The process dies after this fraction of the new file is written", 0.05, 0.95, 0.5, 0.05,
                          key="sv_crash_at", bind="query-params")
     with ui.input_errors():
-        results = cached_crash(fraction)
+        results = cached_crash(fraction, width)
         cols = st.columns(2)
         for col, res in zip(cols, results, strict=True):
             with col.container(border=True):
                 st.markdown(f"**{res.strategy}**")
-                st.markdown(f"File on disk after the crash: {res.bytes_on_disk:,} bytes.")
+                st.markdown(f"File on disk after the crash: {res.bytes_on_disk:,} of the new checkpoint's "
+                            f"{res.new_file_bytes:,} bytes (width {width} weights and the step).")
                 if res.loaded_step is not None:
                     st.success(f"torch.load: {res.load_outcome}", icon=":material/check_circle:")
                 else:  # the trap being demonstrated, not an input error
@@ -201,7 +202,8 @@ def onnx_section() -> None:
 
 
 def quant_section() -> None:
-    ui.prose("Dynamic quantization stores Linear weights as int8 with a scale (and zero point) and quantizes "
+    ui.prose("Dynamic quantization stores Linear weights as int8 with a scale (symmetric here: zero point 0, "
+             "int8 = round(w / scale) with scale = max |w| / 127.5, as both APIs below do) and quantizes "
              "activations on the fly. Below, an MLP is trained here on a synthetic task, then quantized; size, "
              "held-out accuracy and latency are measured. Per-channel scales fit each output row's range, so "
              "they lose less than one scale for the whole tensor.")

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from demos.tensors import dtypes
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from demos.training.questions import QUESTIONS
 from pages import ui
@@ -182,13 +183,20 @@ def section_step() -> None:
         "The heatmaps show `fc2.weight` (6×6), its `.grad` and the optimizer's state for it."
     )
     ui.steps([
+        "`model.train()` — dropout and batch norm in training mode; needed again after every `model.eval()` (once "
+        "per epoch here, so not a sub-step of the walk).",
         "`optimizer.zero_grad()` — `.grad` of every parameter becomes `None` (the last step's gradient is gone).",
         "**forward** `out = model(x)` — activations computed and the autograd graph recorded.",
         "**loss** `loss_fn(out, y)` — one scalar; nothing else changes.",
         "`loss.backward()` — the graph is walked backwards; every parameter's `.grad` is filled, the graph freed.",
         "`clip_grad_norm_(params, max_norm)` — if the total norm exceeds max_norm, every `.grad` is rescaled.",
         "`optimizer.step()` — parameters move; the optimizer's state (momentum, `exp_avg`, `exp_avg_sq`) updates.",
-        "`scheduler.step()` — the learning rate for the next step is set. Always after `optimizer.step()`.",
+        f"`scheduler.step()` — the learning rate for the next step is set (here `{step.SCHEDULER}`). Always after "
+        "`optimizer.step()`.",
+        "With float16 AMP the same order holds: forward and loss under `torch.autocast`, then "
+        "`scaler.scale(loss).backward()`, `scaler.unscale_(optimizer)` before `clip_grad_norm_` (clipping scaled "
+        "gradients would clip the wrong norm), `scaler.step(optimizer)` (skipped on inf/NaN), `scaler.update()`, "
+        "then `scheduler.step()`.",
     ], key="tl_order_steps")
     optimizer, lr, max_norm, seed = walk_ui()
     index = walk_position()
@@ -203,11 +211,15 @@ def section_step() -> None:
             m2.metric("Loss", "—" if r.after.loss is None else f"{r.after.loss:.4f}")
             norm = r.after.grad_norm
             m3.metric("Grad norm (before clip)", "—" if norm is None else f"{norm:.4f}")
-            m4.metric("Learning rate", f"{r.after.lr:.5g}", delta=_delta(r.before.lr, r.after.lr))
+            m4.metric("Learning rate", f"{r.after.lr:.5g}", delta=_delta(r.before.lr, r.after.lr),
+                      help=f"Set by {step.SCHEDULER}: each scheduler.step() multiplies it by {step.GAMMA:g}.")
             note = ""
             if r.substep == "clip_grad_norm_" and ".grad" not in r.changed:
                 note = " (the gradient norm was already below max_norm)"
             changed = ", ".join(r.changed) if r.changed else "nothing visible"
+            if r.before.lr != r.after.lr:
+                note += (f" ({step.SCHEDULER} moved the learning rate {r.before.lr:.5g} → {r.after.lr:.5g}, "
+                         f"× {step.GAMMA:g})")
             st.markdown(f"**Just ran: `{r.substep}`** — changed: {changed}{note}")
             ui.legend(step.WALK_LEGEND)
             ui.plot(cached_figure("walk", index, optimizer, lr, max_norm, seed), key="tl_walk_fig")
@@ -525,6 +537,7 @@ def section_amp() -> None:
             "sees inf, skips `optimizer.step()` and halves the scale; after every "
             f"{gs.growth_interval} clean steps it doubles it. The same loop in bfloat16 without any scaler: "
             f"gradients {'all finite' if gs.bf16_finite else 'not finite'}.")
+        st.caption(amp.scaler_contrast(scale_exp, gs.growth_interval, gs.steps))
         ui.show_code(gs.code, key="tl_gs_code", file_name="grad_scaler.py")
 
     st.markdown("##### Why bfloat16 needs no loss scaling")
@@ -532,8 +545,10 @@ def section_amp() -> None:
     with ui.input_errors():
         rng = cached_ranges(values)
         ui.table(pd.DataFrame(rng.rows), hide_index=True, width="stretch")
-        st.caption("float16 has 5 exponent bits: small gradients underflow to 0 and values above 65504 become inf, "
-                   "hence loss scaling. bfloat16 keeps float32's 8 exponent bits (same range, fewer mantissa bits), "
+        largest, to_inf = dtypes.overflow_threshold()  # float16
+        st.caption(f"float16 has 5 exponent bits: small gradients underflow to 0, values below {to_inf:.0f} round "
+                   f"to at most {largest:.0f} and values from {to_inf:.0f} up become inf, hence loss scaling. "
+                   "bfloat16 keeps float32's 8 exponent bits (same range, fewer mantissa bits), "
                    "so gradients neither underflow nor overflow where float32 would not.")
 
 

@@ -5,6 +5,7 @@ import torch
 
 from demos.autograd.modes import MODES, compare_modes, detach_shares_storage, version_counter_trap
 from demos.errors import InputError
+from pages.ui.quiz import model_answers
 
 
 def test_only_grad_mode_records_a_graph():
@@ -48,3 +49,16 @@ def test_inplace_on_a_saved_tensor_raises_torchs_error():
     x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
     (torch.sigmoid(x) * 2).sum().backward()
     assert v.correct_grad == pytest.approx(x.grad.tolist())
+
+
+def test_interview_answer_says_when_an_inference_tensor_raises():
+    """The model answer's two computations, run: mul (saves t) raises, add (saves nothing) works."""
+    answer = dict(model_answers("autograd"))["What is the difference between no_grad and inference_mode?"]
+    assert "`(t * W).sum().backward()` raises" in answer and "`(t + W).sum().backward()` works" in answer
+    with torch.inference_mode():
+        t = torch.randn(3)
+    w = torch.randn(3, requires_grad=True)
+    (t + w).sum().backward()
+    assert torch.equal(w.grad, torch.ones(3))
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        (t * w).sum().backward()

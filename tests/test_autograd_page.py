@@ -3,6 +3,7 @@
 import pytest
 
 from demos.autograd.graph import PRESETS
+from demos.autograd.modes import compare_modes
 from tests.conftest import assert_clean, open_page, switch_tab
 
 PAGE = "pages/autograd.py"
@@ -89,3 +90,16 @@ def test_reported_crashes_render_every_section_from_a_shared_link(leaves, expr):
         assert any("No gradient reaches this operation" in note.value for note in at.info)
     else:
         assert any("inf" in str(df.value) for df in at.dataframe)
+
+
+def test_modes_table_shows_each_later_use_whole():
+    """The later-use column is HTML (no clipped 'Runti…'), each cell torch's full answer; the snippet's comment
+    names the grad_fn the table shows for grad enabled."""
+    at = open_page(PAGE, query={"ag_tab": "no_grad & detach"})
+    assert_clean(at)
+    (shown,) = [t.value for t in at.table if "later: (out * W).sum().backward()" in t.value.columns]
+    r = compare_modes(128)
+    assert list(shown["later: (out * W).sum().backward()"]) == list(r.table["later: (out * W).sum().backward()"])
+    assert any(v.startswith("RuntimeError: Inference tensors cannot be saved") for v in shown.iloc[:, -1])
+    grad_fn = shown.set_index("mode").loc["grad enabled", "out.grad_fn"]
+    assert f"# {grad_fn}: a graph was recorded" in r.code

@@ -197,3 +197,21 @@ def test_whiteboard_mode_reveals_the_answer_as_a_step():
     assert "torch returned" not in " ".join(m.value for m in at.markdown)
     at.button(key="t_reveal_next").click().run()
     assert "torch returned `(3, 5)`" in at.markdown[-1].value
+
+
+def model_quiz_app():
+    from demos.memory.questions import QUESTIONS
+    from pages import ui
+
+    ui.predict_then_run(next(q for q in QUESTIONS if q.key == "round_up"), key="m")
+
+
+def test_a_question_answered_by_a_model_names_the_model_and_its_source():
+    at = AppTest.from_function(model_quiz_app, default_timeout=60).run()
+    assert at.code[0].value.splitlines()[0] == "from demos.memory.allocator import round_size", "no unused imports"
+    about = next(c.value for c in at.caption if c.value.startswith("Answered by"))
+    assert "this app's model of the CUDA caching allocator" in about and "CUDACachingAllocator.cpp" in about
+    at.text_input(key="m_typed").set_value("512").run()
+    at.button(key="m_run").click().run()
+    assert "the model returned `1024`" in at.warning[0].value and "torch returned" not in at.warning[0].value
+    assert not at.exception

@@ -1,6 +1,11 @@
 """The data loading page: defaults, moved widgets, bad input as a sentence, and the process-backed buttons."""
 
+import json
+import re
+
 import psutil
+import torch
+from torch.utils.data import RandomSampler
 
 from demos.data.timeline import sample_choices
 from tests.conftest import assert_clean, open_page
@@ -32,6 +37,24 @@ def test_moving_sampler_and_collate_widgets_and_typing_bad_input():
     at.text_input(key="dl_class_sizes").input("900, 0").run()
     assert not at.exception
     assert [e.value for e in at.error] == ["Class sizes, entry 2: 0 is out of range; it must be from 1 to 10000."]
+    at.text_input(key="dl_class_sizes").input("900, ten").run()
+    assert [e.value for e in at.error] == ["Class sizes, entry 2: `ten` is not a whole number from 1 to 10000."]
+
+
+def test_sampler_caption_counts_the_red_cells_torch_drew():
+    """Red marks a repeat (not its first draw); the caption's counts are the figure's red cells and torch's."""
+    at = open_page(PAGE)
+    at.slider(key="dl_order_len").set_value(12).run()
+    assert_clean(at)
+    spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
+                if "RandomSampler(replacement=True)" in json.dumps(json.loads(c.proto.spec)["data"][0].get("y", [])))
+    rows = dict(zip(spec["data"][0]["y"], spec["data"][0]["z"], strict=True))
+    drawn = list(RandomSampler(range(12), replacement=True, generator=torch.Generator().manual_seed(0)))
+    repeats = len(drawn) - len(set(drawn))
+    assert sum(rows["RandomSampler(replacement=True)"]) == repeats > 0
+    assert sum(rows["RandomSampler"]) == 0
+    caption = next(c.value for c in at.caption if c.value.startswith("Red cells"))
+    assert f"RandomSampler(replacement=True): {repeats} of 12" in caption
 
 
 def test_samples_are_offered_only_where_the_run_fits_the_budget():
@@ -68,6 +91,15 @@ def test_buttons_run_real_workers_and_leave_no_process():
     assert len(verdicts) == 2 and verdicts[0].startswith("Starved: without workers")
     assert "starting 2 workers" in verdicts[1] and ("Kept up" in verdicts[1] or "Still starved" in verdicts[1])
     at.button(key="dl_epochs_button").click().run()
+    assert_clean(at)
+    off, on = (int(next(m.value for m in at.metric if m.label == f"epoch 1 first batch, persistent {k}")
+                   .removesuffix(" ms")) for k in ("off", "on"))
+    said = next(m.value for m in at.markdown if m.value.startswith("Epoch 1's first batch came after"))
+    assert said.startswith(f"Epoch 1's first batch came after {off} ms with persistent_workers=False: 2 new "
+                           "workers started and ran the dataset's 300 ms setup again")
+    assert f"With persistent_workers=True it came after {on} ms" in said and "(setups in epoch 1: 0)" in said
+    saved = int(re.search(r"saved (\d+) ms", said).group(1))
+    assert off - on > 300 and abs(saved - (off - on)) <= 1, "the setup, paid again without persistent workers"
     at.button(key="dl_streams_button").click().run()
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 8
@@ -75,3 +107,21 @@ def test_buttons_run_real_workers_and_leave_no_process():
     at.slider(key="dl_stream_len").set_value(7).run()
     assert any("settings changed" in i.value for i in at.info)
     assert [p.pid for p in psutil.Process().children(recursive=True)] == before
+
+
+def test_the_device_to_host_trap_says_what_this_host_can_run():
+    """Without CUDA the trap is not faked: the page says why, and its snippet stops with the same sentence."""
+    import subprocess
+    import sys
+
+    from demos.data.pinning import D2H_CODE, d2h_trap
+
+    at = open_page(PAGE)
+    assert_clean(at)
+    assert not torch.cuda.is_available() and d2h_trap() is None
+    said = next(i.value for i in at.info if i.value.startswith("No CUDA GPU here"))
+    assert "device-to-host copy is only asynchronous on a GPU" in said
+    done = subprocess.run([sys.executable, "-c", D2H_CODE], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "No CUDA GPU here: a device-to-host copy" in done.stderr
+    read_early = D2H_CODE.index("read before synchronize")
+    assert read_early < D2H_CODE.index("torch.cuda.synchronize()") < D2H_CODE.index("read after synchronize")

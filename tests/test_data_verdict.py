@@ -70,8 +70,9 @@ def test_long_run_does_not_blame_the_first_batch():
 
 
 @pytest.mark.parametrize("w, c, why", [
-    (W, LoaderConfig(num_workers=2, batch_size=4), "Each worker needs 52 ms per batch (4 x 26 ms shared by 2) "
-                                                   "against a 40 ms step: about 3 workers would keep up."),
+    (W, LoaderConfig(num_workers=2, batch_size=4), "Each worker builds whole batches, 4 x 26 ms = 104 ms each, so "
+                                                   "2 workers together deliver one batch every 52 ms against a 40 ms "
+                                                   "step: about 3 workers would keep up."),
     (Workload(40, 100, 0, 10), LoaderConfig(num_workers=4, batch_size=4), "no worker count allowed here keeps up"),
     (Workload(40, 0, 20, 40), LoaderConfig(num_workers=4, batch_size=16), "The transforms need 320 ms of CPU per "
                                                                            "batch and 2 cores give 160 ms"),
@@ -112,3 +113,20 @@ def test_default_pair_is_the_problem_and_the_fix():
           f"{b.steady_wait_fraction:.0%}, speedup {r.speedup(b):.2f}x, steady {r.steady_speedup(b):.2f}x, "
           f"bound {r.bound(b):.2f}x")
     assert math.isfinite(r.speedup(b))
+
+
+def test_a_slowdown_is_explained_from_the_runs_own_numbers():
+    """Workers slower than none: the verdict says so, with the start-up share and the measured transform."""
+    w, c = Workload(40, 0, 20, 10), LoaderConfig(num_workers=2, batch_size=4)
+    b = synthetic_run(w, c, 0.4, [0.08] * 9)
+    b = LoaderRun(w, c, 1, b.spans + (Span("worker 0", "transform", 0.0, 0.031, ""),), (), b.wall_s, b.starved_s,
+                  b.epoch_startup_s, ())
+    r = comparison(b, b, 1.3 * b.samples_per_s, load=3.4)
+    text = r.verdict(b)
+    assert r.speedup(b) < 1
+    assert f"Overall {r.speedup(b):.2f}x: slower than loading in the main process" in text
+    assert f"{b.first_batch_s / b.wall_s:.0%} of this run went to starting workers" in text
+    assert "each transform took 31.0 ms in the workers against 20 ms on an idle core" in text
+    assert "(load average 3.4)" in text
+    fast = comparison(b, b, 0.5 * b.samples_per_s)
+    assert "Overall" not in fast.verdict(b)

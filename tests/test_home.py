@@ -8,6 +8,7 @@ import torch
 from demos.errors import InputError
 from demos.home import softmax_chart, softmax_temperature
 from demos.quiz import format_answer
+from tests.conftest import open_page
 
 
 def run_code(code: str):
@@ -62,3 +63,12 @@ def test_format_answer_canonical_texts():
     assert format_answer(torch.tensor(0.5)) == "0.5"
     assert format_answer(True) == "True"
     assert format_answer(ValueError) == "ValueError"
+
+
+def test_markup_in_the_logits_field_is_answered_with_its_real_reason():
+    at = open_page("pages/home.py")
+    at.text_input(key="home_logits").input("<img src=x onerror=alert(1)>").run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "Logits `<img src=x onerror=alert(1)>`: `<` (character 1) has no place in a list of numbers; type them "
+        "separated by commas, as in 2, 1, 0.1."]

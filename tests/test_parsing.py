@@ -110,3 +110,16 @@ def test_parse_number_specials_and_limits():
         parse_int("6", "n", -5, 5)
     with pytest.raises(InputError, match="finite"):
         parse_numbers("1, inf", "Logits")
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: parse_numbers("<img src=x onerror=alert(1)>", "Logits", 2, 12),
+     "Logits `<img src=x onerror=alert(1)>`: `<` (character 1) has no place in a list of numbers; type them "
+     "separated by commas, as in 2, 1, 0.1."),
+    (lambda: parse_shape("3; 4"),
+     "Shape `3; 4`: `;` (character 2) has no place in a list of numbers; type them separated by commas, as in 3, 4."),
+])
+def test_a_foreign_character_is_named_not_blamed_on_brackets(call, message):
+    with pytest.raises(InputError) as err:
+        call()
+    assert str(err.value) == message

@@ -71,7 +71,9 @@ def test_a_miss_comes_back_at_the_end_once_and_joins_the_review_list():
     assert d.record("wrong", "(2, 3)", "(3, 2)", now=4.0)
     assert not d.record("correct", "(3, 2)", "(3, 2)", now=5.0), "only the first verdict counts"
     assert d.current.seconds == 4.0
-    assert len(d.slots) == 6 and d.slots[-1].qid == first and d.slots[-1].again
+    comeback = d.slots[-1].qid
+    assert len(d.slots) == 6 and d.slots[-1].again and dr.family_of(comeback) == dr.family_of(first)
+    assert (comeback != first) == ("@" in first), "a generated question comes back as a new instance"
     review = dr.updated_review((), first, "wrong")
     assert review == (first,)
     assert dr.updated_review(review, first, "correct") == ()
@@ -81,7 +83,8 @@ def test_a_miss_comes_back_at_the_end_once_and_joins_the_review_list():
 def test_the_next_drill_asks_the_review_list_again_but_a_mock_interview_does_not():
     review = ("broadcast@11", "tensors/uint8")
     d = dr.start(dr.Settings(("autograd",), 5, 1), review, now=0.0)
-    assert [s.qid for s in d.slots[-2:]] == list(review) and all(s.again for s in d.slots[-2:])
+    assert [s.qid for s in d.slots[-2:]] == [dr.again_id(q) for q in review] and all(s.again for s in d.slots[-2:])
+    assert d.slots[-2].qid != "broadcast@11" and d.slots[-1].qid == "tensors/uint8"
     mock = dr.start(dr.Settings(("autograd",), 5, 1, "Mock interview"), review, now=0.0)
     assert len(mock.slots) == 5
     mock.record("wrong", "1", "2", now=1.0)
@@ -120,3 +123,18 @@ def test_report_scores_topics_and_links_weak_ones_to_their_sections():
         assert catalog.item(qid).link[1] == catalog.FAMILIES[qid.split("@")[0]].section, "the family's tab"
     spec = dr.time_chart(d, 90)
     assert len(spec["data"]["values"]) == 6 and spec["layer"][1]["encoding"]["y"]["datum"] == 90
+
+
+def test_a_missed_generated_question_comes_back_as_another_instance_of_its_family():
+    """Another seed, so another snippet and answer; answering that instance right clears the family's review."""
+    d = dr.start(dr.Settings(("tensors",), 5, 3), (), now=0.0)
+    generated = next(i for i, s in enumerate(d.slots) if "@" in s.qid)
+    d.position = generated
+    missed = d.current.qid
+    d.record("wrong", "x", "y", now=1.0)
+    comeback = d.slots[-1].qid
+    assert dr.family_of(comeback) == dr.family_of(missed) and comeback != missed
+    assert catalog.item(comeback).question.snippet != catalog.item(missed).question.snippet
+    review = dr.updated_review((), missed, "wrong")
+    assert dr.updated_review(review, comeback, "wrong") == (comeback,), "one entry per family"
+    assert dr.updated_review(review, comeback, "correct") == ()

@@ -44,7 +44,7 @@ def test_a_30_question_drill_renders_grades_and_brings_misses_back():
         at.button(key="pr_next").click().run()
         position += 1
     d = at.session_state["pr_drill"]
-    assert len(d.slots) == 30 + len(missed) and [s.qid for s in d.slots[30:]] == missed
+    assert len(d.slots) == 30 + len(missed) and [s.qid for s in d.slots[30:]] == [dr.again_id(q) for q in missed]
     assert_clean(at)
     assert at.metric[0].value == f"{30} of {30 + len(missed)}"
     progress = at.session_state["wb_progress"]
@@ -74,7 +74,8 @@ def test_the_review_list_from_a_progress_link_starts_the_next_drill():
     at.switch_page(PAGE).run()
     assert_clean(at)
     d = at.session_state["pr_drill"]
-    assert d.slots[-1].qid == "broadcast@5" and d.slots[-1].again, "unknown ids are dropped, known ones asked again"
+    assert d.slots[-1].qid == dr.again_id("broadcast@5") and d.slots[-1].again, "unknown ids are dropped, known ones "
+    "asked again (a generated one as a new instance of its family)"
 
 
 def test_a_mock_interview_ends_in_a_timed_report_with_study_links():
@@ -128,3 +129,13 @@ def test_going_back_shows_the_answer_that_was_scored():
     shown = [c.value for c in at.caption if c.value.startswith("Answered earlier (correct)")]
     assert shown or "Correct" in at.success[0].value, "the scored answer is on screen"
     assert at.session_state["pr_drill"].slots[0].outcome == "correct"
+
+
+def test_the_progress_line_counts_the_answer_just_given():
+    at = open_page(PAGE, query={"pr_count": "5", "pr_seed": "7"})
+    assert at.get("progress")[0].proto.text.endswith("· 0 answered")
+    answer(at, 0, right=True)
+    assert_clean(at)
+    line = at.get("progress")[0].proto.text
+    assert line == "Question 1 of 5 · 1 answered", line
+    assert at.get("progress")[0].proto.value == 20

@@ -100,3 +100,15 @@ def test_any_text_is_read_or_refused_with_a_sentence(text):
             read(text)
         except InputError:
             pass
+
+
+def test_fractions_percentages_and_times_shapes_are_read_as_torch_prints_them():
+    ratio = Question("r", "Share?", lambda: 1 - 1 / 4, "Because.", kind="number")
+    for typed in ("0.75", "75%", "3/4", " 3 / 4 ", "75 %"):
+        assert check(ratio, typed).outcome == "correct", typed
+    assert check(ratio, "3/40").outcome == "wrong"
+    shape = Question("s", "Shape?", lambda: torch.ones(3, 4).shape, "Because.", kind="shape")
+    for typed in ("3x4", "3 × 4", "(3, 4)"):
+        assert check(shape, typed).outcome == "correct", typed
+    with pytest.raises(InputError, match="divides by zero"):
+        check(ratio, "3/0")

@@ -1,5 +1,9 @@
 """The saving page in AppTest: defaults, every button, widgets moved, results kept until their inputs change."""
 
+import torch
+
+from demos.saving.models import MLP
+from demos.saving.state import saved_bytes
 from tests.conftest import assert_clean, open_page, switch_tab
 
 PAGE = "pages/saving.py"
@@ -20,6 +24,9 @@ def test_buttons_run_exports_and_fill_the_target_table():
         assert_clean(at)
         if tab == "TorchScript vs export":
             assert any("torch.ops.higher_order.cond" in c.value for c in at.code)
+        if tab == "Quantization":  # the sentence under the figure gives the symmetric scheme's zero point
+            (said,) = [m.value for m in at.markdown if m.value.startswith("Per-tensor: one scale")]
+            assert ", zero point 0. Per-channel" in said
     targets = switch_tab(at, "sv_tab", "Which path?").table[-1].value
     assert not targets["measured here"].str.contains("press its button").any()
 
@@ -51,3 +58,16 @@ def test_moving_widgets_keeps_the_page_clean():
     at.select_slider(key="sv_ckpt_width").set_value(512).run()
     assert_clean(at)
     assert any("atomic" in m.value for m in at.markdown)
+
+
+def test_crash_demo_saves_the_model_of_the_width_slider():
+    """The crash sentence's file size is the checkpoint of the chosen width, not a fixed model's."""
+    at = open_tab("Checkpoints")
+    at.select_slider(key="sv_ckpt_width").set_value(32).run()
+    assert_clean(at)
+    torch.manual_seed(2)  # the crashing save writes step 2's checkpoint
+    expected = saved_bytes({"model": MLP(width=32).state_dict(), "step": 2})
+    said = [m.value for m in at.markdown if m.value.startswith("File on disk after the crash")]
+    assert len(said) == 2 and all(f"of the new checkpoint's {expected:,} bytes (width 32" in s for s in said)
+    weights = at.table[0].value.set_index("item").loc["model.state_dict()", "bytes"]
+    assert int(str(weights).replace(",", "")) <= expected

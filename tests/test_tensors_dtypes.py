@@ -1,6 +1,7 @@
 """dtype demo against torch: the promotion matrix is torch.result_type; finfo and traps come from torch."""
 
 import itertools
+import re
 
 import pytest
 import torch
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from demos.errors import InputError
 from demos.tensors import dtypes as dt
+from pages.ui.quiz import model_answers
 from tests.test_quiz_bank import run_snippet
 
 
@@ -86,3 +88,22 @@ def test_bf16_lesson_names_the_step_torch_rounds_away():
     lesson = {t.key: t for t in dt.traps()}["bf16"].lesson
     assert f"{bits} significant bits" in lesson and f"1/{round(1 / step)} or less" in lesson
     assert f"gap after 1.0 is 1/{round(1 / eps)}" in lesson and "1/256" in lesson
+
+
+def test_fp16_lesson_names_the_values_torch_rounds_to_inf():
+    lesson = {t.key: t for t in dt.traps()}["fp16"].lesson
+    largest, to_inf = (float(n) for n in re.findall(r"largest value is (\d+)\. A value below (\d+)", lesson)[0])
+    half = torch.float16
+    assert largest == torch.finfo(half).max
+    assert torch.tensor(to_inf - 0.01, dtype=half).item() == largest  # just below: rounds down, finite
+    assert torch.tensor(to_inf, dtype=half).item() == float("inf")
+    assert f"from {to_inf:.0f} up it is inf" in lesson
+
+
+def test_interview_answers_give_the_overflow_and_the_atomics():
+    answers = dict(model_answers("tensors"))
+    largest, to_inf = dt.overflow_threshold()
+    mixed = answers["float16 or bfloat16 for mixed precision?"]
+    assert f"maximum is {largest:.0f} (anything from {to_inf:.0f}" in mixed
+    traps = answers["Which integer and dtype traps raise no error?"]
+    assert "index_add_" in traps and "scatter_add_" in traps and "GPU sums differ" not in traps

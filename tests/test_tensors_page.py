@@ -67,6 +67,9 @@ def test_memory_layout_chain_menu_and_errors():
     assert _errors(at) == ["Op chain, step 2 (`.reshape`): `two` is not a whole number."]
     at.text_input(key="tensors_mem_chain").input(".numpy()").run()
     assert any("`.numpy` is not one of the ops here" in e for e in _errors(at))
+    at.text_input(key="tensors_mem_chain").input(".T; import os").run()
+    assert _errors(at) == ["Op chain: `; import os` is not a step; each step is one of the ops here with whole-number "
+                           "arguments, .T or an index, as in .view(4, 3).T[:, ::2]."]
     at.text_input(key="tensors_mem_base").input("5000, 5000").run()
     assert any("Shape of x `5000, 5000`: dim 0 is `5000`; the limit is 4096." in e for e in _errors(at))
 

@@ -113,7 +113,7 @@ def straight_through() -> CustomResult:
         float((custom - plain).abs().max()), ok, msg + " — expected: the STE deliberately reports slope 1 where "
         "the true slope of round is 0",
         (("grad of round by autograd", "zero almost everywhere: nothing upstream would learn"),),
-        _code(RoundSTE, "RoundSTE.apply", "torch.round"),
+        _code(RoundSTE, "RoundSTE.apply", "torch.round", scale=2.0),
     )
 
 
@@ -176,11 +176,14 @@ def wrong_backward_trap() -> TrapResult:
                       preview(weighted_custom), preview(weighted_true), ok, msg, TRAP_CODE)
 
 
-def _code(cls, custom: str, plain: str) -> str:
+def _code(cls, custom: str, plain: str, scale: float = 1.0) -> str:
+    """The example as a script; its x is `_inputs(scale=scale)`, the page's x."""
+    scaled = "" if scale == 1.0 else f"{scale:g} * "
     return (
         "import torch\n\n\n" + inspect.getsource(cls) + "\n\n"
         "gen = torch.Generator().manual_seed(0)\n"
-        "x = torch.randn((3, 4), generator=gen, dtype=torch.float64).requires_grad_()\n"
+        f"x = ({scaled}torch.randn((3, 4), generator=gen, dtype=torch.float64)).requires_grad_()\n"
+        f"print({custom}(x).flatten()[:6].tolist())  # the forward's first values, as the page lists them\n"
         f"{custom}(x).sum().backward()\n"
         "custom_grad, x.grad = x.grad, None\n"
         f"({plain})(x).sum().backward()\n"

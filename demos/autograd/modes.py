@@ -137,7 +137,7 @@ x = torch.randn({n}, {n})
 W = torch.randn({n}, {n}, requires_grad=True)
 
 out = torch.relu(x @ W).mean()
-print("grad enabled:", out.grad_fn)                  # SumBackward0: a graph was recorded
+print("grad enabled:", out.grad_fn)                  # MeanBackward0: a graph was recorded
 with torch.no_grad():
     out = torch.relu(x @ W).mean()
 print("no_grad:", out.grad_fn, out.requires_grad)   # None False

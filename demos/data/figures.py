@@ -3,17 +3,20 @@
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from demos.data.samplers import repeats
 from demos.data.timeline import MAIN, MAIN_LOADING, LoaderRun
 from demos.style import COLORS, SERIES, base_layout, category_scale, cell_text
 
 # Gantt series: a read (I/O) = data, CPU transform = activation, training step = parameter,
-# main process starved (waiting for a batch) = error, worker start-up inside iter(loader) = idle.
+# main process starved (waiting for a batch) = error, worker start-up inside iter(loader) = idle, the dataset's
+# once-per-process setup = temporary.
 KIND_STYLE = {
     "io": ("read (I/O)", "data"),
     "transform": ("CPU transform", "activation"),
     "step": ("training step", "parameter"),
     "wait": ("main starved: waiting for a batch", "error"),
     "startup": ("iter(loader): worker start-up", "idle"),
+    "setup": ("dataset setup in a new process", "temporary"),
 }
 GANTT_LEGEND = dict(KIND_STYLE.values())  # the chart's legend labels -> concepts, for the page's colour chips
 
@@ -88,14 +91,14 @@ def stream_figure(naive, sharded, num_workers: int) -> go.Figure:
 
 
 def order_figure(orders: dict, length: int) -> go.Figure:
-    """Each sampler's index order as a row of cells; an index drawn more than once is marked."""
+    """Each sampler's index order as a row of cells; a draw of an index already drawn earlier is marked."""
     names = list(orders)
     z, text = [], []
     for name in names:
         seq = orders[name]
-        z.append([1 if seq.count(i) > 1 else 0 for i in seq])
+        z.append([int(again) for again in repeats(seq)])
         text.append([str(i) for i in seq])
-    kinds = {"drawn once": COLORS["data"], "drawn again": COLORS["error"]}
+    kinds = {"first draw of an index": COLORS["data"], "drawn again": COLORS["error"]}
     fig = go.Figure(go.Heatmap(
         z=z, x=list(range(length)), y=names, text=text, xgap=2, ygap=2, **category_scale(kinds),
         hovertemplate="position %{x}: index %{text}<extra>%{y}</extra>"))

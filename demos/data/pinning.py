@@ -1,7 +1,8 @@
 """pin_memory: page-locked host memory lets a non_blocking host-to-device copy overlap compute.
 
 Measured here: whether this host can pin at all (torch's own answer), what the DataLoader does with
-pin_memory=True, the CPU cost of the copy a pin makes, and with CUDA the copy speed pinned vs pageable.
+pin_memory=True, the CPU cost of the copy a pin makes, and with CUDA the copy speed pinned vs pageable and the
+device-to-host trap: a non_blocking copy to the host read before the stream is synchronized.
 """
 
 import time
@@ -99,4 +100,38 @@ else:
         end.record()
         end.synchronize()
         print(name, x.nbytes / (start.elapsed_time(end) / 1000) / 1e9, "GB/s")
+"""
+
+
+@dataclass(frozen=True)
+class D2HResult:
+    """A non_blocking device-to-host copy read before and after synchronizing (CUDA only)."""
+
+    expected: float  # the sum on the GPU
+    read_early: float  # the host tensor's sum read right after .to('cpu', non_blocking=True)
+    read_after_sync: float  # the same tensor's sum after torch.cuda.synchronize()
+
+
+def d2h_trap(megabytes: int = 64) -> D2HResult | None:
+    """Read a non_blocking device-to-host copy before and after synchronizing; None without CUDA."""
+    if not torch.cuda.is_available():
+        return None
+    x = torch.ones(megabytes * 2**20 // 4, device="cuda")
+    expected = x.sum().item()  # .item() synchronizes: the GPU is idle before the copy starts
+    y = x.to("cpu", non_blocking=True)  # returns at once; the copy is still running
+    early = y.sum().item()  # the trap: y's memory is read while the DMA engine may still be writing it
+    torch.cuda.synchronize()
+    return D2HResult(expected, early, y.sum().item())
+
+
+D2H_CODE = """import torch
+
+if not torch.cuda.is_available():
+    raise SystemExit("No CUDA GPU here: a device-to-host copy is only asynchronous on a GPU.")
+x = torch.ones(64 * 2**20 // 4, device="cuda")
+print("on the GPU:", x.sum().item())
+y = x.to("cpu", non_blocking=True)   # returns at once: the copy into y is still running
+print("read before synchronize:", y.sum().item())   # the trap: often not the total
+torch.cuda.synchronize()             # or: event = torch.cuda.Event(); event.record(); event.synchronize()
+print("read after synchronize:", y.sum().item())    # correct
 """

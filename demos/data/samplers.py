@@ -52,6 +52,24 @@ class DistributedResult:
     code: str
 
 
+def repeats(order: list[int]) -> list[bool]:
+    """Per position: is this index one an earlier position already drew? (The first draw of an index is not.)"""
+    seen: set[int] = set()
+    out = []
+    for i in order:
+        out.append(i in seen)
+        seen.add(i)
+    return out
+
+
+def repeats_caption(orders: dict) -> str:
+    """The order figure's red cells, counted per sampler."""
+    counts = {name: sum(repeats(seq)) for name, seq in orders.items()}
+    said = "; ".join(f"{name}: {n} of {len(orders[name])}" for name, n in counts.items())
+    return (f"Red cells: a draw of an index an earlier cell already drew (its first draw stays blue). Repeats: "
+            f"{said}. Only replacement=True can repeat.")
+
+
 def sampler_orders(length: int, seed: int) -> OrderResult:
     """Index order from Sequential, Random (without and with replacement), and BatchSampler's grouping."""
     _check("Dataset length", length, 2, MAX_ORDER_LENGTH)
@@ -80,7 +98,8 @@ print(list(BatchSampler(SequentialSampler(data), 4, drop_last=True)))
 
 def parse_class_sizes(text: str) -> tuple[int, ...]:
     """'900, 90, 10' -> (900, 90, 10): 2 to 8 whole class sizes, each 1 to 10000."""
-    values = parse_numbers(text, "Class sizes", min_count=2, max_count=MAX_CLASSES)
+    values = parse_numbers(text, "Class sizes", min_count=2, max_count=MAX_CLASSES,
+                           example=f"a whole number from 1 to {MAX_CLASS_SIZE}", list_example="900, 90, 10")
     return tuple(whole_in_range(v, f"Class sizes, entry {i + 1}", 1, MAX_CLASS_SIZE) for i, v in enumerate(values))
 
 

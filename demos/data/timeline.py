@@ -18,6 +18,7 @@ MAX_SAMPLES = 64
 MAX_IO_MS = 100
 MAX_TRANSFORM_MS = 20
 MAX_STEP_MS = 200
+MAX_SETUP_MS = 500
 SERIAL_BUDGET_MS = 1500  # the 0-worker run of a workload must fit in this
 COMPARE_LIMIT_S = 15.0
 STEADY_OK = 0.15  # a main loop that waits at most this share of the time after its first batch keeps up
@@ -36,6 +37,7 @@ class Workload:
     io_ms: float = 25.0
     transform_ms: float = 1.0
     step_ms: float = 40.0
+    setup_ms: float = 0.0  # once per process that loads samples (opening files, connecting to storage)
 
 
 @dataclass(frozen=True)
@@ -157,9 +159,24 @@ class Comparison:
             if fill > STEADY_OK:
                 rest += (f" The whole run's {self.speedup(run):.2f}x is lower because the first batch's wait is a "
                          "large share of this short run; an epoch of thousands of batches pays it once.")
-            return opening + rest
+                return opening + rest
+            return opening + rest + self.slowdown(run)
         return (opening + f" Still starved: from then on the main loop waited {steady:.0%} of the time. "
-                + bottleneck(w, c, self.cores, self.load_average))
+                + bottleneck(w, c, self.cores, self.load_average) + self.slowdown(run))
+
+    def slowdown(self, run: LoaderRun) -> str:
+        """Why a run with workers was slower than no workers at all, from its measurements ('' when it was not)."""
+        speedup = self.speedup(run)
+        if run.config.num_workers == 0 or speedup >= 1:
+            return ""
+        nominal, measured = run.workload.transform_ms, run.median_transform_ms
+        text = (f" Overall {speedup:.2f}x: slower than loading in the main process, which pays no worker start-up "
+                f"({run.first_batch_s / run.wall_s:.0%} of this run went to starting workers and the first batch)")
+        if nominal >= 1 and measured > 1.25 * nominal:
+            text += (f", and each transform took {measured:.1f} ms in the workers against {nominal:g} ms on an idle "
+                     f"core: {run.config.num_workers} workers and the main process shared {self.cores} cores "
+                     f"(load average {self.load_average:.1f})")
+        return text + "; every batch also crosses from a worker to the main process."
 
 
 def cores() -> int:
@@ -190,6 +207,7 @@ def validate(workload: Workload, config: LoaderConfig, budget_ms: float = SERIAL
     _check_range("I/O latency (ms)", workload.io_ms, 0, MAX_IO_MS)
     _check_range("CPU transform (ms)", workload.transform_ms, 0, MAX_TRANSFORM_MS)
     _check_range("Training step (ms)", workload.step_ms, 0, MAX_STEP_MS)
+    _check_range("Per-worker setup (ms)", workload.setup_ms, 0, MAX_SETUP_MS)
     _check_range("num_workers", config.num_workers, 0, MAX_WORKERS)
     _check_range("batch_size", config.batch_size, 1, MAX_BATCH)
     _check_range("prefetch_factor", config.prefetch_factor, 1, MAX_PREFETCH)
@@ -222,7 +240,7 @@ def default_samples(choices: tuple[int, ...], wanted: int = Workload.samples) ->
 
 def serial_estimate_ms(w: Workload, batch_size: int) -> float:
     batches = -(-w.samples // batch_size)
-    return w.samples * (w.io_ms + w.transform_ms) + batches * w.step_ms
+    return w.samples * (w.io_ms + w.transform_ms) + batches * w.step_ms  # setup_ms: once, at most 0.5 s
 
 
 def speedup_bound(w: Workload, c: LoaderConfig, n_cores: int) -> float:
@@ -245,8 +263,9 @@ def bottleneck(w: Workload, c: LoaderConfig, n_cores: int, load_average: float) 
         need = math.ceil(load_ms / w.step_ms)
         more = (f"about {need} workers would keep up" if need <= MAX_WORKERS
                 else "no worker count allowed here keeps up; a longer step or cheaper samples would")
-        return (f"Each worker needs {per_worker:.0f} ms per batch ({c.batch_size} x {w.io_ms + w.transform_ms:g} ms "
-                f"shared by {c.num_workers}) against a {w.step_ms:g} ms step: {more}.")
+        return (f"Each worker builds whole batches, {c.batch_size} x {w.io_ms + w.transform_ms:g} ms = {load_ms:g} ms "
+                f"each, so {c.num_workers} workers together deliver one batch every {per_worker:.0f} ms against a "
+                f"{w.step_ms:g} ms step: {more}.")
     if cpu >= w.step_ms and cpu > 0:
         return (f"The transforms need {c.batch_size * w.transform_ms:g} ms of CPU per batch and {n_cores} cores "
                 f"give {cpu:.0f} ms per batch against a {w.step_ms:g} ms step: more workers than cores cannot help.")
@@ -264,7 +283,8 @@ def _loader_kwargs(c: LoaderConfig) -> dict:
 
 def _record(run, w: Workload, c: LoaderConfig, epochs: int, fail_at: int = -1, hang_at: int = -1) -> LoaderRun:
     """Iterate a real DataLoader for `epochs`; main-loop spans timed here, sample spans timed in the workers."""
-    dataset = TimedDataset(w.samples, w.io_ms, reps_for(w.transform_ms), fail_at=fail_at, hang_at=hang_at)
+    dataset = TimedDataset(w.samples, w.io_ms, reps_for(w.transform_ms), fail_at=fail_at, hang_at=hang_at,
+                           setup_ms=w.setup_ms)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         loader = run.loader(dataset, **_loader_kwargs(c))
@@ -302,10 +322,13 @@ def _record(run, w: Workload, c: LoaderConfig, epochs: int, fail_at: int = -1, h
 
 
 def _add_sample_spans(batch: dict, epoch: int, spans: list, loaded: list) -> None:
-    for index, worker, pid, (t0, t1, t2) in zip(
+    for index, worker, pid, (t0, t1, t2, s0, s1) in zip(
         batch["index"].tolist(), batch["worker"].tolist(), batch["pid"].tolist(), batch["t"].tolist(), strict=True
     ):
         row = MAIN_LOADING if worker < 0 else f"worker {worker}"
+        if s1 > s0:
+            spans.append(Span(row, "setup", s0, s1, f"epoch {epoch}: setup in this process "
+                              f"({1000 * (s1 - s0):.0f} ms)"))
         spans.append(Span(row, "io", t0, t1, f"sample {index}: read ({1000 * (t1 - t0):.1f} ms)"))
         spans.append(Span(row, "transform", t1, t2, f"sample {index}: transform ({1000 * (t2 - t1):.1f} ms)"))
         loaded.append((epoch, index, worker, pid))
@@ -349,6 +372,23 @@ class EpochRuns:
     on: LoaderRun  # persistent_workers=True
     code: str
 
+    def setups(self, run: LoaderRun, epoch: int) -> int:
+        """How many processes ran the dataset's setup in one epoch (measured: the setup spans of that epoch)."""
+        return sum(1 for s in run.spans if s.kind == "setup" and s.text.startswith(f"epoch {epoch}:"))
+
+    def sentence(self) -> str:
+        """What the boundary cost each way, from the two runs' own numbers."""
+        off_ms, on_ms = 1000 * self.off.epoch_startup_s[1], 1000 * self.on.epoch_startup_s[1]
+        setup = self.off.workload.setup_ms
+        text = (f"Epoch 1's first batch came after {off_ms:.0f} ms with persistent_workers=False: "
+                f"{self.setups(self.off, 1)} new workers started and ran the dataset's {setup:g} ms setup again "
+                f"before loading. With persistent_workers=True it came after {on_ms:.0f} ms: the epoch-0 workers "
+                f"carried on (setups in epoch 1: {self.setups(self.on, 1)}) and only loaded a batch.")
+        if on_ms < off_ms:
+            return text + f" Persistent workers saved {off_ms - on_ms:.0f} ms at this boundary, every epoch."
+        return text + (" Here persistent workers saved nothing measurable: with a setup this cheap, starting "
+                       "workers from a warm fork server costs little, and the difference is noise.")
+
 
 def epoch_boundaries(w: Workload, c: LoaderConfig, time_limit_s: float = COMPARE_LIMIT_S) -> EpochRuns:
     """Two epochs with persistent_workers off, then on: the start-up gap at the epoch boundary."""
@@ -364,6 +404,14 @@ def epoch_boundaries(w: Workload, c: LoaderConfig, time_limit_s: float = COMPARE
 def timeline_code(w: Workload, a: LoaderConfig, b: LoaderConfig, epochs: int = 1) -> str:
     """A standalone script that runs both configurations and prints samples/s, starved share and first-batch wait."""
     reps = reps_for(w.transform_ms)
+    setup = (f"""
+    ready = False  # per process: a new worker gets a fresh copy from the main process
+
+    def setup(self):  # once per process: opening files, connecting to storage, loading an index
+        time.sleep({w.setup_ms / 1000!r})
+        self.ready = True
+""" if w.setup_ms else "")
+    first = "        if not self.ready:\n            self.setup()\n" if w.setup_ms else ""
     return f'''import multiprocessing
 import time
 
@@ -376,9 +424,9 @@ class TimedDataset(Dataset):
 
     def __len__(self):
         return {w.samples}
-
+{setup}
     def __getitem__(self, i):
-        t0 = time.perf_counter()  # CLOCK_MONOTONIC on Linux: comparable across processes
+{first}        t0 = time.perf_counter()  # CLOCK_MONOTONIC on Linux: comparable across processes
         time.sleep({w.io_ms / 1000!r})
         t1 = time.perf_counter()
         x = torch.rand(3, 64, 64, generator=torch.Generator().manual_seed(i))

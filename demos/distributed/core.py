@@ -7,6 +7,7 @@ under torchrun. Both return a `DistRun`; the `*_view` functions turn one into wh
 import ast
 import functools
 import inspect
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -238,7 +239,8 @@ OPS = {
     "all_reduce_sum": "Every rank ends with the element-wise sum over ranks.",
     "all_reduce_avg": "Every rank ends with the element-wise mean over ranks.",
     "all_reduce_max": "Every rank ends with the element-wise maximum over ranks.",
-    "reduce": "Only rank 0 is guaranteed the sum; other ranks' buffers are scratch space.",
+    "reduce": "Only rank 0 is guaranteed the sum; other ranks' buffers are scratch space: whatever the backend left "
+              "there (grey) is undefined, not data to read.",
     "all_gather": "Every rank ends with all ranks' tensors concatenated in rank order.",
     "reduce_scatter": "Sum over ranks, then rank r keeps only chunk r of the sum.",
     "scatter": "Rank 0 splits its tensor into chunks; rank r receives chunk r.",
@@ -249,8 +251,12 @@ OPS = {
 _MOVES = ("broadcast", "all_gather", "scatter", "gather", "all_to_all")
 
 
-def block_origins(op: str, world: int, n: int, rank: int, count: int) -> list[int | None]:
-    """Which rank each output element came from (None when it mixes ranks, as in a reduction)."""
+SCRATCH = "scratch"  # an output element with no defined value: a non-root buffer after reduce
+
+
+def block_origins(op: str, world: int, n: int, rank: int, count: int) -> list[int | str | None]:
+    """Which rank each output element came from (None when it mixes ranks, as in a reduction; SCRATCH when the
+    collective leaves it undefined)."""
     if op == "broadcast":
         return [0] * count
     if op in ("all_gather", "gather", "all_to_all"):
@@ -258,7 +264,7 @@ def block_origins(op: str, world: int, n: int, rank: int, count: int) -> list[in
     if op == "scatter":
         return [0] * count
     if op == "reduce" and rank != 0:
-        return [rank] * count
+        return [SCRATCH] * count
     return [None] * count
 
 
@@ -500,6 +506,59 @@ def fsdp_view(run: DistRun) -> dict:
     }
 
 
+def _fsdp_groups(view: dict) -> dict[str, list[str]]:
+    """Parameter names per fully_shard group: one per `fcN` layer, and the root's group holding the rest (head)."""
+    groups: dict[str, list[str]] = {}
+    for n in view["names"]:
+        owner = n.split(".")[0]
+        groups.setdefault(owner if owner.startswith("fc") else "root", []).append(n)
+    return groups
+
+
+def _group_bytes(view: dict, names: list[str], world: int) -> tuple[int, int]:
+    """(the group's parameter bytes, what an all-gather returns): FSDP2 pads each parameter's dim 0 to a multiple of
+    the world size so every rank's shard has the same shape, and the all-gather returns world x that shard."""
+    full = padded = 0
+    for n in names:
+        shape = view["shards"][n][0]["full"]
+        rest = math.prod(shape[1:])
+        full += shape[0] * rest * 4
+        padded += world * -(-shape[0] // world) * rest * 4
+    return full, padded
+
+
+def fsdp_story(view: dict, world: int) -> tuple[str, str]:
+    """Two sentences from the recorded collectives: why an all-gather returns more bytes than its parameters hold
+    (padding), and why backward runs all-gather, all-gather, reduce-scatter (prefetch)."""
+    padded = {g: _group_bytes(view, names, world) for g, names in _fsdp_groups(view).items()}
+    uneven = {g: b for g, b in padded.items() if b[0] != b[1]}
+    if uneven:
+        group, (full, out) = next(iter(uneven.items()))
+        names = _fsdp_groups(view)[group]
+        shapes = ", ".join(f"{n} {tuple(view['shards'][n][0]['full'])}" for n in names)
+        recorded = {c["bytes"] for c in view["collectives"] if "allgather" in c["op"]}
+        seen = "as the table records" if out in recorded else "by FSDP2's padding rule (the table differs)"
+        padding = (f"Padding: FSDP2 shards dim 0 into {world} equal pieces, rounding up, so every rank's shard has "
+                   f"the same shape. The {group} group ({shapes}) holds {full:,} B, but each rank's shard is padded "
+                   f"to {out // world:,} B (the last ranks' rows end in padding), so its all-gather returns "
+                   f"{world} × {out // world:,} = {out:,} B, {seen}; the padding is sliced off when the full "
+                   f"parameters are rebuilt. Padded groups here: {len(uneven)} of {len(padded)}.")
+    else:
+        padding = (f"Every group's dim 0 splits evenly over {world} ranks, so each all-gather returns exactly the "
+                   "group's parameter bytes (no padding).")
+    order = ["AG" if "allgather" in c["op"] else "RS" for c in view["collectives"] if c["phase"] == "backward"]
+    first_rs = order.index("RS") if "RS" in order else len(order)
+    prefetch = (f"Backward order: {', '.join(order)} (AG all-gather, RS reduce-scatter). The last layer's weights "
+                "were freed after forward (`reshard_after_forward=True`), so backward gathers them again; ")
+    if first_rs >= 2:
+        prefetch += (f"the {first_rs} all-gathers before the first reduce-scatter are FSDP2's backward prefetch: it "
+                     "gathers the next layer's parameters while the current layer's gradients are computed, then "
+                     "reduce-scatters those gradients, so communication overlaps compute.")
+    else:
+        prefetch += "no all-gather ran ahead of a reduce-scatter in this run (nothing was prefetched)."
+    return padding, prefetch
+
+
 def tp_view(run: DistRun) -> dict:
     return {"ranks": run.ranks, "max_diff": max(max(e["column"]["max_diff"], e["row"]["max_diff"], e["mlp"]["max_diff"])
                                                  for e in run.ranks)}
@@ -532,7 +591,7 @@ PRESETS = {
     "7B-class shape (32 × 4096)": (32, 4096, 32, 32000),
 }
 PRECISIONS = {
-    "mixed precision + Adam (2 + 2 + 12 bytes)": (2, 2, 12),
+    "ZeRO's mixed precision + Adam (2 + 2 + 12 bytes)": (2, 2, 12),
     "fp32 + Adam (4 + 4 + 8 bytes)": (4, 4, 8),
 }
 
@@ -554,6 +613,20 @@ def model_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
     count = sum(p.numel() for p in model.parameters())  # parameters() lists the tied head weight once
     return count, (f"the Memory page's GPT({n_layers} blocks, d={d}, {heads} heads, vocab {vocab}, context "
                    f"{GPT2_CONTEXT}, head tied to the token embedding) built on meta")
+
+
+def precision_note(name: str) -> str:
+    """What the chosen byte accounting assumes, and what torch.autocast keeps instead."""
+    p_b, g_b, o_b = _precision(name)
+    if p_b == 4:
+        return (f"fp32 + Adam: {p_b} + {g_b} + {o_b} = {p_b + g_b + o_b} bytes per parameter (fp32 weights, "
+                "gradients, and Adam's m and v). This is also what training under `torch.autocast` holds: autocast "
+                "casts ops' inputs and outputs, while parameters and their gradients stay fp32.")
+    return (f"{p_b} + {g_b} + {o_b} = {p_b + g_b + o_b} bytes per parameter is the ZeRO paper's accounting: fp16/bf16 "
+            f"weights and gradients ({p_b} + {g_b}), and in the optimizer fp32 master weights, m and v "
+            f"({o_b}). Under `torch.autocast` parameters and gradients stay fp32 (the fp32 + Adam row); these "
+            "numbers hold where the model itself is kept in half precision beside fp32 master weights, as "
+            "DeepSpeed's fp16 and bf16 modes do.")
 
 
 def _precision(name: str) -> tuple[int, int, int]:
@@ -688,8 +761,10 @@ def tradeoff_rows(params: int, world: int, layers: int, width: int, tokens: int,
          "what is sent": "2 all_reduce of activations per layer, forward and backward",
          "complexity": "high: rewrite layers, needs fast links"},
         {"strategy": "Pipeline parallel", "memory per rank": state / world,
-         "communication per step": 2 * (world - 1) * act,
-         "what is sent": "activations forward, their gradients backward, between neighbours",
+         "communication per step": min(2, world - 1) * act,
+         "what is sent": (f"activations forward, their gradients backward, between neighbours: a middle stage "
+                          f"sends both, an end stage one; {2 * (world - 1)} tensors of {human_bytes(act)} over all "
+                          f"{world - 1} boundaries ({human_bytes(2 * (world - 1) * act)} in total)"),
          "complexity": "high: split stages, schedule, bubble"},
     ]
 

@@ -22,12 +22,15 @@ PIPELINE_LEGEND = {"forward": "activation", "backward": "gradient"}
 
 
 def collective_legend(world: int) -> dict[str, str]:
-    """Chips for the collective blocks: each rank's own colour, and pink for a value reduced from every rank."""
+    """Chips for the collective blocks: each rank's own colour, pink for a value reduced from every rank, grey for
+    an undefined (scratch) value."""
     return {**{f"from rank {r}": SERIES[r % len(SERIES)] for r in range(world)},
-            "reduced from every rank": COLORS["communication"]}
+            "reduced from every rank": COLORS["communication"], "undefined (non-root scratch)": COLORS["idle"]}
 
 
 def _rank_color(origin) -> str:
+    if origin == core.SCRATCH:
+        return COLORS["idle"]
     return COLORS["communication"] if origin is None else SERIES[origin % len(SERIES)]
 
 
@@ -42,7 +45,8 @@ def collective_figure(view: dict) -> go.Figure:
         for j, v in enumerate(r["before"]):
             xs.append(j), ys.append(y), colors.append(_rank_color(r["rank"])), texts.append(f"{v:g}")
         for j, (v, origin) in enumerate(zip(r["after"], r["origins"], strict=False)):
-            xs.append(width_before + gap + j), ys.append(y), colors.append(_rank_color(origin)), texts.append(f"{v:g}")
+            xs.append(width_before + gap + j), ys.append(y), colors.append(_rank_color(origin))
+            texts.append("?" if origin == core.SCRATCH else f"{v:g}")  # gloo's leftover is not a result
     fig = go.Figure(go.Scatter(
         x=xs, y=ys, mode="markers+text", text=texts, textfont=dict(color=[text_on(c) for c in colors], size=12),
         hoverinfo="text", showlegend=False,

@@ -132,12 +132,18 @@ def _fsdp_rank1_shard():
 
 
 def _zero3_saving_at_4():
-    model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(8)])
-    n = sum(p.numel() for p in model.parameters())
-    per_param = 2 + 2 + 12  # bf16 weights + bf16 grads + fp32 Adam (master weights, m, v)
-    ddp_bytes = per_param * n
-    zero3_bytes = per_param * n / 4  # everything sharded over 4 ranks
-    return 1 - zero3_bytes / ddp_bytes
+    model = torch.nn.Sequential(*[torch.nn.Linear(64, 64) for _ in range(4)]).to(torch.bfloat16)
+    model(torch.randn(8, 64, dtype=torch.bfloat16)).sum().backward()  # bf16 weights and bf16 grads
+    master = [p.detach().float().requires_grad_() for p in model.parameters()]  # fp32 master weights
+    for m, p in zip(master, model.parameters(), strict=True):
+        m.grad = p.grad.float()
+    adam = torch.optim.Adam(master)
+    adam.step()  # creates exp_avg and exp_avg_sq, fp32
+    held = [*model.parameters(), *(p.grad for p in model.parameters()), *master,
+            *(t for state in adam.state.values() for t in state.values() if t.dim())]
+    replica = sum(t.numel() * t.element_size() for t in held)  # DDP: every rank holds all of it
+    shard = sum(c.numel() * c.element_size() for t in held for c in [t.flatten().chunk(4)[0]])  # ZeRO-3: rank 0
+    return 1 - shard / replica
 
 
 def _sampler_padding():
@@ -190,13 +196,16 @@ QUESTIONS = (
              kind="shape", imports="from demos.distributed.launcher import run_ranks"),
     Question("zero3_saving", "Mixed-precision Adam (16 bytes per parameter). What fraction of per-rank memory for "
              "weights, gradients and optimizer state does ZeRO-3 save at 4 ranks?", _zero3_saving_at_4,
-             "ZeRO-3 shards all three, so each rank holds 16Ψ/4: it saves 1 − 1/4 = 75%, for any model size. "
-             "Activations are not sharded by it.", kind="number"),
+             "The snippet holds what mixed-precision Adam keeps (bf16 weights and grads, fp32 master weights, m and "
+             "v: 2 + 2 + 12 bytes per parameter) and shards every tensor over 4 ranks: rank 0 keeps a quarter, so "
+             "ZeRO-3 saves 1 − 1/4 = 75% for any model size. Activations are not sharded by it.", kind="number"),
     Question("sampler_padding", "DistributedSampler over 10 samples on 4 ranks (drop_last=False). How many indices are "
              "read twice?", _sampler_padding,
              "Each rank gets ceil(10/4) = 3 samples, 12 in total, so the first 2 indices are appended again as "
              "padding. drop_last=True would instead give each rank 2 and skip 2 samples.", kind="number"),
     Question("bubble", "1F1B with 4 stages and 8 micro-batches: what fraction of stage time is idle?", _pipeline_bubble,
              "(p − 1)/(m + p − 1) = 3/11 ≈ 0.273, the same as GPipe; 1F1B lowers activation memory, not the bubble.",
-             kind="number", imports="from demos.distributed.core import pipeline_schedule"),
+             kind="number", imports="from demos.distributed.core import pipeline_schedule",
+             model="this app's pipeline schedule simulator (demos/distributed/core.py: unit-time forward and "
+                   "backward tasks in the GPipe and 1F1B orders of the GPipe and PipeDream-Flush papers)"),
 )

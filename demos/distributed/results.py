@@ -68,9 +68,18 @@ def load_result(data: bytes) -> dict:
     if len(data) > MAX_BYTES:
         raise InputError(f"The result file is {len(data) / 2**20:.1f} MiB; the limit is {MAX_BYTES // 2**20} MiB.")
     try:
-        record = json.loads(data.decode("utf-8"), parse_constant=_reject_constant, parse_int=_bounded_int)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-        raise InputError(f"The result file is not valid JSON ({type(err).__name__}).") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"The result file is not UTF-8 text (byte {err.start + 1:,} is not valid there), so it "
+                         "cannot be JSON.") from None
+    try:
+        record = json.loads(text, parse_constant=_reject_constant, parse_int=_bounded_int)
+    except json.JSONDecodeError as err:
+        raise InputError(f"The result file is not valid JSON: {err.msg.lower()} at line {err.lineno}, column "
+                         f"{err.colno}.") from None
+    except RecursionError:
+        raise InputError(f"The result file is nested too deeply to read (this page's limit is {MAX_DEPTH} "
+                         "levels).") from None
     if not isinstance(record, dict) or record.get("format") != FORMAT:
         raise InputError(f"This is not a result file of this page: its 'format' must be '{FORMAT}'.")
     _check_tree(record)

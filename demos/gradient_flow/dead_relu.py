@@ -24,6 +24,8 @@ class DeadRun:
     dead_after: tuple[float, ...]
     final_loss: float
     finite: bool  # False: the weights went NaN/inf, and every unit reads as silent
+    spread_before: tuple[float, ...] = ()  # per layer: std over the inputs of W·h (the input-driven part), mean unit
+    bias_before: tuple[float, ...] = ()  # per layer: mean |bias|
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,36 @@ def relu_net(init: str, seed: int = 0) -> tuple[nn.Sequential, list[nn.Linear]]:
             nn.init.constant_(lin.bias, -1.0)
     layers = [m for lin in linears for m in (lin, nn.ReLU())]
     return nn.Sequential(*layers, nn.Linear(WIDTH, 1)), linears
+
+
+def signal_and_bias(linears: list[nn.Linear], x: torch.Tensor) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Per layer: how much W·h varies over the inputs (averaged over units), and the mean |bias| beside it."""
+    spread, bias = [], []
+    h = x
+    with torch.no_grad():
+        for lin in linears:
+            wh = h @ lin.weight.T
+            spread.append(wh.std(0).mean().item())
+            bias.append(lin.bias.abs().mean().item())
+            h = torch.relu(wh + lin.bias)
+    return tuple(spread), tuple(bias)
+
+
+def before_sentence(run: DeadRun) -> str:
+    """Why units are dead before any training, from the measured signal and biases ('' when none are)."""
+    s, b = run.spread_before, run.bias_before
+    cross = next((i for i, (si, bi) in enumerate(zip(s, b, strict=True)) if si < bi), None)
+    if not any(run.dead_before) or cross is None:
+        return ""
+    why = (" (its U(±1/√fan_in) weights have variance 1/(3·fan_in) and ReLU halves the signal's power: about √6 ≈ "
+           "2.4 per layer)" if run.init == "default" else "")
+    per_layer = f", ÷{(s[0] / s[-1]) ** (1 / (len(s) - 1)):.1f} per layer{why}" if min(s) > 0 else ""
+    dead = ", ".join(f"{d:.0%}" for d in run.dead_before)
+    return (f"Dead before training ({INIT_LABELS[run.init]} init): the input-driven part of each pre-activation "
+            f"(W·h, its spread over the {EVAL} inputs) shrank from {s[0]:.3g} in layer 1 to {s[-1]:.2g} in layer "
+            f"{len(s)}{per_layer}, while the biases stay about ±{sum(b) / len(b):.2g}. From "
+            f"layer {cross + 1} on the bias is larger than W·h's spread, so the bias alone decides the sign: a unit "
+            f"whose bias is negative enough is silent on every input. Dead per layer before training: {dead}.")
 
 
 def dead_fractions(linears: list[nn.Linear], x: torch.Tensor) -> tuple[float, ...]:
@@ -69,6 +101,7 @@ def dead_run(lr: float, init: str, seed: int = 0) -> DeadRun:
     y = torch.sin(x[:, :4]).sum(1, keepdim=True)
     model, linears = relu_net(init, seed)
     before = dead_fractions(linears, x)
+    spread, bias = signal_and_bias(linears, x)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     for _ in range(STEPS):
         idx = torch.randint(0, EVAL, (64,), generator=g)
@@ -79,7 +112,7 @@ def dead_run(lr: float, init: str, seed: int = 0) -> DeadRun:
     with torch.no_grad():
         final = nn.functional.mse_loss(model(x), y).item()
     finite = all(torch.isfinite(p).all().item() for p in model.parameters())
-    return DeadRun(lr, init, before, dead_fractions(linears, x), final, finite and math.isfinite(final))
+    return DeadRun(lr, init, before, dead_fractions(linears, x), final, finite and math.isfinite(final), spread, bias)
 
 
 def dead_relus(lr: float, init: str) -> DeadResult:

@@ -100,8 +100,9 @@ QUESTIONS = (
              choices=("[0.0, 0.0, 1.0]", "[0.0, 0.5, 1.0]", "[0.0, 1.0, 1.0]")),
     Question("dead_unit", "A ReLU unit with bias −100 on standard-normal inputs: total |grad| of its weights?",
              _dead_unit_grad,
-             "The unit never fires, so no gradient reaches its weights or bias: it is dead and plain SGD can never "
-             "revive it.", kind="number"),
+             "The unit never fires, so no gradient reaches its weights or bias: SGD cannot revive it directly, only "
+             "a change in its inputs (from the layers below) that makes its pre-activation positive somewhere.",
+             kind="number"),
     Question("normal_std", "Linear(256, 256) with N(0, 1) weights on unit-variance input: output std, to the "
              "nearest 16?", _normal_init_std,
              "Each output sums 256 terms of variance 1, so its std is √256 = 16 per layer: N(0, 1) init explodes "

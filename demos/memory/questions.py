@@ -5,7 +5,8 @@ import torch
 from demos.memory.allocator import CachingAllocator, round_size
 from demos.quiz import Question
 
-ALLOC_IMPORTS = "import torch\nfrom demos.memory.allocator import CachingAllocator, round_size"
+ALLOCATOR_MODEL = ("this app's model of the CUDA caching allocator (demos/memory/allocator.py; its rounding and "
+                   "segment sizes follow PyTorch's c10/cuda/CUDACachingAllocator.cpp)")
 
 
 def _adam_state_bytes():
@@ -106,17 +107,18 @@ QUESTIONS = (
              "weights, and they stay until zero_grad(set_to_none=True) frees them.", choices=("True", "False")),
     Question("round_up", "The CUDA caching allocator is asked for 1001 bytes. How many does it hand out?",
              _round_up, "Requests round up to a multiple of 512 bytes, so 1001 becomes 1024.", kind="number",
-             imports=ALLOC_IMPORTS),
+             imports="from demos.memory.allocator import round_size", model=ALLOCATOR_MODEL),
     Question("reserved_4mib", "One 4 MiB tensor on a fresh GPU: how many bytes does memory_reserved() report?",
              _reserved_for_4mib,
              "Requests above 1 MiB and below 10 MiB get a 20 MiB segment from cudaMalloc: reserved is 20,971,520 "
              "while allocated is 4 MiB. The rest waits in the cache for the next request.", kind="number",
-             imports=ALLOC_IMPORTS),
+             imports="from demos.memory.allocator import CachingAllocator", model=ALLOCATOR_MODEL),
     Question("after_del", "Allocate 4 MiB, then `del` it. What are allocated and reserved now?", _reserved_after_del,
              "Freeing returns the block to PyTorch's cache, not to the driver: reserved stays at 20 MiB until "
              "torch.cuda.empty_cache() (or an allocation that needs the room) releases the segment.",
              choices=("allocated 0, reserved 0", "allocated 0, reserved 20971520",
-                      "allocated 4194304, reserved 20971520"), imports=ALLOC_IMPORTS),
+                      "allocated 4194304, reserved 20971520"),
+             imports="from demos.memory.allocator import CachingAllocator", model=ALLOCATOR_MODEL),
     Question("graphs_branch", "How many graphs does torch.compile capture for a function that branches on "
              "`if y.sum() > 0:`?", _graphs_with_branch,
              "The branch depends on a tensor's value, which is unknown while tracing: dynamo breaks there, runs the "

@@ -6,7 +6,9 @@ Pure data and rules, no Streamlit: the page keeps a `Drill` in the session and c
   same snippets in the same order.
 - Spaced repetition: a question missed in a drill comes back once at its end ("later in the session"), and stays
   on the review list (kept in the progress link) until it is answered right; the next drill starts with up to
-  MAX_CARRIED of those after its own questions. A mock interview asks no question twice.
+  MAX_CARRIED of those after its own questions. A generated question comes back as a new instance of its family
+  (another seed: the skill again, not the remembered snippet), and a right answer to any instance clears the
+  family from the review list. A mock interview asks no question twice.
 - A concept is mastered after MASTERY right first answers to its questions with none of them waiting for review.
 """
 
@@ -72,6 +74,22 @@ def compose(s: Settings) -> list[str]:
     return ids
 
 
+def family_of(qid: str) -> str:
+    """'broadcast@12' -> 'broadcast'; a bank question's id is its own family."""
+    return qid.split("@")[0] if "@" in qid else qid
+
+
+def again_id(qid: str) -> str:
+    """The question that asks a missed one again: a bank question itself, a generated one as another instance of
+    its family (a seed derived from the missed one, so a shared link repeats it)."""
+    if "@" not in qid:
+        return qid
+    seed = random.Random(f"again|{qid}").randrange(MAX_SEED + 1)
+    if f"{family_of(qid)}@{seed}" == qid:
+        seed = (seed + 1) % (MAX_SEED + 1)
+    return f"{family_of(qid)}@{seed}"
+
+
 @dataclass
 class Slot:
     qid: str
@@ -108,8 +126,9 @@ class Drill:
         slot.outcome, slot.predicted, slot.expected = outcome, predicted, expected
         slot.seconds = now - self.shown_at
         if outcome in MISSED and not self.mock and slot.qid not in self.asked_again:
-            self.asked_again.add(slot.qid)
-            self.slots.append(Slot(slot.qid, again=True))
+            comeback = again_id(slot.qid)
+            self.asked_again.update((slot.qid, comeback))
+            self.slots.append(Slot(comeback, again=True))
         return True
 
     def move(self, step: int, now: float) -> None:
@@ -130,14 +149,15 @@ class Drill:
 def start(s: Settings, review: tuple[str, ...], now: float) -> Drill:
     """A new drill: its own questions, then (in Drill mode) up to MAX_CARRIED questions waiting for review."""
     own = compose(s)
-    carried = [] if s.mode != "Drill" else [q for q in review if q not in own][:MAX_CARRIED]
+    carried = [] if s.mode != "Drill" else [again_id(q) for q in review if q not in own][:MAX_CARRIED]
     slots = [Slot(q) for q in own] + [Slot(q, again=True) for q in carried]
     return Drill(s, slots, started=now, shown_at=now, asked_again=set(carried))
 
 
 def updated_review(review: tuple[str, ...], qid: str, outcome: str) -> tuple[str, ...]:
-    """The review list after an answer: a miss joins its end, a right answer leaves it; oldest dropped past the cap."""
-    rest = tuple(q for q in review if q != qid)
+    """The review list after an answer: a miss joins its end (in place of its family's older instance), a right
+    answer clears its family; oldest dropped past the cap."""
+    rest = tuple(q for q in review if family_of(q) != family_of(qid))
     if outcome in MISSED:
         rest = (rest + (qid,))[-MAX_REVIEW:]
     return rest

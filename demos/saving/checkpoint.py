@@ -62,41 +62,42 @@ def naive_save(obj, path: Path, opener=open) -> None:
 class CrashResult:
     strategy: str
     bytes_on_disk: int
+    new_file_bytes: int  # the whole new checkpoint, had the save finished
     load_outcome: str  # what torch.load says about the file after the crash
     loaded_step: int | None  # the step stored in the checkpoint that survived, if any
 
 
-def _checkpoint(step: int) -> dict:
+def _checkpoint(step: int, width: int) -> dict:
     torch.manual_seed(step)
-    return {"model": MLP(width=128).state_dict(), "step": step}
+    return {"model": MLP(width=width).state_dict(), "step": step}
 
 
-def crash_during_save(fraction: float) -> tuple[CrashResult, CrashResult]:
+def crash_during_save(fraction: float, width: int = 128) -> tuple[CrashResult, CrashResult]:
     """Save step 1 cleanly, then crash while saving step 2 after `fraction` of its bytes, both ways."""
     if not 0.0 < fraction < 1.0:
         raise InputError(f"The crash point must be strictly between 0 and 1 of the file; got {fraction}.")
-    size = saved_bytes(_checkpoint(2))
+    size = saved_bytes(_checkpoint(2, width))
     results = []
     with tempfile.TemporaryDirectory(prefix="wb-ckpt-") as folder:
         strategies = (("naive: open(path, 'wb')", naive_save), ("atomic: temp file + os.replace", atomic_save))
         for strategy, save in strategies:
             path = Path(folder) / f"{save.__name__}.pt"
-            save(_checkpoint(1), path)
+            save(_checkpoint(1, width), path)
             try:
-                save(_checkpoint(2), path, opener=lambda p, mode: CrashingFile(p, int(size * fraction)))
+                save(_checkpoint(2, width), path, opener=lambda p, mode: CrashingFile(p, int(size * fraction)))
             except (OSError, RuntimeError):
                 pass  # the crash; torch's zip writer may re-raise it as a RuntimeError
-            results.append(_inspect(strategy, path))
+            results.append(_inspect(strategy, path, size))
     return tuple(results)
 
 
-def _inspect(strategy: str, path: Path) -> CrashResult:
+def _inspect(strategy: str, path: Path, new_file_bytes: int) -> CrashResult:
     try:
         step = torch.load(path)["step"]
         outcome = f"loads: the checkpoint of step {step}"
     except Exception as err:  # a truncated zip archive: RuntimeError from the reader
         step, outcome = None, f"{type(err).__name__}: {str(err).splitlines()[0]}"
-    return CrashResult(strategy, path.stat().st_size, outcome, step)
+    return CrashResult(strategy, path.stat().st_size, new_file_bytes, outcome, step)
 
 
 @dataclass(frozen=True)
@@ -217,10 +218,11 @@ class CrashingFile(io.RawIOBase):
 
 def weights(step):
     torch.manual_seed(step)
-    return {{"model": MLP(128).state_dict(), "step": step}}
+    return {{"model": MLP({width}).state_dict(), "step": step}}
 
 
 size = saved_bytes(weights(2))
+print("the new checkpoint:", size, "bytes")
 for save in (naive_save, atomic_save):
     path = save.__name__ + ".pt"
     save(weights(1), path)

@@ -78,27 +78,27 @@ class SchemeResult:
     channel_mae: float
 
 
-def affine_params(lo: torch.Tensor, hi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Scale and int8 zero point mapping [lo, hi] (widened to include 0) onto [-128, 127]."""
-    lo, hi = lo.clamp(max=0), hi.clamp(min=0)
-    scale = ((hi - lo) / (QMAX - QMIN)).clamp(min=1e-12)
-    zero_point = (QMIN - torch.round(lo / scale)).clamp(QMIN, QMAX).to(torch.int64)
-    return scale, zero_point
+def symmetric_params(amax: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scale and zero point of symmetric int8, as torchao's Int8 weights and quantize_dynamic's qint8 weights use:
+    [-amax, amax] spread over the 255 steps of [-128, 127] (scale amax / 127.5), zero point 0."""
+    scale = (amax / ((QMAX - QMIN) / 2)).clamp(min=1e-12)
+    return scale, torch.zeros_like(scale, dtype=torch.int64)
 
 
 def fake_quantize(w: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
-    """Quantize to int8 and back: round(w / s) + z, clamped, then (q - z) * s."""
-    q = torch.clamp(torch.round(w / scale) + zero_point, QMIN, QMAX)
+    """Quantize to int8 and back: round(w * (1 / s)) + z, clamped, then (q - z) * s. Multiplying by the inverse, as
+    torch's and torchao's kernels do, rounds the extreme w = -max|w| to -127 (w / s would be the tie -127.5)."""
+    q = torch.clamp(torch.round(w * (1.0 / scale)) + zero_point, QMIN, QMAX)
     return (q - zero_point) * scale
 
 
 @process_slot()  # seconds of CPU: one heavy run at a time on the server (demos.guests)
 def scale_schemes(width: int = 256, depth: int = 2, layer: int = 0) -> SchemeResult:
-    """Per-tensor vs per-channel (per output row) affine int8 of one trained weight, with the error of each."""
+    """Per-tensor vs per-channel (per output row) symmetric int8 of one trained weight, with the error of each."""
     model = train_mlp(width, depth)
     w = model.body[2 * layer].weight.detach()
-    t_scale, t_zp = affine_params(w.min(), w.max())
-    c_scale, c_zp = affine_params(w.min(dim=1).values, w.max(dim=1).values)
+    t_scale, t_zp = symmetric_params(w.abs().max())
+    c_scale, c_zp = symmetric_params(w.abs().amax(dim=1))
     t_err = fake_quantize(w, t_scale, t_zp) - w
     c_err = fake_quantize(w, c_scale[:, None], c_zp[:, None]) - w
     return SchemeResult(
@@ -152,5 +152,8 @@ before = file_bytes(model)
 print("float32", before, "bytes, held-out accuracy", accuracy(model))
 quantize_(model, Int8DynamicActivationInt8WeightConfig())   # int8 weights, activations quantized per call
 print("int8", file_bytes(model), "bytes, held-out accuracy", accuracy(model))
+w = model.body[0].weight   # torchao's Int8Tensor: int8 data, one scale per output row, symmetric (zero point 0)
+print(f"layer 0: {{w.scale.numel()}} scales from {{w.scale.min().item():.2e}} to {{w.scale.max().item():.2e}}, "
+      f"zero points {{w.zero_point.unique().tolist()}}")
 print(f"{{before / file_bytes(model):.1f}}x smaller")
 '''

@@ -133,12 +133,12 @@ def _uint8_correct():
 
 
 def _fp16_overflow_trap():
-    x = torch.tensor([300.0, 70000.0], dtype=torch.float16)
-    return f"x = {x.tolist()}, x * x = {(x * x).tolist()}"  # max float16 is 65504
+    x = torch.tensor([300.0, 65519.0, 65520.0], dtype=torch.float16)  # 65519 rounds to 65504, 65520 to inf
+    return f"x = {x.tolist()}, x * x = {(x * x).tolist()}"
 
 
 def _fp16_overflow_correct():
-    x = torch.tensor([300.0, 70000.0], dtype=torch.bfloat16)  # float32's range, fewer digits
+    x = torch.tensor([300.0, 65519.0, 65520.0], dtype=torch.bfloat16)  # float32's range, fewer digits
     return f"x = {x.tolist()}, x * x = {(x * x).tolist()}"
 
 
@@ -201,6 +201,23 @@ def rounding_step(dtype: torch.dtype = torch.bfloat16) -> tuple[int, float, floa
     return 1 - int(math.log2(eps)), eps, eps / 2
 
 
+def overflow_threshold(dtype: torch.dtype = torch.float16) -> tuple[float, float]:
+    """(largest finite value, smallest value that rounds to inf): above the largest value the next step would be
+    one gap up, so round-to-nearest sends values up to half a gap above it back down, and the half-gap point itself
+    (a tie, whose even neighbour is the overflow) to inf."""
+    info = torch.finfo(dtype)
+    gap = 2.0 ** (math.floor(math.log2(info.max)) - (1 - int(math.log2(info.eps))) + 1)
+    return info.max, info.max + gap / 2
+
+
+def fp16_lesson() -> str:
+    """The float16 overflow trap's lesson, its thresholds from torch.finfo."""
+    largest, to_inf = overflow_threshold(torch.float16)
+    return (f"float16 has 5 exponent bits: its largest value is {largest:.0f}. A value below {to_inf:.0f} rounds "
+            f"down to {largest:.0f}; from {to_inf:.0f} up it is inf (so is any product past that), and inf - inf "
+            "is nan. bfloat16 keeps float32's 8 exponent bits, which is why it trains without loss scaling.")
+
+
 def bf16_lesson() -> str:
     """The bf16 trap's lesson, with its numbers from torch.finfo."""
     bits, eps, step = rounding_step(torch.bfloat16)
@@ -218,9 +235,7 @@ def traps() -> tuple[Trap, ...]:
         trap("uint8", "uint8 wrap-around", _uint8_trap, _uint8_correct,
              "Integer arithmetic wraps modulo 2^bits with no warning: image tensors in uint8 are the classic case. "
              "Widen first, then clamp."),
-        trap("fp16", "float16 overflow past 65504", _fp16_overflow_trap, _fp16_overflow_correct,
-             "float16 has 5 exponent bits: anything above 65504 is inf, and inf - inf is nan. bfloat16 keeps "
-             "float32's 8 exponent bits, which is why it trains without loss scaling."),
+        trap("fp16", "float16 overflow past 65504", _fp16_overflow_trap, _fp16_overflow_correct, fp16_lesson()),
         trap("bf16", "bfloat16 vs float16 precision: 1 + 1e-3", _half_precision_trap, _half_precision_correct,
              bf16_lesson()),
         trap("sum", "float32 summation order", _sum_order_trap, _sum_order_correct,

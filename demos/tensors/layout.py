@@ -139,8 +139,8 @@ def parse_chain(text: str) -> tuple[Step, ...]:
         match = _TOKEN.match(body, pos)
         if not match:
             rest = body[pos:].strip()
-            raise InputError(f"Op chain: cannot read it from {quoted(rest[:20])} on; write steps like .view(4, 3), "
-                             ".T or [:, ::2].")
+            raise InputError(f"Op chain: {quoted(rest[:20])} is not a step; each step is one of the ops here with "
+                             "whole-number arguments, .T or an index, as in .view(4, 3).T[:, ::2].")
         if len(steps) == MAX_STEPS:
             raise InputError(f"Op chain: more than {MAX_STEPS} steps; the limit is {MAX_STEPS}.")
         number = len(steps) + 1

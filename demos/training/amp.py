@@ -293,6 +293,20 @@ def _bf16_run(steps: int, spikes, seed: int) -> tuple[tuple[float, ...], bool]:
     return tuple(losses), finite
 
 
+def scaler_defaults() -> tuple[float, int]:
+    """(init_scale, growth_interval) of a GradScaler built with no arguments, read from torch."""
+    scaler = torch.amp.GradScaler("cpu")
+    return scaler.get_scale(), scaler.get_growth_interval()
+
+
+def scaler_contrast(scale_exp: int, growth_interval: int, steps: int) -> str:
+    """The demo's scaler settings beside torch's defaults, and why they differ."""
+    init, growth = scaler_defaults()
+    return (f"Defaults: `GradScaler()` starts at init_scale {init:,.0f} (2^{math.log2(init):.0f}) and doubles only "
+            f"after growth_interval {growth:,} clean steps. This demo starts at 2^{scale_exp} and grows every "
+            f"{growth_interval} steps so that {steps} steps show both the halving on overflow and the growth back.")
+
+
 def scaler_code(steps, scale_exp, growth_interval, spikes, seed) -> str:
     return HEADER + SPIRAL_SOURCE + f"""
 

@@ -26,6 +26,7 @@ MAX_ITERATIONS = 30
 HIDDEN = 6
 BATCH = 64
 GAMMA = 0.9
+SCHEDULER = f"ExponentialLR(gamma={GAMMA})"  # the walk's scheduler: lr × gamma at every scheduler.step()
 SHOWN_PARAM = "fc2.weight"
 
 
@@ -187,8 +188,9 @@ def _state_panels(snap: Snapshot) -> list[tuple[str, list | None, str]]:
 def state_figure(result: WalkResult) -> go.Figure:
     """Heatmaps of fc2.weight, its .grad and its optimizer state after the sub-step; changed panels say so.
 
-    Colour: the concept's colour for positive entries, dark grey for negative, white at zero; each panel has its
-    own colour scale (its own range) beside it.
+    Colour: the concept's colour for positive entries, dark grey for negative, white at zero (a panel with no
+    negative entry, such as exp_avg_sq, runs from white at zero only); each panel has its own colour scale beside
+    it.
     """
     before, after = _state_panels(result.before), _state_panels(result.after)
     old = {name: value for name, value, _ in before}
@@ -202,12 +204,16 @@ def state_figure(result: WalkResult) -> go.Figure:
             fig.add_scatter(x=[0], y=[0], mode="text", text=[empty], textfont=dict(size=15),
                             showlegend=False, hoverinfo="skip", row=1, col=col)
             continue
-        top = max(abs(v) for v in torch.tensor(value).flatten().tolist()) or 1.0
-        scale = [[0, "#4d4d4d"], [0.5, "#ffffff"], [1, COLORS[concept]]]
+        flat = torch.tensor(value).flatten().tolist()
+        top = max(abs(v) for v in flat) or 1.0
+        if min(flat) >= 0:  # a non-negative quantity (exp_avg_sq): white at 0 up to the colour, no negative half
+            scale, low = [[0, "#ffffff"], [1, COLORS[concept]]], 0.0
+        else:
+            scale, low = [[0, "#4d4d4d"], [0.5, "#ffffff"], [1, COLORS[concept]]], -top
         right = fig.layout[f"xaxis{col if col > 1 else ''}"].domain[1]
-        fig.add_heatmap(z=value, colorscale=scale, zmin=-top, zmax=top,
+        fig.add_heatmap(z=value, colorscale=scale, zmin=low, zmax=top,
                         colorbar=dict(x=right + 0.005, xanchor="left", thickness=10, len=1, tickformat=".2g"),
-                        hovertemplate=f"{name}[%{{y}}, %{{x}}] = %{{z:.6f}}<extra></extra>", row=1, col=col)
+                        hovertemplate=f"{name}[%{{y}}, %{{x}}] = %{{z:.4g}}<extra></extra>", row=1, col=col)
     fig = base_layout(fig, height=280)
     fig.update_layout(margin=dict(t=40, r=50))  # subplot titles above, the last colour scale to the right
     return fig
@@ -236,4 +242,4 @@ def parameter_table(result: WalkResult) -> list[dict]:
 
 def _first(t: torch.Tensor, n: int = 3) -> str:
     flat = t.flatten()[:n].tolist()
-    return "[" + ", ".join(f"{v:+.4f}" for v in flat) + (", …]" if t.numel() > n else "]")
+    return "[" + ", ".join(f"{v:+.4g}" for v in flat) + (", …]" if t.numel() > n else "]")  # 1e-9 stays 1e-9

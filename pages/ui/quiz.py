@@ -23,6 +23,8 @@ def predict_then_run(question: Question, key: str) -> Verdict | None:
         else:
             st.markdown(f"**{question.prompt}**")
         st.code(question.snippet, language="python", wrap_lines=True)
+        if question.model:
+            st.caption(f"Answered by {question.model}, not by torch on a GPU.")
         prediction = _prediction_widget(question, key)
         verdict_key = f"{key}_verdict"
         buttons = st.container(horizontal=True)
@@ -37,7 +39,7 @@ def predict_then_run(question: Question, key: str) -> Verdict | None:
         if verdict is not None:
             buttons.button("Try again", key=f"{key}_retry", icon=":material/refresh:", on_click=_try_again,
                            args=(question, key))
-            _show_verdict(verdict, question.explain)
+            _show_verdict(verdict, question.explain, question.answered_by)
         elif whiteboard_on():
             _reveal_steps(question, key)
     return verdict
@@ -65,14 +67,14 @@ def _prediction_widget(question: Question, key: str):
     return st.text_input("Your prediction", key=f"{key}_typed", placeholder=question.hint)
 
 
-def _show_verdict(verdict: Verdict, explain: str) -> None:
+def _show_verdict(verdict: Verdict, explain: str, source: str = "torch") -> None:
     if verdict.outcome == "correct":
-        st.success(f"Correct: torch returned `{verdict.expected}`.", icon=":material/check_circle:")
+        st.success(f"Correct: {source} returned `{verdict.expected}`.", icon=":material/check_circle:")
     elif verdict.outcome == "close":
-        st.info(f"Close: torch says `{verdict.expected}`; you predicted `{verdict.predicted}`.",
+        st.info(f"Close: {source} says `{verdict.expected}`; you predicted `{verdict.predicted}`.",
                 icon=":material/adjust:")
     else:
-        st.warning(f"You predicted `{verdict.predicted}`; torch returned `{verdict.expected}`.",
+        st.warning(f"You predicted `{verdict.predicted}`; {source} returned `{verdict.expected}`.",
                    icon=":material/cancel:")
     st.markdown(explain)
 
@@ -81,7 +83,8 @@ def _reveal_steps(question: Question, key: str) -> None:
     """Whiteboard mode with no prediction judged: reveal torch's answer, then why, one click each."""
     shown = st.session_state.get(f"{key}_reveal_shown", 1)  # the step ui.steps is at
     answer = format_answer(question.run()) if shown > 1 else ""  # run only once the answer is revealed
-    steps(["Predict out loud, then reveal what torch returns.", f"torch returned `{answer}`.", question.explain],
+    who = question.answered_by
+    steps([f"Predict out loud, then reveal what {who} returns.", f"{who} returned `{answer}`.", question.explain],
           key=f"{key}_reveal")
 
 
