@@ -13,6 +13,7 @@ from demos.saving.traps import best_weights, strict_false
 from demos.tensors.traps import advanced_indexing, squeeze_batch_of_one
 from demos.training.traps import clip_before_unscale_trap
 from demos.traps import fmt_list
+from pages.ui.traps import returned
 from tests.conftest import assert_clean, open_page
 
 PAIRS = {f.__name__: f for f in (data_versus_detach, leaf_update, uneven_micro_batches, advanced_indexing,
@@ -179,17 +180,17 @@ def test_clip_before_unscale(pairs):
     ("pages/tensors.py", {"tensors_tab": "Broadcasting"}, ("squeeze_batch_of_one",)),
     ("pages/tensors.py", {"tensors_tab": "Memory layout"}, ("advanced_indexing",)),
     ("pages/modules.py", {"modules_tab": "Parameters & buffers"}, ("batchnorm_running_var",)),
+    ("pages/modules.py", {"modules_tab": "Hooks"}, ("backward_hooks",)),
     ("pages/saving.py", {"sv_tab": "state_dict"}, ("strict_false", "best_weights")),
     ("pages/training-loop.py", {"tl_tab": "Mixed precision"}, ("clip_before_unscale_trap",)),
 ])
 def test_page_shows_each_trap_and_its_sentence(pairs, page, query, names):
-    """The page shows both sides' numbers and the sentence built from them (the Hooks tab is covered by test_pages)."""
+    """The page shows both sides' numbers and the sentence built from them."""
     at = open_page(page, query=query)
     assert_clean(at)
     shown = [m.value for m in at.markdown]
-    blocks = [c.value for c in at.code]
     for name in names:
         pair = pairs[name]
         assert pair.sentence in shown, name
         for side in (pair.trap, pair.correct):
-            assert "\n".join(f"{k}: {v}" for k, v in side.items()) in blocks, name
+            assert returned(side) in shown, name
