@@ -46,7 +46,7 @@ def test_data_versus_detach(pairs):
     y = torch.sigmoid(x)
     assert close(r.correct["true grad"], y * (1 - y))
     assert close(r.trap["x.grad"], torch.ops.aten.sigmoid_backward(torch.ones(3), torch.zeros(3)))  # y zeroed
-    assert r.trap["error"] is None and "is at version 1; expected version 0" in r.correct["error"]
+    assert r.trap["backward raised"] is None and "is at version 1; expected version 0" in r.correct["backward raised"]
     assert fmt_list(r.trap["x.grad"]) in r.sentence and fmt_list(r.correct["true grad"]) in r.sentence
     assert "is at version 1; expected version 0" in r.sentence
 

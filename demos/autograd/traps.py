@@ -15,7 +15,7 @@ def zero_through_data():
     y = torch.sigmoid(x)  # sigmoid saves its output y for backward: dy/dx = y * (1 - y)
     y.data.zero_()  # the write bypasses autograd's version counter
     y.sum().backward()
-    return {"x.grad": [round(g, 4) for g in x.grad.tolist()], "error": None}
+    return {"x.grad": [round(g, 4) for g in x.grad.tolist()], "backward raised": None}
 
 
 def zero_through_detach():
@@ -27,19 +27,19 @@ def zero_through_detach():
         y.sum().backward()
         error = None
     except RuntimeError as err:
-        error = str(err).splitlines()[0]
-    return {"true grad": [round(g, 4) for g in true_grad], "error": error}
+        error = str(err).split(" Hint:")[0]
+    return {"true grad": [round(g, 4) for g in true_grad], "backward raised": error}
 
 
 def _data_sentence(trap: dict, correct: dict) -> str:
     said = (f"Through `.data` the zeroing went unnoticed: backward ran and returned x.grad = "
             f"{fmt_list(trap['x.grad'])}, where the true gradient is {fmt_list(correct['true grad'])}, and no error "
             "was raised. ")
-    version = re.search(r"is at version \d+; expected version \d+", correct["error"] or "")
+    version = re.search(r"is at version \d+; expected version \d+", correct["backward raised"] or "")
     if version:
         return said + ("Through `.detach()` the same write bumped the version counter it shares with y, so backward "
                        f"refused with a RuntimeError: y {version.group(0)}.")
-    return said + f"Through `.detach()` backward did not catch it either ({correct['error'] or 'no error'})."
+    return said + f"Through `.detach()` backward did not catch it either ({correct['backward raised'] or 'no error'})."
 
 
 def data_versus_detach() -> TrapPair:

@@ -21,7 +21,7 @@ def clip_before_unscale():
     scaler.update()
     moved = torch.cat([(p.detach() - b).flatten() for p, b in zip(model.parameters(), before, strict=True)]).norm()
     return {"scale": scaler.get_scale(), "norm clip_grad_norm_ saw": round(norm.item(), 1),
-            "parameters moved (norm)": float(f"{moved.item():.4g}")}
+            "parameters moved (norm)": float(f"{moved.item():.6g}")}
 
 
 def clip_after_unscale():
@@ -38,17 +38,17 @@ def clip_after_unscale():
     scaler.update()
     moved = torch.cat([(p.detach() - b).flatten() for p, b in zip(model.parameters(), before, strict=True)]).norm()
     return {"scale": scaler.get_scale(), "norm clip_grad_norm_ saw": round(norm.item(), 4),
-            "parameters moved (norm)": float(f"{moved.item():.4g}")}
+            "parameters moved (norm)": float(f"{moved.item():.6g}")}
 
 
 def _clip_sentence(trap: dict, correct: dict) -> str:
-    scale, ratio = trap["scale"], correct["parameters moved (norm)"] / trap["parameters moved (norm)"]
+    scale, moved, right = trap["scale"], trap["parameters moved (norm)"], correct["parameters moved (norm)"]
     return (f"Before `unscale_`, `clip_grad_norm_` measured {trap['norm clip_grad_norm_ saw']:,.1f}: the true norm "
             f"{correct['norm clip_grad_norm_ saw']:.4g} times the scale {scale:,.0f}. It clipped that to 1, and "
             f"`scaler.step` then unscaled those clipped gradients (divided them by the scale), so the parameters moved "
-            f"{trap['parameters moved (norm)']:.3g} instead of {correct['parameters moved (norm)']:.3g} "
-            f"({ratio:,.0f}× too little), with no warning. After `scaler.unscale_(opt)` the clip saw the true norm and "
-            "the step had the length clipping asked for (learning rate × max_norm).")
+            f"{moved:.4g} instead of {right:.4g}, the correct step divided by the scale ({right / scale:.4g}), with "
+            "no warning. After `scaler.unscale_(opt)` the clip saw the true norm and the step had the length clipping "
+            "asked for (learning rate × max_norm).")
 
 
 def clip_before_unscale_trap() -> TrapPair:
