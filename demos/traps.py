@@ -41,12 +41,6 @@ def measure(key: str, title: str, labels: tuple[str, str], sides: tuple[Callable
                     pair_code(trap_fn, correct_fn, imports, helpers))
 
 
-def error_text(err: BaseException) -> str:
-    """torch's own error, first line, with its exception type."""
-    lines = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {lines[0] if lines else ''}"
-
-
 def fmt_list(values) -> str:
     """[0.1966, 0.105] as the page prints a short list of numbers: 4 significant digits."""
     return "[" + ", ".join(f"{v:.4g}" for v in values) + "]"

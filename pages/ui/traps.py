@@ -1,23 +1,14 @@
 """A trap beside its correct form: what each side returned when it ran, the sentence read from it, the code."""
 
-import re
-
 import streamlit as st
 
+from demos.errors import code_span
 from demos.traps import TrapPair
-
-
-def code_span(value) -> str:
-    """A value as inline code, literally (a fence longer than any backtick run inside it)."""
-    text = str(value)
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def returned(values: dict) -> str:
     """One line per returned name and value, the same values the snippet's print shows."""
-    return "  \n".join(f"{name}: {code_span(value)}" for name, value in values.items())
+    return "  \n".join(f"{name}: {code_span(str(value))}" for name, value in values.items())
 
 
 def trap_pair(pair: TrapPair, key: str) -> None:
