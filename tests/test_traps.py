@@ -133,7 +133,8 @@ def test_strict_false(pairs):
     gap = max((a - b).abs().max().item() for a, b in zip(fresh.parameters(), trained.parameters(), strict=True))
     assert r.trap["max |fresh - trained|"] == pytest.approx(gap, abs=1e-4)
     assert r.correct["missing_keys"] == [] and r.correct["max |fresh - trained|"] == 0
-    assert f"{len(keys)} missing keys" in r.sentence and f"{gap:.4g}" in r.sentence
+    assert r.trap["keys loaded"] == 0 and "having loaded 0 keys" in r.sentence
+    assert f"{len(keys)} missing" in r.sentence and f"{gap:.4g}" in r.sentence
 
 
 def test_best_weights(pairs):

@@ -17,7 +17,8 @@ def load_prefixed_non_strict():
     saved = {"module." + k: v for k, v in trained.state_dict().items()}  # what a DDP-wrapped model saves
     fresh = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
     result = fresh.load_state_dict(saved, strict=False)  # no error, whatever matched or not
-    return {"missing_keys": result.missing_keys, "unexpected_keys": result.unexpected_keys,
+    return {"keys loaded": len(fresh.state_dict()) - len(result.missing_keys),
+            "missing_keys": result.missing_keys, "unexpected_keys": result.unexpected_keys,
             "max |fresh - trained|": round(max((a - b).abs().max().item() for a, b in zip(
                 fresh.state_dict().values(), trained.state_dict().values(), strict=True)), 4)}
 
@@ -42,9 +43,9 @@ def load_prefix_stripped_strict():
 
 def _strict_sentence(trap: dict, correct: dict) -> str:
     missing, unexpected = trap["missing_keys"], trap["unexpected_keys"]
-    return (f"`strict=False` returned without a word although it matched nothing: {len(missing)} missing keys "
-            f"(`{missing[0]}`, …) and {len(unexpected)} unexpected ones (`{unexpected[0]}`, …), so the model kept its "
-            f"random weights, up to {trap['max |fresh - trained|']:.4g} away from the trained ones. "
+    return (f"`strict=False` returned without an error having loaded {trap['keys loaded']} keys: {len(missing)} "
+            f"missing (`{missing[0]}`, …) and {len(unexpected)} unexpected (`{unexpected[0]}`, …), so the model "
+            f"kept its random weights, up to {trap['max |fresh - trained|']:.4g} away from the trained ones. "
             f"`strict=True` refused the same file (`{correct['strict=True on the prefixed file']}`); with the "
             f"`module.` prefix stripped it loaded with {len(correct['missing_keys'])} missing and "
             f"{len(correct['unexpected_keys'])} unexpected keys, max difference {correct['max |fresh - trained|']:g}. "
