@@ -25,6 +25,11 @@ def quoted(text: object, limit: int = QUOTE_LIMIT) -> str:
         return "(nothing)"
     if len(text) > limit:
         text = text[: limit - 1] + "…"
+    return code_span(text)
+
+
+def code_span(text: str) -> str:
+    """Text as one markdown code span, literally: a fence longer than any backtick run inside it."""
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"

@@ -35,6 +35,7 @@ from demos.autograd.modes import (
     version_counter_trap,
 )
 from demos.autograd.questions import QUESTIONS
+from demos.autograd.traps import data_versus_detach, leaf_update, uneven_micro_batches
 from pages import ui
 from pages.shell.entry import require_shell
 
@@ -60,6 +61,11 @@ def cached_modes(n: int):
 def cached_fixed_demos():
     return detach_shares_storage(), version_counter_trap(), all_custom(), freed_graph(), gradient_penalty(), \
         repeated_backward()
+
+
+@st.cache_data(show_spinner=False)
+def cached_traps():
+    return {"data": data_versus_detach(), "leaf": leaf_update(), "uneven": uneven_micro_batches()}
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -255,6 +261,9 @@ def modes_section() -> None:
         trap_box(f"a._version {version.version_before} → {version.version_after}; backward: {version.trap_error}",
                  icon=":material/cancel:")
     ui.show_code(version.code, key="ag_version_code", file_name="inplace_version.py")
+    traps = cached_traps()
+    ui.trap_pair(traps["data"], key="ag_trap_data")
+    ui.trap_pair(traps["leaf"], key="ag_trap_leaf")
 
 
 def custom_section() -> None:
@@ -314,6 +323,7 @@ def accumulation_section() -> None:
                         f"{m.forgot_ratio:.4g}× the true gradient", delta_color="off")
         ui.plot(micro_chart(batch, k), key="ag_micro_fig")
         ui.show_code(m.code, key="ag_micro_code", file_name="micro_batches.py")
+    ui.trap_pair(cached_traps()["uneven"], key="ag_trap_uneven")
     st.subheader("A second backward through a freed graph")
     trap_col, ok_col = st.columns(2, gap="large")
     with trap_col:

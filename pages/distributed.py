@@ -122,6 +122,7 @@ def show_ddp(run: core.DistRun, key: str) -> None:
     right.metric("all_reduces when every micro-batch syncs (the trap)", acc["all_reduces"]["every_step"],
                  delta=acc["all_reduces"]["every_step"] - acc["all_reduces"]["no_sync"], delta_color="inverse")
     st.caption(core.accumulation_caption(acc))
+    ui.trap_pair(core.no_sync_trap(run), key=f"{key}_trap_no_sync")
     st.subheader("find_unused_parameters")
     ok, bad = view["unused"]["True"], view["unused"]["False"]
     left, right = st.columns(2)

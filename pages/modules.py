@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from demos.modules import containers, freezing, hooks, params, sharing
+from demos.modules import containers, freezing, hooks, params, sharing, traps
 from demos.modules import figures as figs
 from demos.modules.common import fmt, source_of
 from demos.modules.questions import QUESTIONS
@@ -25,6 +25,7 @@ DEMOS = {
     "eval_vs_freeze": freezing.eval_vs_freeze, "group_lrs": freezing.per_group_lrs, "tying": sharing.weight_tying,
     "lists": containers.list_vs_modulelist, "module_dict": containers.module_dict_demo,
     "sequential": containers.sequential_vs_modulelist, "tree": containers.module_tree,
+    "running_var": traps.batchnorm_running_var, "backward_hooks": traps.backward_hooks,
 }
 
 
@@ -125,6 +126,7 @@ def params_section() -> None:
         verdict(trace.eval_uses_running_stats,
                 "Checked: every eval() output equals (x − running_mean) / √(running_var + eps) · weight + bias.")
         ui.show_code(trace.code, key="modules_bn_code", file_name="batchnorm_running_stats.py")
+    ui.trap_pair(run_demo("running_var"), key="modules_trap_running_var")
 
 
 # ---- 2. hooks --------------------------------------------------------------------------------------------------
@@ -193,6 +195,7 @@ def hooks_section() -> None:
         zero_channel_part(net, run)
         surgery_part(net)
     pileup_part()
+    ui.trap_pair(run_demo("backward_hooks"), key="modules_trap_hooks")
 
 
 def pre_hook_part(net) -> None:

@@ -12,6 +12,7 @@ from demos.saving.quant import quantize_and_measure, scale_schemes
 from demos.saving.questions import QUESTIONS
 from demos.saving.state import state_dict_report
 from demos.saving.targets import deployment_table
+from demos.saving.traps import best_weights, strict_false
 from pages import ui
 from pages.shell.entry import require_shell
 
@@ -20,6 +21,11 @@ require_shell()  # a direct run (a fresh server's first deep link) runs the app 
 WIDTHS = (16, 32, 64, 128, 256, 512)
 TRACE_X = -3.0  # the trace-vs-script test input until the visitor sets one
 TABS = ("state_dict", "Checkpoints", "TorchScript vs export", "ONNX", "Quantization", "Which path?")
+
+
+@st.cache_data(max_entries=1)
+def cached_traps() -> dict:
+    return {"strict": strict_false(), "best": best_weights()}
 
 
 @st.cache_data(max_entries=1)
@@ -104,6 +110,10 @@ def state_dict_section() -> None:
         st.code(r.weights_only_error, language="text", wrap_lines=True)
         st.markdown(f"Inside `torch.serialization.safe_globals([TrainingConfig])` it loads: `{r.safe_globals_config}`.")
     ui.show_code(r.code, key="sv_state_code", file_name="state_dict_anatomy.py")
+    st.subheader("Traps")
+    traps = cached_traps()
+    ui.trap_pair(traps["strict"], key="sv_trap_strict")
+    ui.trap_pair(traps["best"], key="sv_trap_best")
 
 
 def checkpoint_section() -> None:

@@ -14,6 +14,7 @@ from demos.tensors import einsum as es
 from demos.tensors import layout as lay
 from demos.tensors import shape_explain as sx
 from demos.tensors import shapes as lab
+from demos.tensors import traps as shape_traps
 from demos.tensors.common import Trap, chips_html
 from demos.tensors.questions import QUESTIONS
 from pages import ui
@@ -96,6 +97,11 @@ def cached_traps(section: str) -> tuple[Trap, ...]:
 
 
 @st.cache_data
+def cached_pairs() -> dict:
+    return {"squeeze": shape_traps.squeeze_batch_of_one(), "index": shape_traps.advanced_indexing()}
+
+
+@st.cache_data
 def cached_devices():
     return dev.report()
 
@@ -166,6 +172,7 @@ def broadcast_section() -> None:
                     f"and {bc.GRID_MAX_SIDE}; try A = 2, 1, 4 and B = 3, 1.", icon=":material/grid_off:")
     st.subheader("Traps")
     show_traps("broadcast")
+    ui.trap_pair(cached_pairs()["squeeze"], key="tensors_trap_squeeze")
 
 
 def grid_view(a: str, b: str, c: str) -> None:
@@ -276,6 +283,7 @@ def layout_section() -> None:
     ], key="tensors_mem_steps")
     st.subheader("Traps")
     show_traps("layout")
+    ui.trap_pair(cached_pairs()["index"], key="tensors_trap_index")
 
 
 # ---------------------------------------------------------------- 3. dtypes

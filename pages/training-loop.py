@@ -6,6 +6,7 @@ import streamlit as st
 from demos.tensors import dtypes
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from demos.training.questions import QUESTIONS
+from demos.training.traps import clip_before_unscale_trap
 from pages import ui
 from pages.shell.entry import require_shell
 
@@ -17,6 +18,11 @@ WALK_KEY = "tl_walk"  # the sub-step on screen, counted from 1; in the URL, so a
 
 
 # Cached demo calls: plain parameters in, frozen results out.
+@st.cache_data(show_spinner=False)
+def cached_clip_trap():
+    return clip_before_unscale_trap()
+
+
 @st.cache_data(max_entries=256, show_spinner=False)
 def cached_walk(index, optimizer, lr, max_norm, seed):
     return step.walk(index, optimizer, lr, max_norm, seed)
@@ -539,6 +545,7 @@ def section_amp() -> None:
             f"gradients {'all finite' if gs.bf16_finite else 'not finite'}.")
         st.caption(amp.scaler_contrast(scale_exp, gs.growth_interval, gs.steps))
         ui.show_code(gs.code, key="tl_gs_code", file_name="grad_scaler.py")
+    ui.trap_pair(cached_clip_trap(), key="tl_trap_unscale")
 
     st.markdown("##### Why bfloat16 needs no loss scaling")
     values = st.text_input("Values to cast", "1e-8, 3e-5, 1.001, 7e4", key="tl_amp_values", bind="query-params")

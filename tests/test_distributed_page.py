@@ -37,6 +37,8 @@ def test_collectives_and_ddp_run_on_real_ranks(at):
     switch_tab(at, "dist_tab", "DDP").button(key="dist_ddp_button").click().run()
     assert_clean(at)
     assert any(m.label.startswith("max |DDP grad") for m in at.metric)
+    said = [m.value for m in at.markdown if m.value.startswith("With all") and "inside `no_sync()`" in m.value]
+    assert said and "ran 0 all_reduces" in said[0], "the no_sync trap's sentence, read from this run"
 
 
 def test_a_run_stays_through_unrelated_reruns_until_its_own_inputs_change():

@@ -99,6 +99,29 @@ def test_no_sync_cuts_the_all_reduce_count(ddp):
     assert acc["max_grad_diff"] <= 1e-6
 
 
+def test_every_micro_batch_in_no_sync_leaves_each_rank_its_own_gradient(ddp):
+    """The trap's spread equals the spread of the ranks' local accumulated gradients, computed here in one process."""
+    torch.manual_seed(DDP["seed"])
+    model = workers.Tower(DDP["layers"], DDP["width"], head_first=DDP["head_first"])
+    x, y = workers.global_batch(2, DDP["per_rank"], DDP["width"], DDP["seed"])
+    local = []
+    for rank in range(2):
+        mine = slice(rank * DDP["per_rank"], (rank + 1) * DDP["per_rank"])
+        model.zero_grad()
+        for xb, yb in zip(x[mine].tensor_split(DDP["micro_batches"]), y[mine].tensor_split(DDP["micro_batches"]),
+                          strict=True):
+            torch.nn.functional.mse_loss(model(xb), yb).div(DDP["micro_batches"]).backward()
+        local.append([p.grad.clone() for p in model.parameters()])
+    spread = max((a - b).abs().max().item() for a, b in zip(*local, strict=True))
+    acc = core.ddp_view(ddp)["accumulation"]
+    assert acc["all_reduces"]["never_synced"] == 0
+    assert acc["rank_spread"]["never_synced"] == pytest.approx(spread, rel=1e-4) and spread > 0.01
+    assert acc["rank_spread"]["no_sync"] <= 1e-6
+    trap = core.no_sync_trap(ddp)
+    assert f"up to {spread:.4g}" in trap.sentence and "ran 0 all_reduces" in trap.sentence
+    assert f"ran {acc['all_reduces']['no_sync']} all_reduces in its backward" in trap.sentence
+
+
 def test_unused_branch_needs_find_unused_parameters(ddp):
     unused = core.ddp_view(ddp)["unused"]
     assert not unused["False"]["ok"] and "find_unused_parameters" in unused["False"]["error"]

@@ -93,6 +93,33 @@ def _second_backward():
     return outcome
 
 
+def _grad_through_data():
+    x = torch.tensor(0.0, requires_grad=True)
+    y = torch.sigmoid(x)  # sigmoid saves y; its backward is y * (1 - y)
+    y.data.zero_()
+    y.backward()
+    return x.grad
+
+
+def _leaf_inplace_update():
+    w = torch.ones(2, requires_grad=True)
+    (w * w).sum().backward()
+    outcome = "works"
+    try:
+        w -= 0.1 * w.grad
+    except RuntimeError:
+        outcome = "RuntimeError"
+    return outcome
+
+
+def _uneven_mean_over_k():
+    w = torch.tensor(0.0, requires_grad=True)
+    x = torch.tensor([1.0, 2.0, 3.0, 10.0])
+    for xb in x.split([3, 1]):  # micro-batches of 3 and 1
+        (w * xb).mean().div(2).backward()  # each mean divided by k = 2
+    return w.grad
+
+
 QUESTIONS = (
     Question("op_leaf", "w requires grad. Is y = w * 2 a leaf?", _op_output_is_leaf,
              "y was produced by an operation that autograd recorded (y.grad_fn is MulBackward0), so it is not a "
@@ -130,4 +157,17 @@ QUESTIONS = (
     Question("second_backward", "y = x.exp(). What does a second y.backward() do?", _second_backward,
              "exp saved its result for backward; the first backward freed it. Pass retain_graph=True to the first "
              "call if you really need two.", choices=("works", "RuntimeError")),
+    Question("data_zero", "y = sigmoid(x) at x = 0, then y.data.zero_() and y.backward(). What is x.grad?",
+             _grad_through_data,
+             "0, silently. sigmoid's backward reads its saved output y: y·(1 − y) with y now 0. The true gradient "
+             "is 0.25. Through y.detach().zero_() the version counter would catch it and backward would raise.",
+             kind="number"),
+    Question("leaf_inplace", "w requires grad and has a .grad. What does `w -= 0.1 * w.grad` do outside "
+             "torch.no_grad()?", _leaf_inplace_update,
+             "RuntimeError: a leaf that requires grad cannot be changed in place while autograd records. Wrap the "
+             "update in torch.no_grad(), as optimizer.step() does.", choices=("works", "RuntimeError")),
+    Question("uneven_k", "x = [1, 2, 3, 10] split into micro-batches of 3 and 1; each (w·xb).mean() is divided by "
+             "k = 2 and backpropagated. What is w.grad? (One batch's mean would give 4.)", _uneven_mean_over_k,
+             "mean([1, 2, 3]) / 2 + 10 / 2 = 1 + 5 = 6: the lone sample weighs as much as the other three. Sum each "
+             "micro-batch's losses and divide by the 4 samples to get 4.", kind="number"),
 )

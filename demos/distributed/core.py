@@ -20,6 +20,7 @@ from demos.distributed.results import check_ranks, load_result
 from demos.errors import InputError, quoted
 from demos.memory.models import GPT, GPT2_CONTEXT  # the Memory page's model: one parameter count for both pages
 from demos.parsing import parse_int, parse_number
+from demos.traps import TrapPair
 
 # name: (low, high) for whole-number parameters of each demo
 LIMITS = {
@@ -120,7 +121,8 @@ def validate_params(demo: str, world: int, raw: dict) -> dict:
 _SNIPPET_PARTS = {
     "env": ("env_seen",),
     "collectives": ("barrier_times", "ring_all_reduce", "collectives"),
-    "ddp": ("Tower", "global_batch", "_ddp_recorder", "_time_layers", "_accumulation", "_unused_branch", "ddp"),
+    "ddp": ("Tower", "global_batch", "_ddp_recorder", "_time_layers", "_rank_spread", "_accumulation", "_unused_branch",
+            "ddp"),
     "fsdp": ("Tower", "global_batch", "_CommLog", "_tensors_in", "_tensor_bytes", "_local", "_memory", "fsdp"),
     "tensor_parallel": ("tensor_parallel",),
     "sampler": ("sampler",),
@@ -474,6 +476,23 @@ def accumulation_caption(acc: dict) -> str:
                        f"{counts['no_sync']} all_reduces.")
     return same + (f"only the communication differs: without no_sync each of the {micro} micro-batches all_reduces "
                    f"every bucket ({counts['every_step']} all_reduces instead of {counts['no_sync']}).")
+
+
+def no_sync_trap(run: DistRun) -> TrapPair:
+    """Every micro-batch inside no_sync() (the trap) beside no_sync() on all but the last, from this run's counts."""
+    acc = ddp_view(run)["accumulation"]
+    counts, spread = acc["all_reduces"], acc["rank_spread"]
+    key = "max |grad on rank i − grad on rank j|"
+    trap = {"bucket all_reduces": counts["never_synced"], key: float(f"{spread['never_synced']:.4g}")}
+    correct = {"bucket all_reduces": counts["no_sync"], key: float(f"{spread['no_sync']:.4g}")}
+    micro, world = acc["micro_batches"], run.world_size
+    sentence = (f"With all {micro} micro-batches inside `no_sync()`, DDP ran {trap['bucket all_reduces']} all_reduces: "
+                f"each of the {world} ranks kept only its own shard's gradient, and they differ by up to "
+                f"{trap[key]:.4g}, so `optimizer.step()` would move the replicas apart without any error. Leaving the "
+                f"last micro-batch outside `no_sync()` ran {correct['bucket all_reduces']} all_reduces in its "
+                f"backward, and the ranks' gradients agree (max difference {correct[key]:.2g}).")
+    return TrapPair("no_sync", "DDP `no_sync()` around every micro-batch", "Trap: every micro-batch in `no_sync()`",
+                    "Correct: the last micro-batch outside `no_sync()`", trap, correct, sentence, run.code)
 
 
 # ---- DistributedSampler ---------------------------------------------------------------------------------------

@@ -68,6 +68,9 @@ def report_ddp(results: list, p: dict) -> None:
     print(f"all_reduces over {acc['micro_batches']} micro-batches: {counts['no_sync']} with no_sync(), "
           f"{counts['every_step']} syncing every micro-batch ({counts['every_step'] - counts['no_sync']:+d}); "
           f"max difference of the final gradients {acc['max_grad_diff']:.1e}")
+    spread = acc["rank_spread"]
+    print(f"every micro-batch inside no_sync(): {counts['never_synced']} all_reduces, the ranks' gradients differ by "
+          f"up to {spread['never_synced']:.4g} (last micro-batch synced: {spread['no_sync']:.2g})")
     for flag in ("False", "True"):
         run = first["unused"][flag]
         outcome = "two iterations ran" if run["ok"] else f"RuntimeError: {run['error']}"

@@ -209,8 +209,8 @@ def _ddp(world: int, p: dict):
     bucket = fields(index=SIZE, bytes=BYTES, params=list_of(name, 2 * modules), start=number, end=optional(number))
     iteration = fields(layers=keyed(span, modules), buckets=list_of(bucket, 2 * modules), backward_end=number)
     outcome = fields(ok=flag, error=text)
-    accumulation = fields(micro_batches=SIZE, all_reduces=fields(no_sync=SIZE, every_step=SIZE),
-                          max_grad_diff=number)
+    accumulation = fields(micro_batches=SIZE, all_reduces=fields(no_sync=SIZE, every_step=SIZE, never_synced=SIZE),
+                          max_grad_diff=number, rank_spread=fields(no_sync=number, never_synced=number))
     return fields(params=list_of(param_row, 2 * modules), iterations=list_of(iteration, p["iterations"], 1),
                   max_diff_vs_single=number,
                   max_diff_across_ranks=number, accumulation=accumulation,

@@ -226,37 +226,46 @@ def ddp(rank: int, world: int, p: dict) -> dict:
     grads = {n: t.grad.clone() for n, t in model.named_parameters()}
     F.mse_loss(reference(x), y).backward()
     vs_single = max((grads[n] - t.grad).abs().max().item() for n, t in reference.named_parameters())
-    spread = 0.0
-    for g in grads.values():
-        lo, hi = g.clone(), g.clone()
-        dist.all_reduce(lo, op=dist.ReduceOp.MIN)
-        dist.all_reduce(hi, op=dist.ReduceOp.MAX)
-        spread = max(spread, (hi - lo).abs().max().item())
     return {
         "params": [[n, list(t.shape), t.numel()] for n, t in model.named_parameters()],
-        "order": order, "iterations": iterations, "max_diff_vs_single": vs_single, "max_diff_across_ranks": spread,
+        "order": order, "iterations": iterations, "max_diff_vs_single": vs_single,
+        "max_diff_across_ranks": _rank_spread(grads.values()),
         "accumulation": _accumulation(ddp_model, log, x[mine], y[mine], p["micro_batches"]),
         "unused": _unused_branch(rank, width, seed),
     }
 
 
+def _rank_spread(tensors) -> float:
+    """Largest difference between ranks over every element of these tensors (0 when all ranks hold the same)."""
+    spread = 0.0
+    for t in tensors:
+        lo, hi = t.clone(), t.clone()
+        dist.all_reduce(lo, op=dist.ReduceOp.MIN)
+        dist.all_reduce(hi, op=dist.ReduceOp.MAX)
+        spread = max(spread, (hi - lo).abs().max().item())
+    return spread
+
+
 def _accumulation(ddp_model, log: list, x: torch.Tensor, y: torch.Tensor, micro: int) -> dict:
-    """Accumulate over `micro` micro-batches with and without no_sync; count the bucket all_reduces."""
-    counts, grads = {}, {}
-    for mode in ("no_sync", "every_step"):
+    """Accumulate over `micro` micro-batches: no_sync on all but the last (correct), syncing every micro-batch, and
+    every one inside no_sync (the trap). Count the bucket all_reduces; measure how far the ranks' gradients differ."""
+    counts, grads, spread = {}, {}, {}
+    for mode in ("no_sync", "every_step", "never_synced"):
         ddp_model.zero_grad()
         del log[:]
         for i, (xb, yb) in enumerate(zip(x.tensor_split(micro), y.tensor_split(micro), strict=False)):
             last = i == micro - 1
-            if mode == "no_sync" and not last:
+            if mode == "never_synced" or (mode == "no_sync" and not last):
                 with ddp_model.no_sync():
                     F.mse_loss(ddp_model(xb), yb).div(micro).backward()
             else:
                 F.mse_loss(ddp_model(xb), yb).div(micro).backward()
         counts[mode] = len(log)
         grads[mode] = [t.grad.clone() for t in ddp_model.parameters()]
+        if mode != "every_step":
+            spread[mode] = _rank_spread(grads[mode])  # what optimizer.step() would apply differs by this much
     diff = max((a - b).abs().max().item() for a, b in zip(grads["no_sync"], grads["every_step"], strict=False))
-    return {"micro_batches": micro, "all_reduces": counts, "max_grad_diff": diff}
+    return {"micro_batches": micro, "all_reduces": counts, "max_grad_diff": diff, "rank_spread": spread}
 
 
 def _unused_branch(rank: int, width: int, seed: int) -> dict:

@@ -113,6 +113,31 @@ def _sequential_slice():
     return type(seq[1:]).__name__
 
 
+def _old_backward_hook_shape():
+    import warnings
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.fc(x) * 2
+
+    block, seen = Block(), []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that this hook misses grad_input
+        block.register_backward_hook(lambda m, grad_in, grad_out: seen.append(grad_in[0].shape))
+        block(torch.randn(1, 3, requires_grad=True)).sum().backward()
+    return seen[0]
+
+
+def _bn_running_var():
+    bn = nn.BatchNorm1d(1, momentum=1.0)  # the running statistics become this batch's
+    bn(torch.tensor([[1.0], [3.0]]))
+    return bn.running_var.item()
+
+
 QUESTIONS = (
     Question("sd_len", "How many entries does this model's state_dict() have?", _non_persistent_in_state_dict,
              "fc.weight, fc.bias and the persistent buffer `mask`: 3. A buffer registered with persistent=False "
@@ -156,4 +181,13 @@ QUESTIONS = (
     Question("seq_slice", "What type is seq[1:]?", _sequential_slice,
              "Slicing a Sequential returns a new Sequential over the same layer objects, runnable on its own.",
              choices=("list", "tuple", "Sequential", "ModuleList"), imports=NN),
+    Question("old_hook", "forward returns self.fc(x) * 2 with fc = Linear(3, 2) and x of shape (1, 3). What shape "
+             "is grad_input[0] in a register_backward_hook (not the full one)?", _old_backward_hook_shape,
+             "(1, 2): the old hook attaches to the last operation in forward, the * 2, so grad_input is the "
+             "gradient of fc's output. register_full_backward_hook gives the module's input gradient, (1, 3).",
+             kind="shape", imports=NN),
+    Question("bn_var", "BatchNorm1d(1, momentum=1.0) in train() sees the batch [1, 3]. What is running_var?",
+             _bn_running_var,
+             "2.0: running_var stores the unbiased variance (divide by N − 1 = 1), while the train-mode forward "
+             "normalized with the biased one (divide by N = 2), 1.0.", kind="number", imports=NN),
 )

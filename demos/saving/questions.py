@@ -89,6 +89,12 @@ def _save_size_ratio():
     return round(buf.tell() / (1000 * 1000 * 4), 1)
 
 
+def _strict_false_missing():
+    lin = nn.Linear(3, 2)
+    saved = {"module." + k: v for k, v in nn.Linear(3, 2).state_dict().items()}  # a DDP checkpoint
+    return len(lin.load_state_dict(saved, strict=False).missing_keys)
+
+
 QUESTIONS = (
     Question("trace_negative", "A model traced on torch.ones(3): is its output on -torch.ones(3) correct?",
              _traced_negative,
@@ -136,4 +142,8 @@ QUESTIONS = (
              "of the full tensor's bytes?", _save_size_ratio,
              "The whole storage (1.0): torch.save keeps views sharing storage, so it writes the base. "
              "`.clone()` the slice before saving it.", kind="number"),
+    Question("strict_false", "A DDP checkpoint (keys start with 'module.') is loaded into a bare Linear with "
+             "strict=False. How many missing keys does load_state_dict report?", _strict_false_missing,
+             "2 (weight and bias), and 2 unexpected ones: nothing loaded, and no error. Strip the prefix "
+             "(consume_prefix_in_state_dict_if_present) or read the returned keys.", kind="number", imports=NN),
 )

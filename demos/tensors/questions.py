@@ -70,6 +70,17 @@ def _to_returns_self():
     return x.to(torch.float32) is x
 
 
+def _advanced_index_write():
+    x = torch.zeros(5)
+    x[torch.tensor([1, 3])][0] = 5.0
+    return x.sum().item()
+
+
+def _squeeze_batch_of_one():
+    x = torch.randn(1, 1, 4)  # a batch of one
+    return x.squeeze().shape
+
+
 QUESTIONS = (
     Question("broadcast", "What is the shape of a + b for (8, 1, 6, 1) and (7, 1, 5)?", _broadcast_shape,
              "Align from the right: (8, 1, 6, 1) and (_, 7, 1, 5). Each 1 stretches and the missing dim is "
@@ -106,4 +117,11 @@ QUESTIONS = (
     Question("to_self", "Is x.to(torch.float32) the very same object as a float32 x?", _to_returns_self,
              "When dtype and device already match, .to() returns self: no copy is made.",
              choices=("True", "False")),
+    Question("adv_index", "x = zeros(5); x[torch.tensor([1, 3])][0] = 5. What is x.sum()?", _advanced_index_write,
+             "0: indexing with a tensor returns a copy, and the write went into that copy. `x[idx[0]] = 5` (one "
+             "indexing call on the left of =) writes into x.", kind="number"),
+    Question("squeeze_one", "x has shape (1, 1, 4): a batch of one. What shape does x.squeeze() have?",
+             _squeeze_batch_of_one,
+             "(4,): squeeze() drops every size-1 dim, the batch dim too. x.squeeze(1) keeps the batch: (1, 4).",
+             kind="shape"),
 )

@@ -111,6 +111,16 @@ def _eval_dropout():
     return (drop(x) == 0).sum()
 
 
+def _clip_before_unscale():
+    w = nn.Parameter(torch.tensor([5.0]))
+    opt = torch.optim.SGD([w], lr=1.0)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
+    scaler.scale((w * w).sum() / 2).backward()  # true gradient: w = 5
+    nn.utils.clip_grad_norm_([w], max_norm=1.0)  # before scaler.unscale_(opt)
+    scaler.step(opt)
+    return 5.0 - w.item()
+
+
 QUESTIONS = (
     Question("no_zero_grad", "Three backward passes of loss = 2·w with no zero_grad in between. What is w.grad?",
              _no_zero_grad, "`.grad` accumulates (adds) on every backward: 2 + 2 + 2 = 6. That is why the loop calls "
@@ -163,4 +173,9 @@ QUESTIONS = (
              "In eval mode dropout is the identity: no zeros. Forgetting model.train() after an evaluation "
              "leaves dropout (and batch-norm updates) switched off for the rest of training.", kind="number",
              imports=NN),
+    Question("clip_unscale", "w = 5, loss = w²/2, lr = 1, GradScaler(init_scale=2**16); clip_grad_norm_(max_norm=1) "
+             "runs before scaler.unscale_. How far does w move?", _clip_before_unscale,
+             "1/65536 ≈ 1.5e-5: the clip saw the scaled gradient (5·65536), cut it to 1, and step() then divided "
+             "by the scale. After scaler.unscale_(opt) the clip would see 5, cut it to 1, and w would move 1.",
+             kind="number", imports=NN),
 )

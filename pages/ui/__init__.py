@@ -8,6 +8,7 @@ from pages.ui.queue import queued
 from pages.ui.quiz import interview_corner, predict_then_run
 from pages.ui.runs import ran_with, run_button
 from pages.ui.tables import table
+from pages.ui.traps import trap_pair
 
 __all__ = [
     "graph",
@@ -26,6 +27,7 @@ __all__ = [
     "sidebar_controls",
     "steps",
     "table",
+    "trap_pair",
     "vega",
     "whiteboard_on",
 ]
