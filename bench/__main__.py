@@ -28,8 +28,8 @@ from streamlit.testing.v1 import AppTest
 import demos
 from bench import memory as memory_bench
 from bench import uploads
-from pages.shell.registry import HOME, by_slug, registered
-from tests.browser.harness import (
+from demos.registry import HOME, by_slug, registered
+from harness.browser import (
     CHART_SELECTOR,
     launch_chromium,
     new_context,

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import psutil
 
 from demos.guests import LIMIT_VARIABLE
-from pages.shell.registry import registered
-from tests.browser.harness import new_context, run_mark, streamlit_server, wait_run
+from demos.registry import registered
+from harness.browser import new_context, run_mark, streamlit_server, wait_run
 
 MB = 1e6  # the hosting tiers are sold in MB/GB, so the budgets are decimal
 BUDGET_MB = {"alone": 690, "five": 1000, "idle": 520}

@@ -17,8 +17,8 @@ import sys
 import pytest
 import torch
 
+from demos.registry import ROOT, registered
 from demos.training.mistakes import MISTAKES
-from pages.shell.registry import ROOT, registered
 from tests.snippets import crawl, measured_numbers, numbers_in, show_code_keys
 
 PAGES = [t.file for t in registered()]

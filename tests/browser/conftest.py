@@ -3,7 +3,7 @@
 import pytest
 from playwright import sync_api
 
-from tests.browser.harness import launch_chromium, streamlit_server
+from harness.browser import launch_chromium, streamlit_server
 
 
 @pytest.fixture(scope="module")

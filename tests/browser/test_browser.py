@@ -5,9 +5,9 @@ import re
 import pytest
 from playwright import sync_api
 
+from demos.registry import HOME, registered
 from demos.tracker import export_tracker
-from pages.shell.registry import HOME, registered
-from tests.browser.harness import (
+from harness.browser import (
     act_and_wait_run,
     full_screenshot,
     new_context,

@@ -4,7 +4,7 @@ their own settings, and the runs took turns (one set of worker processes at a ti
 import pytest
 from playwright import sync_api
 
-from tests.browser.harness import launch_chromium, new_context, run_mark, streamlit_server, wait_run
+from harness.browser import launch_chromium, new_context, run_mark, streamlit_server, wait_run
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,7 @@ import pytest
 
 from demos.distributed.results import FORMAT
 from demos.errors import QUOTE_LIMIT
-from tests.browser.harness import act_and_wait_run, new_context, wait_run
+from harness.browser import act_and_wait_run, new_context, wait_run
 
 pytestmark = pytest.mark.browser
 

@@ -8,9 +8,9 @@ import urllib.parse
 import pytest
 from PIL import Image
 
+from demos.registry import registered
 from demos.style import PEN_COLORS
-from pages.shell.registry import registered
-from tests.browser.harness import (
+from harness.browser import (
     artifacts_dir,
     full_screenshot,
     new_context,
@@ -19,7 +19,6 @@ from tests.browser.harness import (
     wait_loaded,
     wait_run,
 )
-from tests.conftest import page_views
 
 pytestmark = pytest.mark.browser
 
@@ -277,7 +276,7 @@ def _view_name(topic, query: dict) -> str:
 
 
 # Every page at its defaults and each of its section tabs (the views the readability test runs in AppTest).
-VIEWS = [(t, q) for t in registered() for q in page_views(t.file)]
+VIEWS = [(t, q) for t in registered() for q in t.views()]
 
 
 @pytest.mark.parametrize(("topic", "query"), VIEWS, ids=[_view_name(t, q) for t, q in VIEWS])
