@@ -63,6 +63,12 @@ class Topic:
         """The page at its defaults (no query), then each of its sections when it has tabs."""
         return [{}] + (self.sections() if self.tab_sets else [])
 
+    def undeclared_tabs(self, query: dict[str, str]) -> list[str]:
+        """The `key=label` pairs of a query that name a tab this page does not declare (a tab key or a label)."""
+        declared = {s.key: s.labels for s in self.tab_sets}
+        return [f"{k}={v}" for k, v in query.items()
+                if (k in declared and v not in declared[k]) or (k.endswith("_tab") and k not in declared)]
+
     def tab_sets_in(self, query: dict[str, str]) -> list[TabSet]:
         """The tab sets the page draws when opened with `query` (a tab missing from the query is its first)."""
         def is_open(key: str, label: str) -> bool:

@@ -56,3 +56,14 @@ def test_a_nested_tab_set_is_drawn_only_inside_its_tab():
     autograd = by_slug("autograd")
     assert [s.key for s in autograd.tab_sets_in({})] == ["ag_tab"]  # the first tab, Graph, holds none
     assert [s.key for s in autograd.tab_sets_in({"ag_tab": "Custom Functions"})] == ["ag_tab", "ag_custom"]
+
+
+def test_the_benchmark_names_only_declared_views():
+    from bench.__main__ import undeclared_view
+    from bench.memory import HEAVY_DEMOS
+
+    assert not [d.path for d in HEAVY_DEMOS if undeclared_view(d.path)]
+    assert undeclared_view("tensors?tensors_tab=dtypes") == ""
+    assert "tensors_tab=Dtypes" in undeclared_view("tensors?tensors_tab=Dtypes")
+    assert "no_tab=x" in undeclared_view("tensors?no_tab=x")
+    assert "no registered page" in undeclared_view("nowhere")
