@@ -46,6 +46,21 @@ def switch_tab(at: AppTest, key: str, tab: str) -> AppTest:
     return at.run()
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under `--dist loadscope` (pyproject's addopts) a test module runs whole on one xdist worker, so its module
+    fixtures are built once; the browser tests form one unit, so one worker starts one server for all of them."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BrowserTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/browser" if nodeid.startswith("tests/browser/") else super()._split_scope(nodeid)
+
+    return BrowserTestsTogether(config, log)
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """One intra-op thread for a test module (`pytestmark = pytest.mark.usefixtures("one_thread")`): tiny ops on a
