@@ -177,6 +177,21 @@ def wait_charts(page, count: int, timeout: float = 30) -> int:
         time.sleep(0.1)
 
 
+# Each chart element of the page, and the drawing inside it that shows once its figure has rendered.
+CHART_PARTS = (("[data-testid=stPlotlyChart]", ".js-plotly-plot"), ("[data-testid=stGraphVizChart]", "svg"),
+               ("[data-testid=stVegaLiteChart]", ":scope > svg.marks"))
+
+
+def wait_every_chart_drawn(page, timeout: float = 60) -> int:
+    """Wait until every visible chart element on the page has drawn its figure, however many the view has (none is
+    fine; one in a closed tab or expander is not waited for); returns how many charts are drawn."""
+    page.wait_for_function(
+        """parts => parts.every(([box, drawn]) => [...document.querySelectorAll(box)]
+               .filter(el => el.getClientRects().length > 0).every(el => el.querySelector(drawn)))""",
+        arg=[list(p) for p in CHART_PARTS], timeout=timeout * 1000)
+    return page.locator(CHART_SELECTOR).count()
+
+
 def artifacts_dir(*parts: str) -> Path:
     path = _artifacts().joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
