@@ -69,7 +69,7 @@ def test_url_reproduces_the_view(server, browser):
         context.close()
     context, page = open_app(browser, shared)
     try:
-        sync_api.expect(page.get_by_label("Logits")).to_have_value("3, 0, -1, 2")
+        sync_api.expect(page.get_by_label("Logits")).to_have_value("3, 0, -1, 2", timeout=20_000)
         wait_charts(page, 1)
         bars = page.locator("[data-testid=stVegaLiteChart] .mark-rect path")
         assert bars.count() == 8, "four logits, two bars each (T = 1 and the chosen T)"
@@ -195,7 +195,7 @@ def test_a_shared_deep_link_is_the_first_request_after_start(browser, topic, pat
     with streamlit_server() as (url, _):
         context, page = open_app(browser, f"{url}/{path}{'&' if '?' in path else '?'}whiteboard=true")
         try:
-            wait_loaded(page)
+            wait_loaded(page, 60_000)  # a fresh server loads each element's code for the first time
             assert page.locator("h1").first.inner_text() == heading(topic)
             for label in dict(urllib.parse.parse_qsl(path.partition("?")[2])).values():
                 assert page.get_by_role("tab", name=label, exact=True).get_attribute("aria-selected") == "true"
