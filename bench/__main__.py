@@ -2,6 +2,7 @@
 
     python -m bench                      # every registered page, each also in whiteboard mode
     python -m bench --pages tensors,autograd --reruns 5
+    python -m bench --every-view         # also every section of every page (demos/registry.py declares them)
     python -m bench --memory             # PSS of heavy demos, five visitors, idle; the upload worst case
 
 Measures: cold start (server start to first page rendered) against an app whose only page imports torch,
@@ -28,9 +29,9 @@ from streamlit.testing.v1 import AppTest
 import demos
 from bench import memory as memory_bench
 from bench import uploads
+from demos.registry import HOME, by_slug, registered
 from demos.tensors import shapes as lab
-from pages.shell.registry import HOME, by_slug, registered
-from tests.browser.harness import (
+from harness.browser import (
     CHART_SELECTOR,
     launch_chromium,
     new_context,
@@ -260,6 +261,15 @@ def report(cold: dict, rows: list[dict], memory: dict, cases: list[dict]) -> str
     return "\n".join(lines)
 
 
+def undeclared_view(view: str) -> str:
+    """What is wrong with a view named by URL ('tensors?tensors_tab=dtypes'), or '' when its page and tabs exist."""
+    slug, _, query = view.partition("?")
+    if slug not in {t.slug for t in registered()}:
+        return f"{view}: no registered page {slug!r}"
+    wrong = by_slug(slug).undeclared_tabs(dict(urllib.parse.parse_qsl(query)))
+    return f"{view}: {slug} declares no tab {', '.join(wrong)} (demos/registry.py)" if wrong else ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", help="comma-separated slugs (default: every registered page)")
@@ -268,6 +278,8 @@ def main() -> None:
     parser.add_argument("--cold-repeat", type=int, default=3)
     parser.add_argument("--views", default="",
                         help="comma-separated extra views to time, e.g. tensors?tensors_tab=dtypes")
+    parser.add_argument("--every-view", action="store_true",
+                        help="also time every section (tab) of the chosen pages, as the registry declares them")
     parser.add_argument("--no-whiteboard", action="store_true", help="skip each page's whiteboard-mode view")
     parser.add_argument("--cases", default="", help="only heavy demo cases whose module name contains this")
     parser.add_argument("--no-cases", action="store_true", help="skip the heavy demo cases")
@@ -289,6 +301,9 @@ def main() -> None:
         topics = [t for t in topics if t.slug in wanted]
         if not topics:
             parser.error(f"no registered page among {sorted(wanted)}")
+    for view in args.views.split(","):
+        if view and (wrong := undeclared_view(view)):
+            parser.error(wrong)
     with sync_playwright() as p:
         browser = launch_chromium(p)
         torch_dir = torch_only_dir()
@@ -302,6 +317,8 @@ def main() -> None:
         views = [] if args.no_whiteboard else [f"{t.slug}?whiteboard=true" for t in topics]
         views += [v for t in topics for v in PAGE_VIEWS.get(t.slug, [])]
         views += [v for v in args.views.split(",") if v]
+        if args.every_view:
+            views += [f"{t.slug}?{urllib.parse.urlencode(q)}" for t in topics for q in t.sections() if q]
         rows, memory = bench_pages(browser, topics, args.reruns, args.extra_reruns, views)
         memory["reruns"] = args.extra_reruns
         browser.close()

@@ -28,8 +28,8 @@ import psutil
 from demos.guests import LIMIT_VARIABLE
 from demos.memory.compiling import EXPLAIN_BUDGET_S, MAX_SHAPES
 from demos.memory.training import SWEEP_BUDGET_S
-from pages.shell.registry import registered
-from tests.browser.harness import new_context, run_mark, streamlit_server, wait_run
+from demos.registry import registered
+from harness.browser import new_context, run_mark, streamlit_server, wait_run
 
 MB = 1e6  # the hosting tiers are sold in MB/GB, so the budgets are decimal
 BUDGET_MB = {"alone": 690, "five": 1000, "idle": 520}

@@ -271,7 +271,7 @@ def custom_section() -> None:
     ui.prose("A `torch.autograd.Function` defines both passes. Each example is checked two ways: "
              "`gradcheck` (finite differences in float64) and the gradient autograd derives for a plain version.")
     _, _, (examples, trap), *_ = cached_fixed_demos()
-    ui.section_tabs({e.name: partial(custom_example, e) for e in examples}, key="ag_custom")
+    ui.section_tabs("autograd", "ag_custom", [partial(custom_example, e) for e in examples])
     st.subheader("The trap: a backward that forgets grad_out")
     naive_col, check_col = st.columns(2, gap="large")
     with naive_col:
@@ -352,6 +352,6 @@ ui.prose(
     "Type your own expression below, or load a preset; every graph, gradient and error on this page "
     "comes from torch running it now."
 )
-ui.section_tabs({"Graph": graph_section, "Backward": backward_section, "no_grad & detach": modes_section,
-                 "Custom Functions": custom_section, "Accumulation": accumulation_section}, key="ag_tab")
+ui.section_tabs("autograd", "ag_tab",
+                (graph_section, backward_section, modes_section, custom_section, accumulation_section))
 ui.interview_corner("autograd", QUESTIONS)

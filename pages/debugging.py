@@ -9,7 +9,6 @@ from pages.shell.entry import require_shell
 
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
-TABS = ("NaN tracing", "Reproducibility", "Memory leaks", "Unit tests for models", "Profiler")
 
 
 @st.cache_data(max_entries=16)
@@ -278,6 +277,6 @@ def profiler_section() -> None:
 
 
 ui.page_header("debugging")
-SECTIONS = dict(zip(TABS, (nan_section, repro_section, leaks_section, tests_section, profiler_section), strict=True))
-ui.section_tabs(SECTIONS, key="dbg_tab")  # only the open section computes
+SECTIONS = (nan_section, repro_section, leaks_section, tests_section, profiler_section)
+ui.section_tabs("debugging", "dbg_tab", SECTIONS)  # only the open section computes
 ui.interview_corner("debugging", QUESTIONS)

@@ -417,7 +417,6 @@ ui.prose("Everything below runs in real `torch.distributed` process groups: 2–
          f"over gloo on 127.0.0.1. {core.backend_note()} The Launch tab loads the result file of a torchrun run. "
          "One distributed run at a time per server; results are cached by their settings.")
 world = st.segmented_control("Ranks (world size)", [2, 3, 4], default=2, key="dist_world", bind="query-params") or 2
-SECTIONS = {"Collectives": collectives_section, "DDP": ddp_section, "DistributedSampler": sampler_section,
-            "FSDP & ZeRO": fsdp_section, "Tensor & pipeline": tp_pp_section, "Launch": launch_section}
-ui.section_tabs({title: partial(section, world) for title, section in SECTIONS.items()}, key="dist_tab")
+SECTIONS = (collectives_section, ddp_section, sampler_section, fsdp_section, tp_pp_section, launch_section)
+ui.section_tabs(SLUG, "dist_tab", [partial(section, world) for section in SECTIONS])
 ui.interview_corner(SLUG, QUESTIONS)

@@ -4,11 +4,11 @@ import streamlit as st
 
 from demos.errors import InputError
 from demos.home import HOME_QUESTIONS, MAX_T, MIN_T, softmax_chart, softmax_temperature
+from demos.registry import registered
 from demos.style import COLORS
 from demos.tracker import export_tracker, import_tracker
 from pages import ui
 from pages.shell.entry import require_shell
-from pages.shell.registry import registered
 from pages.ui import progress
 
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead

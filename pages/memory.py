@@ -480,6 +480,5 @@ def _show_recompiles(rc) -> None:
 
 
 ui.page_header("memory")
-ui.section_tabs({"Training step": training_section, "Caching allocator": allocator_section,
-                 "Streams & transfers": streams_section, "torch.compile": compile_section}, key="mem_tab")
+ui.section_tabs("memory", "mem_tab", (training_section, allocator_section, streams_section, compile_section))
 ui.interview_corner("memory", QUESTIONS)

@@ -12,7 +12,6 @@ from pages.shell.entry import require_shell
 
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
-TABS = ("Parameters & buffers", "Hooks", "Freezing", "Weight sharing", "Containers")
 
 
 # ---- cached demo calls (plain parameters in, frozen results out) and cached pictures --------------------------
@@ -475,5 +474,5 @@ SECTIONS = (params_section, hooks_section, freezing_section, sharing_section, co
 ui.page_header("modules")
 ui.prose("Every table and figure below comes from a real module running in PyTorch when you open the tab. "
          "Only the open tab is computed.")
-ui.section_tabs(dict(zip(TABS, SECTIONS, strict=True)), key="modules_tab")
+ui.section_tabs("modules", "modules_tab", SECTIONS)
 ui.interview_corner("modules", QUESTIONS)

@@ -8,10 +8,10 @@ import streamlit as st
 
 from demos.practice import catalog
 from demos.practice import drill as dr
+from demos.registry import by_slug
 from demos.tensors import shapes as lab
 from pages import ui
 from pages.shell.entry import require_shell
-from pages.shell.registry import by_slug
 from pages.ui import progress
 
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead

@@ -20,7 +20,6 @@ require_shell()  # a direct run (a fresh server's first deep link) runs the app 
 
 WIDTHS = (16, 32, 64, 128, 256, 512)
 TRACE_X = -3.0  # the trace-vs-script test input until the visitor sets one
-TABS = ("state_dict", "Checkpoints", "TorchScript vs export", "ONNX", "Quantization", "Which path?")
 
 
 @st.cache_data(max_entries=1)
@@ -256,5 +255,5 @@ ui.page_header("saving")
 ui.prose("What to save for recovery, what to ship for serving, and which export path fits which target. Every "
          "export below really runs; every claim of equivalence is a measured difference.")
 SECTIONS = (state_dict_section, checkpoint_section, export_section, onnx_section, quant_section, targets_section)
-ui.section_tabs(dict(zip(TABS, SECTIONS, strict=True)), key="sv_tab")
+ui.section_tabs("saving", "sv_tab", SECTIONS)
 ui.interview_corner("saving", list(QUESTIONS))

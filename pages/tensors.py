@@ -7,6 +7,7 @@ import streamlit as st
 
 from demos.errors import InputError, quoted
 from demos.parsing import format_shape
+from demos.registry import by_slug
 from demos.tensors import broadcasting as bc
 from demos.tensors import devices as dev
 from demos.tensors import dtypes as dt
@@ -19,11 +20,9 @@ from demos.tensors.common import Trap, chips_html
 from demos.tensors.questions import QUESTIONS
 from pages import ui
 from pages.shell.entry import require_shell
-from pages.shell.registry import by_slug
 
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
-TABS = ("Broadcasting", "Memory layout", "dtypes", "einsum", "Devices", "Shape lab")  # lab.TAB: links open it
 
 
 # ---------------------------------------------------------------- cached demo calls (plain parameters in)
@@ -481,5 +480,5 @@ ui.page_header("tensors")
 ui.prose("Shapes, strides, dtypes and devices are where PyTorch code goes wrong without an error. Each tab below "
          "runs torch on what you type and shows, beside the correct way, the way that silently misbehaves.")
 sections = (broadcast_section, layout_section, dtypes_section, einsum_section, devices_section, shape_lab_section)
-ui.section_tabs(dict(zip(TABS, sections, strict=True)), key="tensors_tab")
+ui.section_tabs("tensors", "tensors_tab", sections)
 ui.interview_corner("tensors", QUESTIONS)

@@ -13,7 +13,6 @@ from pages.shell.entry import require_shell
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 SLUG = "training-loop"
-TABS = ("One step", "Mistakes", "Optimizers", "Schedulers", "Losses", "Mixed precision", "Resume")
 WALK_KEY = "tl_walk"  # the sub-step on screen, counted from 1; in the URL, so a link opens at "sub-step 6"
 
 
@@ -605,5 +604,5 @@ ui.prose(
     "executed beside the correct loop; optimizers, schedulers and losses stepped by real torch; mixed precision; and "
     "a checkpoint that resumes bit for bit. Every curve is a real training run on this server."
 )
-ui.section_tabs(dict(zip(TABS, SECTIONS, strict=True)), key="tl_tab")
+ui.section_tabs(SLUG, "tl_tab", SECTIONS)
 ui.interview_corner(SLUG, QUESTIONS)

@@ -1,13 +1,12 @@
-"""Shared test helpers: AppTest for any registered page, and the views (section tabs) of each page."""
+"""Shared test helpers: AppTest for any registered page (its views are in demos/registry.py), and fixtures."""
 
-import ast
-import re
 import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from demos.registry import registered
 from pages.ui.errors import BUG_NOTE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,6 +25,16 @@ def open_page(page_file: str, timeout: float = 120, query: dict | None = None) -
     return at
 
 
+def every_section() -> list[tuple[str, dict]]:
+    """(page file, query) for each section of every registered page (demos/registry.py declares them)."""
+    return [(topic.file, query) for topic in registered() for query in topic.sections()]
+
+
+def view_id(value) -> str:
+    """A test id for a page file or a view's query."""
+    return value if isinstance(value, str) else "-".join(value.values()) or "defaults"
+
+
 def switch_tab(at: AppTest, key: str, tab: str) -> AppTest:
     """Open another tab of a URL-bound tab set, as a click would (AppTest has no tab click).
 
@@ -37,19 +46,31 @@ def switch_tab(at: AppTest, key: str, tab: str) -> AppTest:
     return at.run()
 
 
-def page_views(page_file: str) -> list[dict]:
-    """The page at its defaults, then once per section tab: keys ending in _tab, labels from a TABS constant, an
-    st.tabs([...]) list or a section_tabs({...}) dict in the page's source."""
-    source = (ROOT / page_file).read_text()
-    keys = sorted(set(re.findall(r'key="(\w+_tab)"', source)))
-    labels = set()
-    for match in re.finditer(r"^TABS = (\(.*?\))$", source, flags=re.MULTILINE | re.DOTALL):
-        labels.update(ast.literal_eval(match.group(1)))
-    for match in re.finditer(r"st\.tabs\(\[([^\]]*)\]", source):
-        labels.update(re.findall(r'"([^"]+)"', match.group(1)))
-    for match in re.finditer(r"section_tabs\(\{(.*?)\}", source, flags=re.DOTALL):
-        labels.update(re.findall(r'"([^"]+)":', match.group(1)))
-    return [{}] + [{key: label} for key in keys for label in sorted(labels)]
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under `--dist loadscope` (pyproject's addopts) a test module runs whole on one xdist worker, so its module
+    fixtures are built once; the browser tests form one unit, so one worker starts one server for all of them."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BrowserTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/browser" if nodeid.startswith("tests/browser/") else super()._split_scope(nodeid)
+
+    return BrowserTestsTogether(config, log)
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One intra-op thread for a test module (`pytestmark = pytest.mark.usefixtures("one_thread")`): tiny ops on a
+    shared 2-core host run far faster without OpenMP threads spin-waiting for each other."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(autouse=True)

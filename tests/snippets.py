@@ -1,8 +1,8 @@
 """Find every 'show the code' snippet a page shows, and the numbers on the page beside it.
 
-A crawl opens a page in AppTest, opens each of its URL-bound tabs, presses each button once (the heavy demos
-wait behind one) and records every call of `ui.show_code` with everything else the page drew at that moment:
-charts, tables, metrics and text. `tests/test_snippets.py` runs each snippet alone and compares.
+A crawl opens a page in AppTest, opens each of its sections (demos/registry.py), presses each button once (the
+heavy demos wait behind one) and records every call of `ui.show_code` with everything else the page drew at that
+moment: charts, tables, metrics and text. `tests/test_snippets.py` runs each snippet alone and compares.
 """
 
 import ast
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from pages.shell.registry import ROOT
+from demos.registry import ROOT, by_file
 from tests.conftest import open_page
 
 # a number as a person reads it: 3, -0.5, 1e-3, 1.2e+05, 123,651,840; never the digit inside a name such as fc1
@@ -178,13 +178,9 @@ def show_code_keys(page_file: str) -> list[re.Pattern]:
     return keys
 
 
-def tab_keys(page_file: str) -> list[str]:
-    """The URL-bound section selectors of a page: every widget key ending in _tab."""
-    return sorted(set(re.findall(r"key=\"(\w+_tab)\"", (ROOT / page_file).read_text())))
-
-
 def crawl(page_file: str, monkeypatch, extra_views: tuple = (), messages: list | None = None) -> list[Shown]:
-    """Every snippet the page shows: at defaults, in each tab, after each button, and in any extra view.
+    """Every snippet the page shows: in each section (the page's defaults when it has no tabs), after each button,
+    and in any extra view.
 
     An extra view is (query, widget settings): settings are (kind, key, value), e.g. ("selectbox", "k", "v"),
     applied after the page opens, for widgets that choose which snippet a section shows. The error and warning
@@ -223,18 +219,7 @@ def crawl(page_file: str, monkeypatch, extra_views: tuple = (), messages: list |
             at.button(key=button.key).click().run()
             record(at, f"{view}, after {button.key}")
 
-    views = [({}, ())]
-    for key in tab_keys(page_file):
-        views += [({key: label}, ()) for label in tab_labels(page_file, key)]
+    views = [(query, ()) for query in by_file(page_file).sections()]
     for query, settings in [*views, *extra_views]:
         visit(query, settings)
     return shown
-
-
-def tab_labels(page_file: str, key: str) -> list[str]:
-    """The options of a page's section selector, read from the page at its defaults."""
-    at = open_page(page_file, timeout=600)
-    groups = [g for g in at.get("button_group") if getattr(g, "key", None) == key]
-    if groups:
-        return list(groups[0].options)
-    return [t.label for t in at.tabs]

@@ -11,14 +11,7 @@ from torch import nn
 from demos.debugging import leaks, model_tests, nan_trace, profiling, repro, workers
 from demos.errors import InputError
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny ops on a shared 2-core host run far faster without intra-op threads."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.parametrize("source", nan_trace.SOURCES)

@@ -1,20 +1,13 @@
 """The debugging page: each tab at defaults, moved widgets, and bad input answered with a sentence."""
 
 import pytest
-import torch
 
 from demos.debugging import model_tests, nan_trace
 from tests.conftest import assert_clean, open_page
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 PAGE = "pages/debugging.py"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_nan_tab_at_defaults_draws_the_graph_and_names_the_op():

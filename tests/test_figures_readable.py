@@ -19,6 +19,7 @@ from demos.memory.cache_demo import PRESETS, run_script
 from demos.memory.figures import BAND_ALPHA, blocks_figure, timeline_figure
 from demos.memory.tracker import CATEGORIES
 from demos.memory.training import CARDS, RunSpec, default_device, simulate
+from demos.registry import ROOT, registered
 from demos.style import (
     COLORS,
     PEN_COLORS,
@@ -32,8 +33,7 @@ from demos.style import (
     text_on,
     wrap_label,
 )
-from pages.shell.registry import ROOT, registered
-from tests.conftest import open_page, page_views
+from tests.conftest import open_page
 
 AA_TEXT, AA_MARK = 4.5, 3.0
 _CONFIG = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["theme"]
@@ -237,7 +237,7 @@ def _dot_problems(dot: str) -> list[str]:
 @pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
 def test_every_figure_on_every_page_has_readable_text_in_both_themes(topic):
     problems, figures = [], 0
-    for query in page_views(topic.file):
+    for query in topic.views():
         at = open_page(topic.file, query=query or None)
         for element in at.get("plotly_chart"):
             figures += 1

@@ -12,14 +12,7 @@ from demos.errors import InputError
 from demos.gradient_flow import clipping, dead_relu, figures, flow
 from demos.gradient_flow.network import batch, build
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny ops on a shared 2-core host run far faster without intra-op threads."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def run_printed(code: str) -> list[str]:

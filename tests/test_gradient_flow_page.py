@@ -1,19 +1,12 @@
 """The gradient-flow page: defaults, moved widgets, and bad input answered with a sentence."""
 
 import pytest
-import torch
 
 from tests.conftest import assert_clean, open_page
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 PAGE = "pages/gradient-flow.py"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,8 @@
 """A shared link is visitor input: every URL-bound widget of every page and tab, fed hostile values, keeps the page up.
 
-Nothing here lists widgets by hand. Each page is opened at its defaults; every element whose proto carries a
-`query_param_key` is a URL-bound widget, and every option of every URL-bound tab set opens one more view, whose
-own widgets are found the same way. Then, per view and per hostile value, one run gets that value in every
+Nothing here lists widgets by hand. Each section of each page (as demos/registry.py declares them) is opened, and
+every element whose proto carries a `query_param_key` is a URL-bound widget; the URL-bound tab sets each section
+draws must be the ones the registry declares. Then, per view and per hostile value, one run gets that value in every
 bound widget of the view at once. A widget that takes numbers or options must come back at its default with
 one notice above the page naming it; a free-text field keeps the visitor's text (its parser answers in a
 sentence); nothing raises.
@@ -11,7 +11,7 @@ sentence); nothing raises.
 import pytest
 from streamlit.proto.Block_pb2 import Block as BlockProto
 
-from pages.shell.registry import HOME, registered
+from demos.registry import HOME, registered
 from pages.shell.url_guard import NOTICE_LEAD, RESET_LEAD
 from tests.conftest import open_page
 
@@ -49,21 +49,19 @@ def bound_tab_sets(at, page_file: str) -> dict[str, list[str]]:
             and node.proto.tab_container.query_param_key}
 
 
-def views(page_file: str) -> list[tuple[dict, dict]]:
-    """Every view reachable through bound tab sets: (query naming the view, its bound widgets at their defaults)."""
-    found, queue, seen = [], [{}], set()
-    while queue:
-        query = queue.pop(0)
-        at = open_page(page_file, query=query)
+def views(topic) -> list[tuple[dict, dict]]:
+    """Every section of the page (the registry's views): (query naming it, its bound widgets at their defaults).
+
+    Each view's bound tab sets must be those the registry declares for it, so a tab the registry misses fails here.
+    """
+    found = []
+    for query in topic.sections():
+        at = open_page(topic.file, query=query)
         assert not at.exception, (query, [e.value for e in at.exception])
-        widgets = {k: v for k, v in bound_widgets(at, page_file).items() if k not in query}
+        declared = {s.key: list(s.labels) for s in topic.tab_sets_in(query)}
+        assert bound_tab_sets(at, topic.file) == declared, (topic.slug, query, "tab sets differ from the registry")
+        widgets = {k: v for k, v in bound_widgets(at, topic.file).items() if k not in query}
         found.append((query, widgets))
-        for key, labels in bound_tab_sets(at, page_file).items():
-            for label in labels:
-                view = {**query, key: label}
-                if key not in query and label != at.session_state[key] and frozenset(view.items()) not in seen:
-                    seen.add(frozenset(view.items()))
-                    queue.append(view)
     return found
 
 
@@ -95,9 +93,10 @@ def check_hostile_run(page_file: str, view: dict, widgets: dict, fed: list[str],
     return checked
 
 
-@pytest.mark.parametrize("page_file", [t.file for t in registered()])
-def test_hostile_link_values_leave_every_view_working(page_file):
-    for view, widgets in views(page_file):
+@pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
+def test_hostile_link_values_leave_every_view_working(topic):
+    page_file = topic.file
+    for view, widgets in views(topic):
         for value in HOSTILE:
             left = list(widgets)
             while left:  # a free-text error can hide the widgets below it: feed those again, text at its default

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pages.shell.registry import ROOT, registered
+from demos.registry import ROOT, registered
 from tests.conftest import assert_clean, open_page
 
 PAGES = [t.file for t in registered()]

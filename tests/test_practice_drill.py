@@ -5,8 +5,8 @@ import pytest
 from demos.errors import InputError
 from demos.practice import catalog
 from demos.practice import drill as dr
+from demos.registry import TOPICS, by_slug
 from demos.tracker import MAX_REVIEW, QUESTION_ID
-from pages.shell.registry import TOPICS, by_slug
 from tests.conftest import open_page
 from tests.test_quiz_bank import QUESTIONS as EVERY_QUESTION
 

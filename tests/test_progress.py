@@ -1,7 +1,7 @@
 """The tracker keeps its ticks for the whole session, and a progress link restores them (or changes nothing)."""
 
+from demos.registry import TOPICS
 from demos.tracker import Progress, export_tracker, progress_link_value
-from pages.shell.registry import TOPICS
 from tests.conftest import assert_clean, open_page
 
 KNOWN = {t.slug: t.concepts for t in TOPICS if t.exists}

@@ -107,7 +107,7 @@ PINNED = "1.eNqrVkpRsqpWyk3NzS-qVLKKNozVUSpJzSvOLyoG8kxia3WUioCM2FoAF_oNSw"
 
 def test_a_version_1_link_keeps_meaning_the_same_concepts():
     """Pinned: if a topic's concepts are reordered, old links would tick other concepts: bump LINK_VERSION."""
-    from pages.shell.registry import TOPICS
+    from demos.registry import TOPICS
 
     known = {t.slug: t.concepts for t in TOPICS}
     value = progress_link_value(Progress({"tensors": ("einsum",), "memory": ("Caching allocator",)}), known)

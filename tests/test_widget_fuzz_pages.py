@@ -11,8 +11,7 @@ import zlib
 import pytest
 from streamlit.runtime.state.common import TESTING_KEY
 
-from tests.conftest import open_page
-from tests.test_text_fields_pages import views
+from tests.conftest import every_section, open_page, view_id
 
 DRAWS = 2
 
@@ -47,7 +46,7 @@ def fuzzable(at) -> list:
     return [w for w in widgets if w.key and not w.key.endswith("_tab") and not w.proto.disabled]
 
 
-@pytest.mark.parametrize("page, query", views(), ids=lambda v: v if isinstance(v, str) else "-".join(v.values()))
+@pytest.mark.parametrize("page, query", every_section(), ids=view_id)
 def test_random_widget_values_never_show_a_traceback(page, query):
     rng = random.Random(zlib.crc32(f"{page}{query}".encode()))
     at = open_page(page, query=query)

@@ -6,9 +6,11 @@ Ids: `<source>/<key>` for a bank question (`tensors/broadcast`), `<family>@<seed
 
 import functools
 import importlib
+import importlib.util
 import re
 from dataclasses import dataclass
 
+from demos import registry
 from demos.errors import InputError, quoted
 from demos.practice import gen_autograd, gen_modules, gen_scale, gen_shapes, gen_tensors, gen_training
 from demos.practice.family import Family
@@ -19,20 +21,13 @@ FAMILIES: dict[str, Family] = {
 }
 MAX_SEED = 999_999
 
-# The modules that hold predict-then-run questions, the id prefix of their questions, and the topic page they
-# belong to. Home's worked questions are tensor questions; a test checks this finds every Question in demos/.
+# The modules that hold predict-then-run questions -> (the id prefix of their questions, the topic page they belong
+# to): each topic's engine's `questions` module (demos/registry.py), and Home's worked questions, which are tensor
+# questions. A test checks this finds every Question in demos/.
 BANKS = {
-    "demos.tensors.questions": ("tensors", "tensors"),
-    "demos.autograd.questions": ("autograd", "autograd"),
-    "demos.modules.questions": ("modules", "modules"),
-    "demos.gradient_flow.questions": ("gradient-flow", "gradient-flow"),
-    "demos.training.questions": ("training-loop", "training-loop"),
-    "demos.data.questions": ("data-loading", "data-loading"),
-    "demos.memory.questions": ("memory", "memory"),
-    "demos.saving.questions": ("saving", "saving"),
-    "demos.distributed.questions": ("distributed", "distributed"),
-    "demos.debugging.questions": ("debugging", "debugging"),
-    "demos.home": ("home", "tensors"),
+    **{f"{t.engine}.questions": (t.slug, t.slug) for t in registry.TOPICS
+       if t.engine and importlib.util.find_spec(f"{t.engine}.questions")},
+    registry.HOME.engine: (registry.HOME.slug, "tensors"),
 }
 TOPICS = tuple(dict.fromkeys(topic for _, topic in BANKS.values()))
 _GENERATED = re.compile(r"([a-z_]+)@(\d{1,6})")

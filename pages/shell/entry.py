@@ -10,9 +10,9 @@ import threading
 import streamlit as st
 import torch
 
+from demos.registry import HOME, ROOT, SECTIONS, registered
 from pages.shell import url_guard
 from pages.shell.heap import freeze_loaded_code
-from pages.shell.registry import HOME, ROOT, SECTIONS, registered
 from pages.ui import sidebar_controls
 from pages.ui.errors import input_errors
 from pages.ui.layout import whiteboard_requested

@@ -8,8 +8,8 @@ the browser that drew the figure also turns it into an image, so the hosted demo
 
 import streamlit as st
 
+from demos.registry import ROOT
 from demos.style import PEN_COLORS
-from pages.shell.registry import ROOT
 
 _JS = ROOT / "assets" / "js"
 _CSS = (ROOT / "assets" / "css" / "ink.css").read_text(encoding="utf-8")

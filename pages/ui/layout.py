@@ -1,11 +1,12 @@
 """Page skeleton and whiteboard (presenter) mode: the sidebar folded, the full width, large type, prose folded
 away, explanations one step at a time, and keys for the next step and section (pages/ui/ink.py)."""
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import streamlit as st
 
-from pages.shell.registry import ROOT, by_slug
+from demos.registry import ROOT, by_slug
 from pages.ui.ink import presenter_bar
 
 WHITEBOARD_KEY = "whiteboard"
@@ -47,15 +48,17 @@ def page_header(slug: str) -> None:
     st.caption(topic.summary)
 
 
-def section_tabs(sections: dict, key: str) -> None:
-    """One tab per section (title -> function), the open tab kept in the URL under `key`.
+def section_tabs(slug: str, key: str, sections: Sequence[Callable[[], None]]) -> None:
+    """One tab per section, labelled as the registry declares page `slug`'s tab set `key`, the open tab kept in the
+    URL under `key`; `sections` are the sections' functions in the registry's order.
 
     Only the open tab's function runs: a rerun computes and sends one section, not the whole page. The tabs sit in
     a container marked for the presenter keys (] and [ switch sections).
     """
+    labels = by_slug(slug).tabs(key)
     with st.container(key=f"wbsections-{key}"):
-        tabs = st.tabs(list(sections), key=key, bind="query-params")
-        for tab, section in zip(tabs, sections.values(), strict=True):
+        tabs = st.tabs(list(labels), key=key, bind="query-params")
+        for tab, section in zip(tabs, sections, strict=True):
             if tab.open:
                 with tab:
                     section()

@@ -10,8 +10,8 @@ import urllib.parse
 import streamlit as st
 
 from demos.errors import InputError
+from demos.registry import TOPICS, registered
 from demos.tracker import Progress, progress_link_value, read_progress_link
-from pages.shell.registry import TOPICS, registered
 
 STATE_KEY = "wb_progress"
 LINK_PARAM = "progress"

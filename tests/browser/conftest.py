@@ -1,20 +1,32 @@
-"""Fixtures of the browser tests: one real server and one headless Chromium per test module."""
+"""Fixtures of the browser tests: one real server and one headless Chromium for all of them.
+
+A browser test module asks for `server` (the base URL) and `browser`, and opens its own context per test
+(`harness.browser.new_context`), so visitors stay apart while the server's start and page warm-up are paid once.
+Only a check of what a fresh server does (its first request) starts one of its own (`harness.browser.streamlit_server`).
+The fixtures live as long as the tests/browser package runs (package scope, and one xdist worker runs the whole
+package: tests/conftest.py), so no server outlives the browser tests into tests that count child processes.
+"""
 
 import pytest
 from playwright import sync_api
 
-from tests.browser.harness import launch_chromium, streamlit_server
+from harness.browser import launch_chromium, streamlit_server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def server():
     with streamlit_server() as (url, _):
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser():
+@pytest.fixture(scope="package")
+def playwright_session():
     with sync_api.sync_playwright() as p:
-        b = launch_chromium(p)
-        yield b
-        b.close()
+        yield p
+
+
+@pytest.fixture(scope="package")
+def browser(playwright_session):
+    b = launch_chromium(playwright_session)
+    yield b
+    b.close()

@@ -1,13 +1,14 @@
 """The real server in headless Chromium: every registered page visited from the sidebar, rendered, screenshotted."""
 
 import re
+import urllib.parse
 
 import pytest
 from playwright import sync_api
 
+from demos.registry import HOME, by_slug, registered
 from demos.tracker import export_tracker
-from pages.shell.registry import HOME, registered
-from tests.browser.harness import (
+from harness.browser import (
     act_and_wait_run,
     full_screenshot,
     new_context,
@@ -68,7 +69,7 @@ def test_url_reproduces_the_view(server, browser):
         context.close()
     context, page = open_app(browser, shared)
     try:
-        sync_api.expect(page.get_by_label("Logits")).to_have_value("3, 0, -1, 2")
+        sync_api.expect(page.get_by_label("Logits")).to_have_value("3, 0, -1, 2", timeout=20_000)
         wait_charts(page, 1)
         bars = page.locator("[data-testid=stVegaLiteChart] .mark-rect path")
         assert bars.count() == 8, "four logits, two bars each (T = 1 and the chosen T)"
@@ -177,10 +178,14 @@ def heading(topic) -> str:
     return "PyTorch Whiteboard" if topic is HOME else topic.title
 
 
-FIRST_REQUESTS = [(t, t.slug) for t in registered()] + [(HOME, "")]
+# The root, one plain page and one tabbed page with its tab in the URL: what a fresh server does on its first
+# request is the same for every page, and each page's guard (`require_shell()`) is checked in its source by
+# tests/test_pages.py.
+FIRST_REQUESTS = [(HOME, ""), (by_slug("gradient-flow"), "gradient-flow"),
+                  (by_slug("autograd"), "autograd?ag_tab=Backward")]
 
 
-@pytest.mark.parametrize(("topic", "path"), FIRST_REQUESTS, ids=[p or "root" for _, p in FIRST_REQUESTS])
+@pytest.mark.parametrize(("topic", "path"), FIRST_REQUESTS, ids=[p.split("?")[0] or "root" for _, p in FIRST_REQUESTS])
 def test_a_shared_deep_link_is_the_first_request_after_start(browser, topic, path):
     """A fresh server whose first visitor opens /<slug>?whiteboard=true gets that page inside the full shell.
 
@@ -188,10 +193,12 @@ def test_a_shared_deep_link_is_the_first_request_after_start(browser, topic, pat
     forgot `require_shell()` would render without the navigation's sections and the whiteboard toggle.
     """
     with streamlit_server() as (url, _):
-        context, page = open_app(browser, f"{url}/{path}?whiteboard=true")
+        context, page = open_app(browser, f"{url}/{path}{'&' if '?' in path else '?'}whiteboard=true")
         try:
-            wait_loaded(page)
+            wait_loaded(page, 60_000)  # a fresh server loads each element's code for the first time
             assert page.locator("h1").first.inner_text() == heading(topic)
+            for label in dict(urllib.parse.parse_qsl(path.partition("?")[2])).values():
+                assert page.get_by_role("tab", name=label, exact=True).get_attribute("aria-selected") == "true"
             assert page.get_by_role("switch", name="Whiteboard mode").is_checked()
             sections = page.locator("[data-testid=stNavSectionHeader]").all_inner_texts()
             assert [s.strip() for s in sections] == list(dict.fromkeys(t.section for t in registered()))

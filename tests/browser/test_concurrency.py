@@ -5,10 +5,9 @@ result that later visitors get cleanly (the place-in-line notice is written outs
 import time
 
 import pytest
-from playwright import sync_api
 
+from harness.browser import new_context, run_mark, wait_run
 from pages.ui.errors import BUG_NOTE
-from tests.browser.harness import launch_chromium, new_context, run_mark, streamlit_server, wait_run
 
 pytestmark = pytest.mark.browser
 
@@ -58,57 +57,51 @@ def assert_no_bug(page) -> None:
     assert page.locator("[data-testid=stAlertContentError]").count() == 0
 
 
-def test_a_run_that_waited_in_line_gets_its_result_and_leaves_a_clean_cache_entry():
-    with sync_api.sync_playwright() as p, streamlit_server() as (url, _):
-        browser = launch_chromium(p)
-        (ca, a), (cb, b) = open_tab(browser, url, FSDP[0]), open_tab(browser, url, WORKERS[0])
-        try:
-            mark_a = press(a, FSDP[1])
-            time.sleep(0.4)
-            mark_b = press(b, WORKERS[1])
-            b.get_by_text(QUEUE_TEXT).first.wait_for(timeout=30_000)  # B waits behind A and is told so
-            wait_run(b, mark_b, timeout=180)
-            wait_run(a, mark_a, timeout=180)
-            for page in (a, b):
-                assert_no_bug(page)
-            assert b.get_by_text("repeat: worker 1 draws exactly what worker 0 draws").count() == 1
-            cc, c = open_tab(browser, url, WORKERS[0])  # a third visitor, same settings: the cached result
-            wait_run(c, press(c, WORKERS[1]), timeout=60)
-            assert run_caption(c) == run_caption(b), "the cached run (its own duration), not a new one"
-            assert_no_bug(c)
-            assert c.get_by_text(QUEUE_TEXT).count() == 0
-            assert c.get_by_text("repeat: worker 1 draws exactly what worker 0 draws").count() == 1
-            cc.close()
-        finally:
-            ca.close()
-            cb.close()
-            browser.close()
+def test_a_run_that_waited_in_line_gets_its_result_and_leaves_a_clean_cache_entry(server, browser):
+    (ca, a), (cb, b) = open_tab(browser, server, FSDP[0]), open_tab(browser, server, WORKERS[0])
+    try:
+        mark_a = press(a, FSDP[1])
+        time.sleep(0.4)
+        mark_b = press(b, WORKERS[1])
+        b.get_by_text(QUEUE_TEXT).first.wait_for(timeout=30_000)  # B waits behind A and is told so
+        wait_run(b, mark_b, timeout=180)
+        wait_run(a, mark_a, timeout=180)
+        for page in (a, b):
+            assert_no_bug(page)
+        assert b.get_by_text("repeat: worker 1 draws exactly what worker 0 draws").count() == 1
+        cc, c = open_tab(browser, server, WORKERS[0])  # a third visitor, same settings: the cached result
+        wait_run(c, press(c, WORKERS[1]), timeout=60)
+        assert run_caption(c) == run_caption(b), "the cached run (its own duration), not a new one"
+        assert_no_bug(c)
+        assert c.get_by_text(QUEUE_TEXT).count() == 0
+        assert c.get_by_text("repeat: worker 1 draws exactly what worker 0 draws").count() == 1
+        cc.close()
+    finally:
+        ca.close()
+        cb.close()
 
 
-def test_ten_visitors_press_heavy_buttons_at_once():
+def test_ten_visitors_press_heavy_buttons_at_once(server, browser):
     demos = ([sampler(size) for size in DATASETS] + [WORKERS] * 3 + [explain("8%3B+16"), explain("4%3B+5%3B+6")]
              + [FSDP])
     assert len(demos) == 10
-    with sync_api.sync_playwright() as p, streamlit_server() as (url, _):
-        browser = launch_chromium(p)
-        tabs = [open_tab(browser, url, path) for path, _ in demos]
-        try:
-            marks = [press(page, button) for (_, page), (_, button) in zip(tabs, demos, strict=True)]
-            for (_, page), mark in zip(tabs, marks, strict=True):
-                wait_run(page, mark, timeout=300)
-                assert_no_bug(page)
-            pids = []
-            for (_, page), size in zip(tabs, DATASETS, strict=False):
-                assert metric(page, "dataset") == str(size), "this visitor's own dataset size"
-                assert metric(page, "samples per rank") == str(-(-size // 3))
-                label = page.locator("[data-testid=stExpander] summary").filter(has_text="live run").first.inner_text()
-                pids.append(label.split("pids ")[1].split(")")[0])
-            assert len(set(pids)) == len(DATASETS), f"separate runs, not one shared result: {pids}"
-            for _, page in tabs[len(DATASETS):len(DATASETS) + 3]:
-                assert page.get_by_text("repeat: worker 1 draws exactly what worker 0 draws").count() == 1
-            for _, page in tabs[-3:-1]:
-                assert page.get_by_text("Recompilation when the input shape changes").count() == 1
-        finally:
-            for context, _ in tabs:
-                context.close()
-            browser.close()
+    tabs = [open_tab(browser, server, path) for path, _ in demos]
+    try:
+        marks = [press(page, button) for (_, page), (_, button) in zip(tabs, demos, strict=True)]
+        for (_, page), mark in zip(tabs, marks, strict=True):
+            wait_run(page, mark, timeout=300)
+            assert_no_bug(page)
+        pids = []
+        for (_, page), size in zip(tabs, DATASETS, strict=False):
+            assert metric(page, "dataset") == str(size), "this visitor's own dataset size"
+            assert metric(page, "samples per rank") == str(-(-size // 3))
+            label = page.locator("[data-testid=stExpander] summary").filter(has_text="live run").first.inner_text()
+            pids.append(label.split("pids ")[1].split(")")[0])
+        assert len(set(pids)) == len(DATASETS), f"separate runs, not one shared result: {pids}"
+        for _, page in tabs[len(DATASETS):len(DATASETS) + 3]:
+            assert page.get_by_text("repeat: worker 1 draws exactly what worker 0 draws").count() == 1
+        for _, page in tabs[-3:-1]:
+            assert page.get_by_text("Recompilation when the input shape changes").count() == 1
+    finally:
+        for context, _ in tabs:
+            context.close()

@@ -8,9 +8,9 @@ import pytest
 
 from demos.distributed.results import FORMAT
 from demos.errors import QUOTE_LIMIT
-from pages.shell.registry import HOME
+from demos.registry import HOME
+from harness.browser import act_and_wait_run, new_context, wait_charts, wait_run
 from pages.ui.errors import BUG_NOTE
-from tests.browser.harness import act_and_wait_run, new_context, wait_charts, wait_run
 
 pytestmark = pytest.mark.browser
 

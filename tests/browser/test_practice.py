@@ -8,7 +8,7 @@ import pytest
 from demos.practice import catalog
 from demos.practice import drill as dr
 from demos.quiz import format_answer
-from tests.browser.harness import (
+from harness.browser import (
     artifacts_dir,
     new_context,
     run_mark,
@@ -104,7 +104,7 @@ def drill_url(server: str, settings: dr.Settings) -> str:
 
 
 def catalog_title(slug: str) -> str:
-    from pages.shell.registry import by_slug
+    from demos.registry import by_slug
 
     return by_slug(slug).title.replace(" ", "+").replace("&", "%26")
 

@@ -18,12 +18,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from playwright import sync_api
 
 from demos.guests import free_port
-from tests.browser.harness import (
+from harness.browser import (
     ROOT,
-    launch_chromium,
     new_context,
     streamlit_server,
     wait_charts,
@@ -144,15 +142,13 @@ def open_view(browser, url: str):
     return context, page
 
 
-def test_replicas_behind_nginx_keep_each_visitor_and_survive_a_stopped_replica(tmp_path, monkeypatch):
+def test_replicas_behind_nginx_keep_each_visitor_and_survive_a_stopped_replica(browser, tmp_path, monkeypatch):
     # Replicas share one cookie secret, as deploy/ sets it (Streamlit signs its cookies with it).
     monkeypatch.setenv("STREAMLIT_SERVER_COOKIE_SECRET", "replica-test-shared-secret")
-    with sync_api.sync_playwright() as p, ExitStack() as stack:
+    with ExitStack() as stack:
         servers = [stack.enter_context(streamlit_server()) for _ in range(2)]
         replicas = [urlsplit(url).netloc for url, _ in servers]
         nginx = start_nginx(stack, tmp_path, replicas)
-        browser = launch_chromium(p)
-        stack.callback(browser.close)
 
         visitors, requested = [], defaultdict(set)
         for view in VIEWS:  # start all ten page loads, then wait for each

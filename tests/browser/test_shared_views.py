@@ -5,8 +5,8 @@ import re
 import pytest
 from playwright import sync_api
 
-from pages.shell.registry import registered
-from tests.browser.harness import (
+from demos.registry import registered
+from harness.browser import (
     act_and_wait_run,
     artifacts_dir,
     new_context,
@@ -20,8 +20,6 @@ from tests.browser.test_browser import VIEWPORT, open_app
 
 pytestmark = pytest.mark.browser
 
-TAB_SETS = "[data-testid=stMain] [data-testid=stTabs]"
-OPEN_PANEL = "[role=tabpanel]:not([hidden])"
 
 
 def view_of(page) -> dict:
@@ -88,28 +86,24 @@ def assert_same_view(browser, url: str, seen: dict, name: str) -> None:  # noqa:
         context.close()
 
 
-def tab_views(page):
-    """Yield (name, URL, view) for the default view and each tab of the page's first tab set, clicked in turn.
-
-    Where the open tab holds a tab set of its own (Autograd's custom Functions), its last tab is opened too.
-    """
+def tab_views(page, topic):
+    """Yield (name, URL, view) for the default view and then each other section of the page (demos/registry.py),
+    opened by clicking its tabs in turn as a visitor would (the outer tab, then a nested one)."""
     yield "default", page.url, view_of(page)
-    if not page.locator(TAB_SETS).count():
-        return
-    labels = page.locator(TAB_SETS).first.locator("[role=tab]").all_inner_texts()
-    for label in labels[1:]:
-        open_tab(page, page.locator(TAB_SETS).first.get_by_role("tab", name=label, exact=True))
-        inner = page.locator(f"{TAB_SETS} {OPEN_PANEL} [data-testid=stTabs]")
-        if inner.count():
-            open_tab(page, inner.first.locator("[role=tab]").last)
-        yield re.sub(r"\W+", "-", label).strip("-").lower(), page.url, view_of(page)
+    for query in topic.sections()[1:]:
+        for key, label in query.items():
+            tab = page.locator(f".st-key-wbsections-{key} [data-testid=stTabs]").first.get_by_role(
+                "tab", name=label, exact=True)
+            if tab.get_attribute("aria-selected") != "true":
+                open_tab(page, tab)
+        yield re.sub(r"\W+", "-", "-".join(query.values())).strip("-").lower(), page.url, view_of(page)
 
 
 @pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
 def test_a_copied_url_of_each_tab_opens_the_same_view(server, browser, topic):  # noqa: F811
     context, page = open_app(browser, f"{server}/{topic.slug}")
     try:
-        for name, url, seen in tab_views(page):
+        for name, url, seen in tab_views(page, topic):
             assert_same_view(browser, url, seen, f"{topic.slug}-{name}")
     finally:
         context.close()

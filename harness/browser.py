@@ -1,0 +1,223 @@
+"""Start the real Streamlit server and a headless Chromium; shared by the browser tests and the benchmark."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from demos.guests import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+CHART_SELECTOR = (
+    "[data-testid=stPlotlyChart] .js-plotly-plot, [data-testid=stGraphVizChart] svg, "
+    "[data-testid=stVegaLiteChart] > svg.marks"
+)
+
+
+def system_chromium() -> str | None:
+    """The Debian chromium binary if installed, else None (Playwright's own build is used)."""
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def launch_chromium(playwright):
+    """System Chromium when present; otherwise Playwright's bundled build, installing it once if missing."""
+    path = system_chromium()
+    if path:
+        return playwright.chromium.launch(executable_path=path, args=CHROMIUM_FLAGS)
+    try:
+        return playwright.chromium.launch(args=CHROMIUM_FLAGS)
+    except Exception:
+        subprocess.run([sys.executable, "-m", "playwright", "install", "chromium"], check=True)
+        return playwright.chromium.launch(args=CHROMIUM_FLAGS)
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"streamlit did not answer at {url} within {timeout} s")
+
+
+@contextmanager
+def streamlit_server(app: str = "app.py", timeout: float = 90, cwd: Path = ROOT):
+    """Run `streamlit run app` on a free 127.0.0.1 port; yields (base_url, process); always stops it."""
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", app, "--server.port", str(port), "--server.address", "127.0.0.1",
+        "--server.headless", "true", "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
+    ]
+    log = open(ROOT / "tests" / "artifacts" / f"server-{port}.log", "w") if _artifacts() else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc, timeout)
+        yield url, proc
+    finally:
+        _stop(proc)
+        if log is not subprocess.DEVNULL:
+            log.close()
+
+
+def _artifacts() -> Path:
+    path = ROOT / "tests" / "artifacts"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the server's process group, then SIGKILL if it lingers."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+# Installed in every page of a context before Streamlit loads: records each change of the app's script
+# state with a page-side timestamp, so no run can slip between two polls.
+STATE_RECORDER = """
+window.__wbStates = [];
+new MutationObserver(records => {
+  // getAttribute reads the value now, after every change in this batch: a fast run's 'running' survives only
+  // as the old value of the next change, so the old values are recorded too.
+  const now = performance.now();
+  for (const r of records) window.__wbStates.push([r.oldValue, now]);
+  const app = records[records.length - 1].target;
+  window.__wbStates.push([app.getAttribute('data-test-script-state'), now]);
+}).observe(document, {attributes: true, subtree: true, attributeOldValue: true,
+                      attributeFilter: ['data-test-script-state']});
+"""
+
+
+def new_context(browser, **options):
+    """A browser context whose pages record script-state changes (see wait_run)."""
+    context = browser.new_context(**options)
+    context.add_init_script(STATE_RECORDER)
+    return context
+
+
+def run_mark(page) -> int:
+    """How many state changes have been seen so far; pass it to wait_run after triggering a run."""
+    return page.evaluate("() => window.__wbStates.length")
+
+
+# A run shows as 'rerunRequested' (a rerun the frontend asked for) and/or 'running'; a run that finishes within
+# one frame may never show 'running' at all.
+IS_START = "x => x[0] === 'running' || x[0] === 'rerunRequested'"
+
+
+def run_started(page, mark: int, timeout: float = 10) -> bool:
+    """Whether a script run started after `mark` within `timeout` s (the frontend sometimes drops a request)."""
+    try:
+        page.wait_for_function(f"m => window.__wbStates.slice(m).some({IS_START})",
+                               arg=mark, timeout=timeout * 1000)
+        return True
+    except PlaywrightTimeout:
+        return False
+
+
+def act_and_wait_run(page, act, start_timeout: float = 10, timeout: float = 60) -> None:
+    """Do `act()` (a click, an upload), doing it once more if no run starts within `start_timeout` s (the
+    frontend sometimes drops the rerun request that follows an action right after a run), then wait for the run."""
+    mark = run_mark(page)
+    act()
+    if not run_started(page, mark, timeout=start_timeout):
+        mark = run_mark(page)
+        act()
+    wait_run(page, mark, timeout=timeout)
+
+
+def wait_run(page, mark: int = 0, timeout: float = 60) -> tuple[float, float]:
+    """Wait for a script run that started after `mark` to finish; returns (started, finished), page clock in ms."""
+    page.wait_for_function(
+        f"""m => {{ const s = window.__wbStates.slice(m);
+                   return s.some({IS_START}) && s[s.length - 1][0] === 'notRunning'; }}""",
+        arg=mark, timeout=timeout * 1000,
+    )
+    return tuple(page.evaluate(
+        f"""m => {{ const s = window.__wbStates.slice(m);
+                   return [s.find({IS_START})[1], s[s.length - 1][1]]; }}""",
+        mark,
+    ))
+
+
+def wait_charts(page, count: int, timeout: float = 30) -> int:
+    """Wait until at least `count` charts (plotly or graphviz) are drawn; returns how many are."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = page.locator(CHART_SELECTOR).count()
+        if found >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
+# Each chart element of the page, and the drawing inside it that shows once its figure has rendered.
+CHART_PARTS = (("[data-testid=stPlotlyChart]", ".js-plotly-plot"), ("[data-testid=stGraphVizChart]", "svg"),
+               ("[data-testid=stVegaLiteChart]", ":scope > svg.marks"))
+
+
+def wait_every_chart_drawn(page, timeout: float = 60) -> int:
+    """Wait until every visible chart element on the page has drawn its figure, however many the view has (none is
+    fine; one in a closed tab or expander is not waited for); returns how many charts are drawn."""
+    page.wait_for_function(
+        """parts => parts.every(([box, drawn]) => [...document.querySelectorAll(box)]
+               .filter(el => el.getClientRects().length > 0).every(el => el.querySelector(drawn)))""",
+        arg=[list(p) for p in CHART_PARTS], timeout=timeout * 1000)
+    return page.locator(CHART_SELECTOR).count()
+
+
+def artifacts_dir(*parts: str) -> Path:
+    path = _artifacts().joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+MAX_SHOT_HEIGHT = 12000
+
+
+def wait_loaded(page, timeout_ms: int = 20_000) -> None:
+    """Lazy elements (tables, charts) show skeletons until their code has loaded: wait them out."""
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=stSkeleton]').length === 0",
+                           timeout=timeout_ms)
+    page.wait_for_timeout(500)
+
+
+def full_screenshot(page, name: str) -> None:
+    """Grow the viewport to the page's content height (same width) so one PNG in artifacts/screenshots holds the
+    whole page; then restore the viewport."""
+    viewport = page.viewport_size
+    height = page.evaluate(
+        "() => Math.max(...['stMain', 'stAppViewContainer'].map("
+        "id => document.querySelector(`[data-testid=${id}]`)?.scrollHeight || 0))"
+    )
+    height = min(max(height, viewport["height"]), MAX_SHOT_HEIGHT)
+    page.set_viewport_size({"width": viewport["width"], "height": height})
+    wait_loaded(page)
+    page.screenshot(path=str(artifacts_dir("screenshots") / f"{name}.png"), full_page=True)
+    page.set_viewport_size(viewport)
