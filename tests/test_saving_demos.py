@@ -72,7 +72,9 @@ def test_save_load_round_trip_is_exact():
 def test_custom_class_refused_under_weights_only_then_allowed(report):
     assert report.weights_only_error.startswith("UnpicklingError") and "TrainingConfig" in report.weights_only_error
     assert report.safe_globals_config == repr(TrainingConfig())
-    assert report.locations == ("cpu",)
+    on_gpu = torch.cuda.is_available()  # the demo saves from CUDA tensors where there is a GPU
+    assert report.locations == (("cuda:0",) if on_gpu else ("cpu",))
+    assert report.device_note.startswith("saved from CUDA" if on_gpu else "no CUDA here")
 
 
 @pytest.mark.parametrize("fraction", [0.1, 0.5, 0.9])
