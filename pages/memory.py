@@ -182,7 +182,7 @@ def summary_metrics(t) -> None:
 
 def holders_table(t) -> None:
     rows = [{"category": h.category.replace("_", " "), "made by op": h.op.removesuffix(".default"),
-             "shape, dtype": f"{h.shape} {h.dtype}", "bytes": fmt_bytes(h.nbytes)} for h in t.peak_holders]
+             "shape, dtype": h.kind, "bytes": fmt_bytes(h.nbytes)} for h in t.peak_holders]
     ui.table(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 

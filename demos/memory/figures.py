@@ -52,7 +52,7 @@ def timeline_figure(t, capacity: float | None = None, card: str = "") -> go.Figu
 
     traces = [dict(type="scatter", x=x, y=ys(t.by_category[c]), name=c.replace("_", " "), stackgroup="bytes",
                    line=dict(width=0, shape="hv", color=CATEGORY_COLOR[c]), fillcolor=_tint(CATEGORY_COLOR[c]))
-              for c in CATEGORIES]
+              for c in CATEGORIES if c != "workspace" or any(t.by_category[c])]  # only a workspace that exists
     traces.append(dict(type="scatter", x=x, y=ys(t.reserved), name="reserved (allocator model)",
                        line=dict(color=COLORS["idle"], dash="dot", shape="hv")))
     traces.append(dict(type="scatter", x=x, y=ys(t.allocated),
