@@ -207,11 +207,15 @@ def streams_figure(recording: dict, scenario: str) -> go.Figure:
     """Gantt of one recorded scenario: host calls and GPU intervals on their lanes (ms from the start event)."""
     rows = [r for r in recording["intervals"] if r["scenario"] == scenario]
     color = {"copy": COLORS["data"], "kernel": COLORS["activation"], "host": COLORS["idle"], "sync": COLORS["error"]}
-    fig = go.Figure()
+    label = {"copy": "copy (host ↔ GPU)", "kernel": "kernel", "host": "host call", "sync": "synchronize"}
+    fig, shown = go.Figure(), set()
     for r in rows:
+        kind = r["kind"]
         fig.add_bar(y=[r["lane"]], x=[max(r["end_ms"] - r["start_ms"], 1e-3)], base=[r["start_ms"]],
-                    orientation="h", marker_color=color.get(r["kind"], COLORS["idle"]), showlegend=False,
+                    orientation="h", marker_color=color.get(kind, COLORS["idle"]), name=label.get(kind, kind),
+                    legendgroup=kind, showlegend=kind not in shown,  # one legend entry per colour
                     hovertemplate=f"{r['name']}<br>{r['start_ms']:.3f} → {r['end_ms']:.3f} ms<extra></extra>")
+        shown.add(kind)
     fig.update_xaxes(title="time (ms)")
     fig.update_layout(barmode="overlay")
     return base_layout(fig, height=260)
