@@ -13,9 +13,9 @@ from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
 from demos.memory.compiling import count_recompiles, explain_breaks, parse_shapes, time_compile
 from demos.memory.figures import (
-    CATEGORY_LEGEND,
     allocator_figure,
     blocks_figure,
+    category_legend,
     compile_figure,
     peak_figure,
     streams_figure,
@@ -236,7 +236,7 @@ def training_section() -> None:
     with ui.input_errors():
         t = cached_timeline(spec, device)
         summary_metrics(t)
-        ui.legend(CATEGORY_LEGEND)
+        ui.legend(category_legend(t))
         workspace = (f" workspace = cuDNN's convolution workspace, which no dispatch mode sees "
                      f"({CONV_WORKSPACE_SOURCE}).") if t.category_peaks["workspace"] else ""
         st.caption("input = the batch and its targets." + workspace)

@@ -176,7 +176,7 @@ def test_cnn_convolutions_carry_the_estimated_cudnn_workspace_and_free_it_at_onc
 
 
 def test_workspace_is_in_the_legend_and_named_in_the_holders_only_where_a_kernel_has_one():
-    from demos.memory.figures import timeline_figure
+    from demos.memory.figures import category_legend, timeline_figure
     from demos.memory.training import Holder
 
     mlp = simulate(RunSpec(MLP, 8, 1, "fp32", "SGD", False, True, 1))
@@ -184,5 +184,6 @@ def test_workspace_is_in_the_legend_and_named_in_the_holders_only_where_a_kernel
     assert not any(mlp.by_category["workspace"]) and any(cnn.by_category["workspace"])
     assert "workspace" not in {tr.name for tr in timeline_figure(mlp).data}
     assert "workspace" in {tr.name for tr in timeline_figure(cnn).data}
+    assert "workspace" not in category_legend(mlp) and "workspace" in category_legend(cnn), "the colour key too"
     assert Holder("workspace", "conv workspace", (4096,), "uint8", 4096).kind.startswith("workspace")
     assert Holder("activation", "relu", (4, 8), "float32", 128).kind == "(4, 8) float32"
