@@ -13,9 +13,9 @@ from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
 from demos.memory.compiling import EXPLAIN_BUDGET_S, count_recompiles, explain_breaks, parse_shapes, time_compile
 from demos.memory.figures import (
-    CATEGORY_LEGEND,
     allocator_figure,
     blocks_figure,
+    category_legend,
     compile_figure,
     peak_figure,
     streams_figure,
@@ -184,7 +184,7 @@ def summary_metrics(t) -> None:
 
 def holders_table(t) -> None:
     rows = [{"category": h.category.replace("_", " "), "made by op": h.op.removesuffix(".default"),
-             "shape, dtype": f"{h.shape} {h.dtype}", "bytes": fmt_bytes(h.nbytes)} for h in t.peak_holders]
+             "shape, dtype": h.kind, "bytes": fmt_bytes(h.nbytes)} for h in t.peak_holders]
     ui.table(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 
@@ -239,7 +239,7 @@ def training_section() -> None:
     with ui.input_errors():
         t = timeline(spec, device)
         summary_metrics(t)
-        ui.legend(CATEGORY_LEGEND)
+        ui.legend(category_legend(t))
         workspace = (f" workspace = cuDNN's convolution workspace, which no dispatch mode sees "
                      f"({CONV_WORKSPACE_SOURCE}).") if t.category_peaks["workspace"] else ""
         st.caption("input = the batch and its targets." + workspace)

@@ -92,11 +92,13 @@ def test_a_recording_without_warm_up_loses_step_0_and_a_warmed_one_keeps_every_s
     assert rec.steady(synthetic()) == synthetic()
 
 
-def test_shipped_h200_recording_without_its_start_up_step():
-    rows = {r["scenario"]: r for r in rec.summarize(rec.load_recording())}
-    first = rows["pageable copy, blocking"]
-    assert first["steps"] == 7, "step 0 (CUDA start-up, no warm-up in that recorder) is left out"
-    assert first["kernel ms"] < 0.1 * first["wall ms"], "100 ms of start-up no longer counts as kernels"
+def test_shipped_h200_recording_is_warmed_keeps_every_step_and_a_side_stream_hides_copies():
+    recording = rec.load_recording()
+    assert recording["schema"] >= 2 and recording["warmup"], "recorded by the recorder that warms up untimed"
+    rows = {r["scenario"]: r for r in rec.summarize(recording)}
+    assert {r["steps"] for r in rows.values()} == {recording["steps"]}, "a warmed recording keeps step 0"
+    one, side = rows["pinned, non_blocking"], rows["pinned, side stream"]
+    assert side["wall ms"] < one["wall ms"] and side["copy/kernel overlap ms"] > 0 == one["copy/kernel overlap ms"]
 
 
 def test_compute_is_sized_to_the_copy_and_one_scenario_keeps_copies_dominant():
@@ -123,6 +125,9 @@ def test_lessons_are_built_from_the_summary_numbers():
 def test_streams_figure_draws_one_bar_per_interval():
     fig = streams_figure(synthetic(), "s")
     assert len(fig.data) == 5
+    kinds = {r["kind"] for r in synthetic()["intervals"] if r["scenario"] == "s"}
+    legend = [b.name for b in fig.data if b.showlegend]
+    assert len(legend) == len(set(legend)) == len(kinds), "one legend entry per kind of interval (copy, kernel...)"
 
 
 class _Event:

@@ -5,6 +5,7 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import DefaultDeviceType
 
 from demos.errors import InputError
 from demos.memory import training
@@ -101,9 +102,12 @@ def test_autocast_lowers_the_activation_peak():
     RunSpec(CNN, 4, 1, "fp32", "SGD momentum", True, True, 2),
     RunSpec(CNN, 4, 1, "bf16 autocast", "SGD", False, True, 1),
 ], ids=["mlp", "mlp-ckpt", "cnn-ckpt", "cnn-autocast"])
-def test_meta_and_real_cpu_tensors_give_identical_byte_counts(spec):
+def test_meta_and_real_cpu_tensors_give_identical_byte_counts(spec, monkeypatch):
     # SGD only: Adam's `step` counters live on the CPU, which is the tracked device in the CPU run. The cuDNN
-    # workspace estimate is left out of the meta run: the CPU run has no cuDNN.
+    # workspace estimate is left out of the meta run: the CPU run has no cuDNN. Checkpointing treats a region whose
+    # tensors are all on the CPU as one of the default device type, the accelerator where there is one: pin it to
+    # the CPU so that the CPU run is the same run on a GPU machine.
+    monkeypatch.setattr(DefaultDeviceType, "_default_device_type", "cpu")
     meta, cpu = simulate(spec, "meta", conv_workspace_estimate=False), simulate(spec, "cpu")
     assert meta.total == cpu.total
     assert meta.by_category == cpu.by_category
@@ -194,3 +198,17 @@ def test_transformer_sweeps_run_fewer_batch_sizes_the_more_layers_they_have():
     assert training.sweep_batches(RunSpec("GPT-2 small (124M)")) == (16, 32, 64)
     assert training.sweep_batches(RunSpec("GPT-2 XL (1.5B)")) == (32, 64)
     assert len(training.sweep_batches(RunSpec("MLP (4 x 2048)"))) == 7
+
+
+def test_workspace_is_in_the_legend_and_named_in_the_holders_only_where_a_kernel_has_one():
+    from demos.memory.figures import category_legend, timeline_figure
+    from demos.memory.training import Holder
+
+    mlp = simulate(RunSpec(MLP, 8, 1, "fp32", "SGD", False, True, 1))
+    cnn = simulate(RunSpec(CNN, 4, 1, "fp32", "SGD", False, True, 1))  # meta: the cuDNN workspace estimate is on
+    assert not any(mlp.by_category["workspace"]) and any(cnn.by_category["workspace"])
+    assert "workspace" not in {tr.name for tr in timeline_figure(mlp).data}
+    assert "workspace" in {tr.name for tr in timeline_figure(cnn).data}
+    assert "workspace" not in category_legend(mlp) and "workspace" in category_legend(cnn), "the colour key too"
+    assert Holder("workspace", "conv workspace", (4096,), "uint8", 4096).kind.startswith("workspace")
+    assert Holder("activation", "relu", (4, 8), "float32", 128).kind == "(4, 8) float32"

@@ -4,6 +4,7 @@ import io
 
 import pytest
 import torch
+from torch import nn
 
 from demos.errors import InputError
 from demos.saving import state
@@ -72,7 +73,9 @@ def test_save_load_round_trip_is_exact():
 def test_custom_class_refused_under_weights_only_then_allowed(report):
     assert report.weights_only_error.startswith("UnpicklingError") and "TrainingConfig" in report.weights_only_error
     assert report.safe_globals_config == repr(TrainingConfig())
-    assert report.locations == ("cpu",)
+    on_gpu = torch.cuda.is_available()  # the demo saves from CUDA tensors where there is a GPU
+    assert report.locations == (("cuda:0",) if on_gpu else ("cpu",))
+    assert report.device_note.startswith("saved from CUDA" if on_gpu else "no CUDA here")
 
 
 @pytest.mark.parametrize("fraction", [0.1, 0.5, 0.9])
@@ -118,3 +121,12 @@ def test_export_refuses_the_branch_and_cond_matches_eager():
     assert "64" in e.dynamic_error
     rows = deployment_table(export=e)
     assert "press its button" not in rows[1]["measured here"]
+
+
+def test_dp_prefix_question_answers_as_dataparallel_without_touching_cuda(monkeypatch):
+    from demos.saving.questions import QUESTIONS
+    question = next(q for q in QUESTIONS if q.key == "dp_prefix")
+    expected = next(iter(nn.DataParallel(nn.Linear(2, 2)).state_dict()))  # no GPU needed for the keys
+    monkeypatch.setattr(nn, "DataParallel", None)  # the answer must not construct one (it would move to cuda:0)
+    monkeypatch.setattr(torch.cuda, "_lazy_init", lambda: pytest.fail("the question initialised CUDA"))
+    assert question.run() == expected == "module.weight"

@@ -144,7 +144,9 @@ def test_page_sentences_agree_with_torch():
     assert f"1/{round(1 / step)} or less to 1.0 rounds back to 1.0" in _text(at)
     at = open_page(PAGE, query={"tensors_tab": "Devices"})
     assert_clean(at)
-    if not torch.accelerator.is_available():
+    if torch.accelerator.is_available():  # the fix runs: pinned, and the copy queued to the accelerator
+        assert ":green[**Correct**]" in _text(at) and "copy queued to" in _text(at)
+    else:
         assert ":green[**Correct (needs an accelerator: none on this host)**]" in _text(at)
         assert "needs an accelerator: this host has none" in _text(at)
 

@@ -1,5 +1,6 @@
 """Oracle tests for the training-loop demos: every number is checked against torch run directly."""
 
+import dataclasses
 import math
 
 import pytest
@@ -400,9 +401,12 @@ def test_the_fresh_scheduler_trap_names_the_lr_it_really_reached():
     assert "restarts" not in resume.VARIANTS["no_scheduler"]
 
 
-def test_autocast_caption_lists_what_was_recorded_and_says_cuda_differs():
+def test_autocast_caption_lists_what_was_recorded_and_says_cuda_differs(monkeypatch):
+    monkeypatch.setattr(amp, "amp_device", lambda: ("cpu", torch.bfloat16))  # CPU autocast, also on a GPU machine
     ops = amp.autocast_ops(16, 4)
     said = amp.ops_caption(ops)
     low = {op for ph, op, _, out in ops.ops if out == "bfloat16" and op not in ("_to_copy", "t", "view")}
     assert all(op in said for op in low)
     assert "CPU autocast's op lists" in said and "native_layer_norm would run in float32" in said
+    as_cuda = amp.ops_caption(dataclasses.replace(ops, device="cuda"))
+    assert "CPU autocast" not in as_cuda and "would run" not in as_cuda, "a CUDA recording is CUDA's own list"

@@ -38,13 +38,13 @@ class LeakResult:
 
 def graph_stats(roots: list) -> tuple[int, int]:
     """Walk grad_fn graphs from the kept tensors: distinct nodes, and distinct bytes they saved for backward."""
-    seen, storages = set(), {}
+    seen, storages = {}, {}  # id -> node: holding each node keeps its id from being reused by a later wrapper
     stack = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
     while stack:
         node = stack.pop()
         if node is None or id(node) in seen:
             continue
-        seen.add(id(node))
+        seen[id(node)] = node
         for attr in _saved_attrs(node):
             try:
                 value = getattr(node, attr)

@@ -13,7 +13,14 @@ from demos.style import COLORS, REFERENCE, SERIES, badge, base_layout, text_on
 CATEGORY_CONCEPT = {c: {"input": "data", "workspace": "buffer"}.get(c, c) for c in CATEGORIES}
 CATEGORY_COLOR = {c: COLORS[concept] for c, concept in CATEGORY_CONCEPT.items()}
 # The timeline's legend labels -> concepts, for the colour chips above it (one source for both).
-CATEGORY_LEGEND = {c.replace("_", " "): concept for c, concept in CATEGORY_CONCEPT.items()}
+def drawn_categories(t) -> list[str]:
+    """Every category, except a workspace when no kernel in this run had one (most runs: no convolution)."""
+    return [c for c in CATEGORIES if c != "workspace" or any(t.by_category[c])]
+
+
+def category_legend(t) -> dict[str, str]:
+    """The colour key over a timeline: the categories it draws."""
+    return {c.replace("_", " "): CATEGORY_CONCEPT[c] for c in drawn_categories(t)}
 PHASE_LABEL_CHARS = 95  # a phase label is drawn when it fits: about this many 20 px characters span the plot
 PHASE_FILL = {"forward": "rgba(44,160,44,0.07)", "backward": "rgba(255,127,14,0.07)",
               "optimizer": "rgba(148,103,189,0.09)", "zero_grad": "rgba(158,158,158,0.12)"}
@@ -52,7 +59,7 @@ def timeline_figure(t, capacity: float | None = None, card: str = "") -> go.Figu
 
     traces = [dict(type="scatter", x=x, y=ys(t.by_category[c]), name=c.replace("_", " "), stackgroup="bytes",
                    line=dict(width=0, shape="hv", color=CATEGORY_COLOR[c]), fillcolor=_tint(CATEGORY_COLOR[c]))
-              for c in CATEGORIES]
+              for c in drawn_categories(t)]
     traces.append(dict(type="scatter", x=x, y=ys(t.reserved), name="reserved (allocator model)",
                        line=dict(color=COLORS["idle"], dash="dot", shape="hv")))
     traces.append(dict(type="scatter", x=x, y=ys(t.allocated),
@@ -207,11 +214,15 @@ def streams_figure(recording: dict, scenario: str) -> go.Figure:
     """Gantt of one recorded scenario: host calls and GPU intervals on their lanes (ms from the start event)."""
     rows = [r for r in recording["intervals"] if r["scenario"] == scenario]
     color = {"copy": COLORS["data"], "kernel": COLORS["activation"], "host": COLORS["idle"], "sync": COLORS["error"]}
-    fig = go.Figure()
+    label = {"copy": "copy (host ↔ GPU)", "kernel": "kernel", "host": "host call", "sync": "synchronize"}
+    fig, shown = go.Figure(), set()
     for r in rows:
+        kind = r["kind"]
         fig.add_bar(y=[r["lane"]], x=[max(r["end_ms"] - r["start_ms"], 1e-3)], base=[r["start_ms"]],
-                    orientation="h", marker_color=color.get(r["kind"], COLORS["idle"]), showlegend=False,
+                    orientation="h", marker_color=color.get(kind, COLORS["idle"]), name=label.get(kind, kind),
+                    legendgroup=kind, showlegend=kind not in shown,  # one legend entry per colour
                     hovertemplate=f"{r['name']}<br>{r['start_ms']:.3f} → {r['end_ms']:.3f} ms<extra></extra>")
+        shown.add(kind)
     fig.update_xaxes(title="time (ms)")
     fig.update_layout(barmode="overlay")
     return base_layout(fig, height=260)

@@ -91,6 +91,11 @@ class Holder:
     dtype: str
     nbytes: int
 
+    @property
+    def kind(self) -> str:
+        """Shape and dtype of a tensor; a kernel's workspace is raw bytes, so it is named as one."""
+        return "workspace (kernel-internal bytes)" if self.category == "workspace" else f"{self.shape} {self.dtype}"
+
 
 @dataclass(frozen=True)
 class Group:

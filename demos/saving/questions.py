@@ -4,6 +4,7 @@ import torch
 from torch import nn
 
 from demos.quiz import Question
+from demos.saving.state import Wrapped
 
 NN = "import torch\nfrom torch import nn"
 
@@ -50,7 +51,9 @@ def _adam_state_keys():
 
 
 def _dataparallel_prefix():
-    return next(iter(nn.DataParallel(nn.Linear(2, 2)).state_dict()))
+    """nn.DataParallel's keys, from a wrapper that holds the model as `self.module` as it does: DataParallel itself
+    would initialise CUDA in the server and move the model to cuda:0 where there is a GPU."""
+    return next(iter(Wrapped(nn.Linear(2, 2)).state_dict()))
 
 
 def _weights_only_custom():
@@ -123,7 +126,8 @@ QUESTIONS = (
              _dataparallel_prefix,
              "`module.weight`: the wrapper holds the model as `self.module`. DDP does the same. Save "
              "`model.module.state_dict()`, or strip the prefix with `consume_prefix_in_state_dict_if_present`.",
-             choices=("weight", "module.weight", "0.weight"), imports=NN),
+             choices=("weight", "module.weight", "0.weight"),
+             imports=NN + "\nfrom demos.saving.state import Wrapped  # self.module, as in DataParallel"),
     Question("weights_only", "A checkpoint holds the training argparse.Namespace. What does torch.load (default "
              "settings) do?",
              _weights_only_custom,
