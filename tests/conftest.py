@@ -1,8 +1,10 @@
 """Shared test helpers: AppTest for any registered page (its views are in demos/registry.py), and fixtures."""
 
+import re
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -23,6 +25,20 @@ def open_page(page_file: str, timeout: float = 120, query: dict | None = None) -
     if page_file != "pages/home.py":
         at.switch_page(page_file).run()
     return at
+
+
+def shown_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A st.table's frame as the browser shows it: pages.ui.tables.literal's markdown escapes (a backslash before
+    punctuation, a word joiner in links) removed from every text cell and label, so `131\\,072` reads 131,072."""
+    def text(v):
+        return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", v).replace("\u2060", "") if isinstance(v, str) else v
+
+    return frame.map(text).rename(columns=text, index=text)
+
+
+def shown_table(table):
+    """An AppTest st.table's frame as the browser shows it (shown_frame)."""
+    return shown_frame(table.value)
 
 
 def every_section() -> list[tuple[str, dict]]:

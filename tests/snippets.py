@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from demos.registry import ROOT, by_file
-from tests.conftest import open_page
+from tests.conftest import open_page, shown_frame
 
 # a number as a person reads it: 3, -0.5, 1e-3, 1.2e+05, 123,651,840; never the digit inside a name such as fc1
 _NUMBER = re.compile(r"(?<![\w.])[-+−]?(?:\d{1,3}(?:,\d{3})+(?![\d])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w])")
@@ -133,8 +133,10 @@ def element_numbers(el, out: list) -> None:
     proto = getattr(el, "proto", None)
     if kind in ("code", "exception") or proto is None:
         return
-    if kind in ("dataframe", "table"):
+    if kind == "dataframe":
         _frame_numbers(el.value, out)
+    elif kind == "table":
+        _frame_numbers(shown_frame(el.value), out)
     elif kind == "plotly_chart":
         _json_numbers(json.loads(proto.spec), out)
     elif kind == "arrow_vega_lite_chart":

@@ -4,7 +4,7 @@ import pytest
 
 from demos.autograd.graph import PRESETS
 from demos.autograd.modes import compare_modes
-from tests.conftest import assert_clean, open_page, switch_tab
+from tests.conftest import assert_clean, open_page, shown_table, switch_tab
 
 PAGE = "pages/autograd.py"
 TABS = ("Graph", "Backward", "no_grad & detach", "Custom Functions", "Accumulation")
@@ -97,7 +97,7 @@ def test_modes_table_shows_each_later_use_whole():
     names the grad_fn the table shows for grad enabled."""
     at = open_page(PAGE, query={"ag_tab": "no_grad & detach"})
     assert_clean(at)
-    (shown,) = [t.value for t in at.table if "later: (out * W).sum().backward()" in t.value.columns]
+    (shown,) = [f for f in map(shown_table, at.table) if "later: (out * W).sum().backward()" in f.columns]
     r = compare_modes(128)
     assert list(shown["later: (out * W).sum().backward()"]) == list(r.table["later: (out * W).sum().backward()"])
     assert any(v.startswith("RuntimeError: Inference tensors cannot be saved") for v in shown.iloc[:, -1])

@@ -9,7 +9,7 @@ import torch
 from demos.distributed import core
 from demos.distributed.results import MAX_DEPTH
 from demos.style import COLORS
-from tests.conftest import assert_clean, open_page
+from tests.conftest import assert_clean, open_page, shown_table
 
 PAGE = "pages/distributed.py"
 
@@ -59,7 +59,7 @@ def test_launch_tab_sentences_and_code_boxes():
     assert_clean(at)
     boxes = [c for c in at.code if "mp.spawn" in c.value or "init_process_group(\"gloo\")" in c.value]
     assert len(boxes) == 2 and all(c.proto.wrap_lines for c in boxes), "half-width code boxes wrap instead of cutting"
-    rows = next(t.value for t in at.table if "strategy" in t.value.columns).set_index("strategy")
+    rows = next(f for f in map(shown_table, at.table) if "strategy" in f.columns).set_index("strategy")
     world, tokens, width = 2, 2048, 64  # the page's defaults: 2 ranks, the MLP's width slider
     act = tokens * width * 2  # one activation tensor in 2-byte precision
     assert rows.loc["Pipeline parallel", "communication per step"] == core.human_bytes(min(2, world - 1) * act)

@@ -28,6 +28,7 @@ from demos.memory.cache_demo import parse_script
 from demos.memory.compiling import parse_shapes as compile_shapes
 from demos.modules.inputs import parse_channels, parse_head_names, parse_hook_value, parse_lrs
 from demos.parsing import parse_int, parse_number, parse_numbers, parse_shape
+from demos.tensors import shape_grammar
 from demos.tensors.broadcasting import parse_index, parse_shapes
 from demos.tensors.einsum import parse_equation
 from demos.tensors.einsum import parse_shapes as einsum_shapes
@@ -61,6 +62,8 @@ PARSERS = {
     "demos.tensors.einsum.parse_shapes": einsum_shapes,
     "demos.tensors.layout.parse_base": parse_base,
     "demos.tensors.layout.parse_chain": parse_chain,
+    "demos.tensors.shape_grammar.parse_expression": shape_grammar.parse_expression,
+    "demos.tensors.shape_grammar.parse_tensors": shape_grammar.parse_tensors,
     "demos.training.amp.parse_spikes": lambda t: parse_spikes(t, 80),
     "demos.training.losses.parse_logits": parse_logits,
     "values to cast": dtype_ranges,

@@ -4,7 +4,7 @@ import torch
 
 from demos.saving.models import MLP
 from demos.saving.state import saved_bytes
-from tests.conftest import assert_clean, open_page, switch_tab
+from tests.conftest import assert_clean, open_page, shown_table, switch_tab
 
 PAGE = "pages/saving.py"
 
@@ -69,5 +69,5 @@ def test_crash_demo_saves_the_model_of_the_width_slider():
     expected = saved_bytes({"model": MLP(width=32).state_dict(), "step": 2})
     said = [m.value for m in at.markdown if m.value.startswith("File on disk after the crash")]
     assert len(said) == 2 and all(f"of the new checkpoint's {expected:,} bytes (width 32" in s for s in said)
-    weights = at.table[0].value.set_index("item").loc["model.state_dict()", "bytes"]
+    weights = shown_table(at.table[0]).set_index("item").loc["model.state_dict()", "bytes"]
     assert int(str(weights).replace(",", "")) <= expected

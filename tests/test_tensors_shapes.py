@@ -18,7 +18,7 @@ from torch.nn import functional as F  # noqa: N812
 from demos.errors import InputError
 from demos.tensors import shape_explain as sx
 from demos.tensors import shape_grammar as g
-from demos.tensors.shapes import PRESETS, evaluate, lab_link
+from demos.tensors.shapes import PRESETS, TAB, evaluate, lab_link
 
 # (tensors, expression); groups as the issue lists them. Sizes are small unless the oracle runs on meta ("big").
 METHODS = [
@@ -295,7 +295,7 @@ def test_practice_chains_are_graded_by_torch_and_link_to_the_lab():
 
 
 def test_the_page_tab_is_the_one_links_name():
-    from tests.conftest import page_views
+    from demos.registry import by_slug
 
-    assert {"tensors_tab": "Shape lab"} in page_views("pages/tensors.py")
+    assert {"tensors_tab": TAB} in by_slug("tensors").sections()
     assert lab_link("x: 1", "x").count("tensors_tab=Shape+lab") == 1
