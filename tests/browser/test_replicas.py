@@ -113,7 +113,8 @@ def view_signature(page) -> dict:
     assert wait_charts(page, 2, timeout=180) >= 2, "the view's two charts are drawn"
     return page.evaluate("""() => {
         const main = document.querySelector('[data-testid=stMain]');
-        const texts = sel => [...main.querySelectorAll(sel)].map(e => e.innerText.trim());
+        const shown = sel => [...main.querySelectorAll(sel)].filter(e => e.checkVisibility());
+        const texts = sel => shown(sel).map(e => e.innerText.trim());
         return {
             text: texts('[data-testid=stMarkdownContainer], [data-testid=stCode], [data-testid=stMetric]').join('\\n'),
             charts: [...main.querySelectorAll('.js-plotly-plot')].map(p => JSON.stringify(p.data)),

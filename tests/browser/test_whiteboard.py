@@ -11,6 +11,7 @@ from PIL import Image
 from demos.registry import registered
 from demos.style import PEN_COLORS
 from harness.browser import (
+    act_and_wait_run,
     artifacts_dir,
     full_screenshot,
     new_context,
@@ -214,15 +215,11 @@ def test_presenter_keys_move_steps_and_sections_and_open_the_board(server, brows
             page.keyboard.press(key)
             wait_run(page, mark)
             assert step_caption(page).startswith(expected)
-        mark = run_mark(page)
-        page.keyboard.press("]")
-        wait_run(page, mark)
+        act_and_wait_run(page, lambda: page.keyboard.press("]"))  # a key right after a run can be dropped
         page.wait_for_url(re.compile("tensors_tab=Memory"))
         selected = page.locator("[class*=st-key-wbsections-] [role=tab][aria-selected=true]")
         assert selected.inner_text().startswith("Memory layout")
-        mark = run_mark(page)
-        page.keyboard.press("[")
-        wait_run(page, mark)
+        act_and_wait_run(page, lambda: page.keyboard.press("["))
         assert selected.inner_text().startswith("Broadcasting")
 
         page.keyboard.press("b")
