@@ -147,7 +147,8 @@ def sweep_figure(batches, peaks: dict, capacity: float, card: str, fits: dict) -
                         line=dict(color=color, width=2 + 2 * (len(peaks) - 1 - i), dash=SWEEP_DASH[i % 4]),
                         marker=dict(symbol=SWEEP_MARKER[i % 4], size=8 + 3 * (len(peaks) - 1 - i)))
     fig.add_hline(y=capacity / scale, line=dict(color=COLORS["error"], dash="dash"), annotation_text=f"{card}")
-    fig.update_xaxes(title="batch size", type="linear", rangemode="tozero", tickvals=list(batches))  # linear: the affine peak draws straight
+    # a linear axis, so the affine peak draws as a straight line, as the caption under the chart says
+    fig.update_xaxes(title="batch size", type="linear", rangemode="tozero", tickvals=list(batches))
     fig.update_yaxes(title=f"peak allocated ({unit})", rangemode="tozero")
     return base_layout(fig, height=420)
 
