@@ -28,13 +28,16 @@ from demos.memory.surprises import autocast_above, optimizer_peak, surprising_pa
 from demos.memory.training import (
     CARDS,
     CONV_WORKSPACE_SOURCE,
+    CUDA_CONTEXT_ESTIMATE,
     DTYPES,
     MAX_BATCH,
     MAX_SEQ,
     MAX_STEPS,
     OPTIMIZERS,
+    OVERHEAD_SOURCE,
     SWEEP_BUDGET_S,
     SWEEP_STEPS,
+    WORKSPACE_RESERVED,
     RunSpec,
     batch_sweep,
     default_device,
@@ -42,8 +45,11 @@ from demos.memory.training import (
     largest_fitting,
     logging_trap,
     peak_phase,
+    reserved_model_error,
     simulate,
+    snippet,
     sweep_batches,
+    usable,
     variant_spec,
 )
 from pages import ui
@@ -163,12 +169,31 @@ RESERVED_HELP = ("What the allocator model reserves for these steps' tensors, st
                  "reserved markers are counted the same way, from the reserved bytes at the start.")
 
 
+def reserved_error_text(model: str) -> str:
+    """The allocator model's known error on peak reserved, measured against an H200."""
+    e = reserved_model_error(model)
+    spread = f"{e.low_pct:+.1f}%" if round(e.low_pct, 1) == round(e.high_pct, 1) else \
+        f"{e.low_pct:+.1f}% to {e.high_pct:+.1f}%"
+    return f"{spread} vs H200 ({e.rows} run{'s' * (e.rows != 1)}, {e.scope})"
+
+
+def headroom_caption(t, card: str) -> str:
+    """Where the timeline's headroom comes from, in the numbers the figure used."""
+    capacity, peak = CARDS[card], max(t.reserved)
+    room = usable(capacity) - peak
+    return (f"Headroom on the {card}: {fmt_bytes(capacity)} less the CUDA context (≈ "
+            f"{fmt_bytes(CUDA_CONTEXT_ESTIMATE)}), the segments the cuBLAS workspaces pin "
+            f"({fmt_bytes(WORKSPACE_RESERVED)}) and the peak reserved (model) {fmt_bytes(peak)} leaves ≈ "
+            f"{fmt_bytes(room)}" + (" (negative: OOM)" if room < 0 else "") + f"; {OVERHEAD_SOURCE}.")
+
+
 def summary_metrics(t) -> None:
     m = st.columns(5)
     m[0].metric("Parameters", f"{t.n_params / 1e6:,.1f} M", help=f"{t.n_params:,} parameters")
     m[1].metric("Peak (tracked tensors)", fmt_bytes(t.peak))
     m[2].metric("Peak allocated (model)", fmt_bytes(t.predicted_peak_allocated))
-    m[3].metric("Peak reserved (model)", fmt_bytes(max(t.reserved)), help=RESERVED_HELP)
+    m[3].metric("Peak reserved (model)", fmt_bytes(max(t.reserved)), reserved_error_text(t.spec.model),
+                delta_color="off", delta_arrow="off", help=RESERVED_HELP)
     if t.measured:
         measured = max(r[4] for r in t.measured)
         m[4].metric("Measured peak above the start", fmt_bytes(measured),
@@ -202,11 +227,13 @@ def sweep_section(spec: RunSpec, card: str) -> None:
                           progress=lambda done: bar.progress(done / len(batches), text=f"batch {batches[done - 1]}"))
         status.update(label="Sweep done", state="complete")
     capacity = CARDS[card]
-    fits = {name: largest_fitting(batches, tuple(v), capacity) for name, v in peaks.items()}
+    fits = {name: largest_fitting(batches, tuple(v), usable(capacity)) for name, v in peaks.items()}
     ui.plot(sweep_figure(batches, peaks, capacity, card, fits), key="mem_sweep_fig")
     steps = min(spec.steps, SWEEP_STEPS)
-    st.caption("Peak is affine in batch size, so the largest batch that fits is interpolated between the swept "
-               f"sizes (≈). Each point is a full tracked run of {steps} step{'s' * (steps != 1)} at that batch size"
+    st.caption("Peak reserved (allocator model) is close to affine in batch size, so the largest batch that fits "
+               f"under the card less the CUDA context and workspaces ({fmt_bytes(usable(capacity))}: "
+               f"{OVERHEAD_SOURCE}) is interpolated between the swept sizes (≈). "
+               f"Each point is a full tracked run of {steps} step{'s' * (steps != 1)} at that batch size"
                f"{' (from step 2 on, every step repeats step 2’s peak)' if spec.steps > steps else ''}.")
     for plain, auto, batch in surprising_pairs(list(peaks), batches, peaks):
         i = batches.index(batch)
@@ -245,6 +272,7 @@ def training_section() -> None:
         st.caption("input = the batch and its targets." + workspace)
         timeline_fig, peak_fig = timeline_figures(spec, device, card)
         ui.plot(timeline_fig, key="mem_timeline")
+        st.caption(headroom_caption(t, card))
         left, right = st.columns([2, 3])
         with left:
             st.markdown(f"**What holds the peak** (op {t.op_index[t.peak_event]}, {fmt_bytes(t.peak)})")
@@ -265,7 +293,7 @@ def training_section() -> None:
             "block saves much more than its input (transformer, conv blocks), not for the MLP's Linear + ReLU pairs, "
             "which save one tensor each anyway.",
         ], key="mem_step_steps")
-        ui.show_code(t.code, key="mem_timeline_code", file_name="memory_timeline.py")
+        ui.show_code(snippet(spec, card), key="mem_timeline_code", file_name="memory_timeline.py")
         sweep_section(spec, card)
     trap_section()
 

@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 
 from demos.memory.allocator import GiB, KiB, MiB, fmt_bytes
 from demos.memory.tracker import CATEGORIES
+from demos.memory.training import usable
 from demos.style import COLORS, REFERENCE, SERIES, badge, base_layout, text_on
 
 # Tracker categories to the shared palette: the input batch is "data".
@@ -92,9 +93,10 @@ def timeline_figure(t, capacity: float | None = None, card: str = "") -> go.Figu
     if capacity:  # the card's capacity is always drawn, however far above the peak: that gap is the headroom
         shapes.append(dict(type="line", xref="paper", x0=0, x1=1, y0=capacity / scale, y1=capacity / scale,
                            line=dict(color=COLORS["error"], dash="dash", width=2)))
-        headroom = capacity - t.peak
-        room = (f"headroom {fmt_bytes(headroom)} above the peak" if headroom >= 0
-                else f"the peak is {fmt_bytes(-headroom)} over: OOM")
+        headroom = usable(capacity) - max(t.reserved, default=0)
+        room = (f"headroom ≈ {fmt_bytes(headroom)} above the peak reserved, CUDA context and workspaces"
+                if headroom >= 0 else f"the peak reserved, CUDA context and workspaces are ≈ {fmt_bytes(-headroom)} "
+                "over: OOM")
         notes.append(dict(x=1, xref="paper", y=capacity / scale, xanchor="right", yanchor="top", showarrow=False,
                           text=f"{card}: {fmt_bytes(capacity)}, OOM above ({room})", **badge("error")))
     fig.update_layout(shapes=shapes, annotations=notes)
@@ -147,9 +149,12 @@ def sweep_figure(batches, peaks: dict, capacity: float, card: str, fits: dict) -
                         line=dict(color=color, width=2 + 2 * (len(peaks) - 1 - i), dash=SWEEP_DASH[i % 4]),
                         marker=dict(symbol=SWEEP_MARKER[i % 4], size=8 + 3 * (len(peaks) - 1 - i)))
     fig.add_hline(y=capacity / scale, line=dict(color=COLORS["error"], dash="dash"), annotation_text=f"{card}")
+    fig.add_hline(y=usable(capacity) / scale, line=dict(color=COLORS["error"], dash="dot"),
+                  annotation_text=f"less CUDA context and workspaces: {fmt_bytes(usable(capacity))}",
+                  annotation_position="bottom right")
     # a linear axis, so the affine peak draws as a straight line, as the caption under the chart says
     fig.update_xaxes(title="batch size", type="linear", rangemode="tozero", tickvals=list(batches))
-    fig.update_yaxes(title=f"peak allocated ({unit})", rangemode="tozero")
+    fig.update_yaxes(title=f"peak reserved, allocator model ({unit})", rangemode="tozero")
     return base_layout(fig, height=420)
 
 
