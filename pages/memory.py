@@ -11,7 +11,14 @@ from demos.isolated import run_isolated
 from demos.memory import stream_recorder
 from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
-from demos.memory.compiling import EXPLAIN_BUDGET_S, count_recompiles, explain_breaks, parse_shapes, time_compile
+from demos.memory.compiling import (
+    EXPLAIN_BUDGET_S,
+    count_recompiles,
+    explain_breaks,
+    parse_shapes,
+    strict_compile,
+    time_compile,
+)
 from demos.memory.figures import (
     allocator_figure,
     blocks_figure,
@@ -104,6 +111,11 @@ def cached_explain():
 @st.cache_data(max_entries=16, show_spinner=False)
 def cached_recompiles(shapes_text: str):
     return count_recompiles(shapes_text)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def cached_strict(shapes_text: str):
+    return strict_compile(shapes_text)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -473,9 +485,11 @@ def compile_section() -> None:
             with st.status("Running torch._dynamo.explain…") as status:
                 reports = ui.queued(cached_explain, notice=line)
                 recompiles = ui.queued(cached_recompiles, shapes, notice=line)
+                strict = ui.queued(cached_strict, shapes, notice=line)
                 status.update(label="Dynamo done", state="complete")
             _show_breaks(reports)
             _show_recompiles(recompiles)
+            _show_strict(strict, reports)
         if run_inductor:
             line = st.empty()  # the place in line, if the run waits, above the status
             with st.status("Compiling with inductor…") as status:
@@ -505,6 +519,32 @@ def _show_recompiles(rc) -> None:
     ui.table(pd.DataFrame([{"setting": k, "compiles": v, "graph inputs": " | ".join(rc.graphs[k])}
                                for k, v in rc.compiles.items()]), hide_index=True, width="stretch")
     ui.show_code(rc.code, key="mem_recompile_code", file_name="recompiles.py")
+
+
+def _show_strict(s, reports) -> None:
+    st.markdown("**`fullgraph=True`**: a graph break becomes an error instead of a silent split")
+    ui.table(pd.DataFrame([{"function": k, "torch.compile(fn, fullgraph=True)": v} for k, v in s.fullgraph.items()]),
+             whole=True)
+    traced = [r.name for r in reports
+              if r.break_count and ".item()" in r.source and not s.fullgraph[r.name].startswith("raises")]
+    if traced:
+        st.caption(f"{', '.join(traced)}: explain() split {'it' if len(traced) == 1 else 'each'} at a break, yet "
+                   "fullgraph=True compiled one graph without error: under fullgraph dynamo traces a tensor's "
+                   "`.item()` into the graph as a symbolic scalar instead of breaking there.")
+    st.markdown(recompile_limit_sentence(s))
+    ui.show_code(s.code, key="mem_strict_code", file_name="fullgraph_and_recompile_limit.py")
+
+
+def recompile_limit_sentence(s) -> str:
+    """What the recompile limit did to the shapes above, from the count of frames compiled under it."""
+    head = (f"**Recompile limit**: `torch._dynamo.config.recompile_limit` is {s.default_limit} by default. With "
+            f"`dynamic=False` and the limit set to {s.limit}, the {len(s.shapes)} calls above compiled {s.compiled} "
+            f"graph{'s' * (s.compiled != 1)}")
+    eager = len(set(s.shapes)) - s.compiled  # distinct shapes left without a graph
+    if eager <= 0:
+        return head + ": one per shape, the limit was not reached."
+    return (head + f", the limit: {eager} shape{'s' * (eager != 1)} ran eagerly, uncompiled, and only a warning "
+            "was logged (`torch._dynamo.config.fail_on_recompile_limit_hit = True` makes it raise).")
 
 
 ui.page_header("memory")

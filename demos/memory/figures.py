@@ -176,6 +176,8 @@ def allocator_figure(run) -> go.Figure:
     return base_layout(fig, height=380)
 
 
+LEGEND_BELOW_MARGIN = 110  # px: tick labels, the axis title and two legend rows
+
 BLOCK_KINDS = {  # legend label -> (fill, outline, pattern)
     "allocated": (COLORS["activation"], "white", ""),
     "cached (free, mapped)": (COLORS["idle"], "white", ""),
@@ -211,8 +213,11 @@ def blocks_figure(blocks, title: str = "", capacity: int | None = None) -> go.Fi
         title = (f"{title}: " if title else "") + f"{fmt_bytes(mapped)} mapped of the {fmt_bytes(capacity)} capacity"
     fig.update_xaxes(title="address within segment (MiB)", rangemode="tozero")
     fig.update_layout(barmode="overlay")
-    fig = base_layout(fig, title=title or None, height=max(230, 130 + 50 * len(rows)))
-    fig.update_layout(margin_t=90 if title else 50)  # the title, and the legend under it
+    fig = base_layout(fig, title=title or None, height=max(280, 180 + 50 * len(rows)))
+    # In a half-width column three legend entries take two rows: above the plot they ran into the title, so the
+    # legend sits at the figure's bottom edge, under the axis title, with the bottom margin sized for two rows.
+    fig.update_layout(margin_t=50 if title else 20, margin_b=LEGEND_BELOW_MARGIN,
+                      legend=dict(yref="container", y=0, yanchor="bottom", orientation="h", x=0))
     return fig
 
 
