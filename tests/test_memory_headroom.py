@@ -56,3 +56,22 @@ def test_the_sweep_fits_under_the_usable_line_not_the_card():
     fig = sweep_figure(batches, {"fp32": reserved}, capacity, "T4 16 GB", {"fp32": fit})
     assert fig.data[0].name == f"fp32: fits up to batch ≈ {fit:.0f}"
     assert any(fmt_bytes(usable(capacity)) in a.text for a in fig.layout.annotations)
+
+
+def test_the_sweep_caption_and_legend_state_the_fit_under_the_usable_line():
+    from demos.memory.training import batch_sweep, sweep_batches
+    at = open_page(PAGE, query={**MLP, "mem_steps": "1"})
+    at.button(key="mem_sweep_button").click().run()
+    assert_clean(at)
+    capacity = usable(CARDS["T4 16 GB"])
+    caption = next(c.value for c in at.caption if c.value.startswith("Peak reserved (allocator model)"))
+    assert f"less the CUDA context and workspaces ({fmt_bytes(capacity)}" in caption
+    spec = RunSpec(model=MLP["mem_model"], batch=256, steps=1)
+    batches = sweep_batches(spec)
+    peaks = batch_sweep(spec, batches)
+    fig = at.get("plotly_chart")[-1].proto.spec
+    for name, values in peaks.items():
+        fit = largest_fitting(batches, values, capacity)
+        label = (f"{name}: every swept batch fits" if fit == float("inf") else f"{name}: no swept batch fits"
+                 if fit is None else f"{name}: fits up to batch ≈ {fit:.0f}")
+        assert json.dumps(label)[1:-1] in fig, label
