@@ -11,7 +11,14 @@ from demos.isolated import run_isolated
 from demos.memory import stream_recorder
 from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
-from demos.memory.compiling import EXPLAIN_BUDGET_S, count_recompiles, explain_breaks, parse_shapes, time_compile
+from demos.memory.compiling import (
+    EXPLAIN_BUDGET_S,
+    count_recompiles,
+    explain_breaks,
+    parse_shapes,
+    strict_compile,
+    time_compile,
+)
 from demos.memory.figures import (
     allocator_figure,
     blocks_figure,
@@ -28,13 +35,16 @@ from demos.memory.surprises import autocast_above, optimizer_peak, surprising_pa
 from demos.memory.training import (
     CARDS,
     CONV_WORKSPACE_SOURCE,
+    CUDA_CONTEXT_ESTIMATE,
     DTYPES,
     MAX_BATCH,
     MAX_SEQ,
     MAX_STEPS,
     OPTIMIZERS,
+    OVERHEAD_SOURCE,
     SWEEP_BUDGET_S,
     SWEEP_STEPS,
+    WORKSPACE_RESERVED,
     RunSpec,
     batch_sweep,
     default_device,
@@ -42,8 +52,11 @@ from demos.memory.training import (
     largest_fitting,
     logging_trap,
     peak_phase,
+    reserved_model_error,
     simulate,
+    snippet,
     sweep_batches,
+    usable,
     variant_spec,
 )
 from pages import ui
@@ -98,6 +111,11 @@ def cached_explain():
 @st.cache_data(max_entries=16, show_spinner=False)
 def cached_recompiles(shapes_text: str):
     return count_recompiles(shapes_text)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def cached_strict(shapes_text: str):
+    return strict_compile(shapes_text)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -163,12 +181,31 @@ RESERVED_HELP = ("What the allocator model reserves for these steps' tensors, st
                  "reserved markers are counted the same way, from the reserved bytes at the start.")
 
 
+def reserved_error_text(model: str) -> str:
+    """The allocator model's known error on peak reserved, measured against an H200."""
+    e = reserved_model_error(model)
+    spread = f"{e.low_pct:+.1f}%" if round(e.low_pct, 1) == round(e.high_pct, 1) else \
+        f"{e.low_pct:+.1f}% to {e.high_pct:+.1f}%"
+    return f"{spread} vs H200 ({e.rows} run{'s' * (e.rows != 1)}, {e.scope})"
+
+
+def headroom_caption(t, card: str) -> str:
+    """Where the timeline's headroom comes from, in the numbers the figure used."""
+    capacity, peak = CARDS[card], max(t.reserved)
+    room = usable(capacity) - peak
+    return (f"Headroom on the {card}: {fmt_bytes(capacity)} less the CUDA context (≈ "
+            f"{fmt_bytes(CUDA_CONTEXT_ESTIMATE)}), the segments the cuBLAS workspaces pin "
+            f"({fmt_bytes(WORKSPACE_RESERVED)}) and the peak reserved (model) {fmt_bytes(peak)} leaves ≈ "
+            f"{fmt_bytes(room)}" + (" (negative: OOM)" if room < 0 else "") + f"; {OVERHEAD_SOURCE}.")
+
+
 def summary_metrics(t) -> None:
     m = st.columns(5)
     m[0].metric("Parameters", f"{t.n_params / 1e6:,.1f} M", help=f"{t.n_params:,} parameters")
     m[1].metric("Peak (tracked tensors)", fmt_bytes(t.peak))
     m[2].metric("Peak allocated (model)", fmt_bytes(t.predicted_peak_allocated))
-    m[3].metric("Peak reserved (model)", fmt_bytes(max(t.reserved)), help=RESERVED_HELP)
+    m[3].metric("Peak reserved (model)", fmt_bytes(max(t.reserved)), reserved_error_text(t.spec.model),
+                delta_color="off", delta_arrow="off", help=RESERVED_HELP)
     if t.measured:
         measured = max(r[4] for r in t.measured)
         m[4].metric("Measured peak above the start", fmt_bytes(measured),
@@ -202,11 +239,13 @@ def sweep_section(spec: RunSpec, card: str) -> None:
                           progress=lambda done: bar.progress(done / len(batches), text=f"batch {batches[done - 1]}"))
         status.update(label="Sweep done", state="complete")
     capacity = CARDS[card]
-    fits = {name: largest_fitting(batches, tuple(v), capacity) for name, v in peaks.items()}
+    fits = {name: largest_fitting(batches, tuple(v), usable(capacity)) for name, v in peaks.items()}
     ui.plot(sweep_figure(batches, peaks, capacity, card, fits), key="mem_sweep_fig")
     steps = min(spec.steps, SWEEP_STEPS)
-    st.caption("Peak is affine in batch size, so the largest batch that fits is interpolated between the swept "
-               f"sizes (≈). Each point is a full tracked run of {steps} step{'s' * (steps != 1)} at that batch size"
+    st.caption("Peak reserved (allocator model) is close to affine in batch size, so the largest batch that fits "
+               f"under the card less the CUDA context and workspaces ({fmt_bytes(usable(capacity))}: "
+               f"{OVERHEAD_SOURCE}) is interpolated between the swept sizes (≈). "
+               f"Each point is a full tracked run of {steps} step{'s' * (steps != 1)} at that batch size"
                f"{' (from step 2 on, every step repeats step 2’s peak)' if spec.steps > steps else ''}.")
     for plain, auto, batch in surprising_pairs(list(peaks), batches, peaks):
         i = batches.index(batch)
@@ -245,6 +284,7 @@ def training_section() -> None:
         st.caption("input = the batch and its targets." + workspace)
         timeline_fig, peak_fig = timeline_figures(spec, device, card)
         ui.plot(timeline_fig, key="mem_timeline")
+        st.caption(headroom_caption(t, card))
         left, right = st.columns([2, 3])
         with left:
             st.markdown(f"**What holds the peak** (op {t.op_index[t.peak_event]}, {fmt_bytes(t.peak)})")
@@ -265,7 +305,7 @@ def training_section() -> None:
             "block saves much more than its input (transformer, conv blocks), not for the MLP's Linear + ReLU pairs, "
             "which save one tensor each anyway.",
         ], key="mem_step_steps")
-        ui.show_code(t.code, key="mem_timeline_code", file_name="memory_timeline.py")
+        ui.show_code(snippet(spec, card), key="mem_timeline_code", file_name="memory_timeline.py")
         sweep_section(spec, card)
     trap_section()
 
@@ -445,9 +485,11 @@ def compile_section() -> None:
             with st.status("Running torch._dynamo.explain…") as status:
                 reports = ui.queued(cached_explain, notice=line)
                 recompiles = ui.queued(cached_recompiles, shapes, notice=line)
+                strict = ui.queued(cached_strict, shapes, notice=line)
                 status.update(label="Dynamo done", state="complete")
             _show_breaks(reports)
             _show_recompiles(recompiles)
+            _show_strict(strict, reports)
         if run_inductor:
             line = st.empty()  # the place in line, if the run waits, above the status
             with st.status("Compiling with inductor…") as status:
@@ -477,6 +519,32 @@ def _show_recompiles(rc) -> None:
     ui.table(pd.DataFrame([{"setting": k, "compiles": v, "graph inputs": " | ".join(rc.graphs[k])}
                                for k, v in rc.compiles.items()]), hide_index=True, width="stretch")
     ui.show_code(rc.code, key="mem_recompile_code", file_name="recompiles.py")
+
+
+def _show_strict(s, reports) -> None:
+    st.markdown("**`fullgraph=True`**: a graph break becomes an error instead of a silent split")
+    ui.table(pd.DataFrame([{"function": k, "torch.compile(fn, fullgraph=True)": v} for k, v in s.fullgraph.items()]),
+             whole=True)
+    traced = [r.name for r in reports
+              if r.break_count and ".item()" in r.source and not s.fullgraph[r.name].startswith("raises")]
+    if traced:
+        st.caption(f"{', '.join(traced)}: explain() split {'it' if len(traced) == 1 else 'each'} at a break, yet "
+                   "fullgraph=True compiled one graph without error: under fullgraph dynamo traces a tensor's "
+                   "`.item()` into the graph as a symbolic scalar instead of breaking there.")
+    st.markdown(recompile_limit_sentence(s))
+    ui.show_code(s.code, key="mem_strict_code", file_name="fullgraph_and_recompile_limit.py")
+
+
+def recompile_limit_sentence(s) -> str:
+    """What the recompile limit did to the shapes above, from the count of frames compiled under it."""
+    head = (f"**Recompile limit**: `torch._dynamo.config.recompile_limit` is {s.default_limit} by default. With "
+            f"`dynamic=False` and the limit set to {s.limit}, the {len(s.shapes)} calls above compiled {s.compiled} "
+            f"graph{'s' * (s.compiled != 1)}")
+    eager = len(set(s.shapes)) - s.compiled  # distinct shapes left without a graph
+    if eager <= 0:
+        return head + ": one per shape, the limit was not reached."
+    return (head + f", the limit: {eager} shape{'s' * (eager != 1)} ran eagerly, uncompiled, and only a warning "
+            "was logged (`torch._dynamo.config.fail_on_recompile_limit_hit = True` makes it raise).")
 
 
 ui.page_header("memory")

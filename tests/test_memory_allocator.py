@@ -137,3 +137,14 @@ def test_capacity_is_bounded():
 def test_units_are_decimal_or_binary_as_written():
     a, b = parse_script("a = 1 MB; b = 1 MiB")
     assert (a.nbytes, b.nbytes) == (10**6, 2**20)
+
+
+def test_the_blocks_legend_sits_below_the_plot_away_from_its_title():
+    from demos.memory.figures import LEGEND_BELOW_MARGIN, blocks_figure
+    run = run_script(PRESETS["Fragmentation"], 128, True)
+    fig = blocks_figure(run.snapshots[-1], capacity=128 * MiB)
+    assert "mapped of the 128.00 MiB capacity" in fig.layout.title.text
+    legend = fig.layout.legend
+    assert (legend.yref, legend.y, legend.yanchor) == ("container", 0, "bottom")  # the title is at the top edge
+    assert fig.layout.margin.b == LEGEND_BELOW_MARGIN
+    assert len({t.name for t in fig.data if t.showlegend}) == 3, "the three kinds that wrap to two rows"

@@ -87,3 +87,13 @@ def test_inductor_matches_eager_and_is_timed():
 def test_compile_size_is_bounded():
     with pytest.raises(InputError, match="Size must be between"):
         time_compile(4096)
+
+
+def test_fullgraph_raises_on_the_planted_breaks_and_the_shapes_reach_the_recompile_limit():
+    s = compiling.strict_compile("8; 16; 32")
+    assert s.fullgraph["print"].startswith("raises Unsupported")
+    assert s.fullgraph["data-dependent branch"].startswith("raises Unsupported")
+    assert s.fullgraph["no break (control)"] == "one graph, no error"
+    assert s.default_limit == torch._dynamo.config.recompile_limit == 8
+    assert (s.limit, s.compiled) == (2, 2), "dynamic=False wants 3 graphs; the limit allows 2"
+    assert compiling.strict_compile("8; 8").compiled == 1

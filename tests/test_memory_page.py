@@ -109,3 +109,20 @@ def test_why_callouts_appear_only_with_their_surprise():
     at = open_page(PAGE, query={**query, "mem_batch": "64", "mem_seq": "256"})
     assert_clean(at)
     assert not [i.value for i in at.info if i.value.startswith("Why")]
+
+
+def test_compile_tab_states_fullgraph_and_the_recompile_limit_from_what_ran():
+    from demos.memory.compiling import strict_compile
+    from pages.ui.tables import literal
+    at = open_page(PAGE, query={"mem_tab": "torch.compile", "mem_shapes": "8; 16; 32; 64"})
+    at.button(key="mem_explain_button").click().run()
+    assert_clean(at)
+    s = strict_compile("8; 16; 32; 64")
+    table = next(t.value for t in at.table if literal("torch.compile(fn, fullgraph=True)") in t.value.columns)
+    assert table.values.tolist() == [[literal(k), literal(v)] for k, v in s.fullgraph.items()]
+    sentence = next(m.value for m in at.markdown if m.value.startswith("**Recompile limit**"))
+    assert f"is {s.default_limit} by default" in sentence and f"the limit set to {s.limit}" in sentence
+    assert f"the 4 calls above compiled {s.compiled} graphs" in sentence
+    assert f"{4 - s.compiled} shape ran eagerly" in sentence
+    if s.fullgraph[".item()"] == "one graph, no error":  # explain() shows it breaking: the page says why not here
+        assert any(c.value.startswith(".item(): explain() split it at a break") for c in at.caption)

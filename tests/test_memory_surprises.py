@@ -93,3 +93,24 @@ def test_no_autocast_callout_when_autocast_is_lower():
     assert drawn[1] <= drawn[0]
     assert su.autocast_above(names[1], names[3], 64, plain, auto, drawn) is None
     assert su.surprising_pairs(names, (64,), {n: [drawn[0]] for n in names}) == []
+
+
+def test_autocast_above_writes_peaks_equal_at_two_decimals_in_bytes_and_groups_by_largest_shape():
+    spec = RunSpec(model="Small CNN (CIFAR 32x32)", optimizer="SGD", steps=1)
+    names = list(sweep_variants(spec))
+    plain, auto = (simulate(variant_spec(spec, n, 1)) for n in (names[0], names[2]))
+    low = plain.predicted_peak_allocated
+    drawn = (low, low + 512)  # one allocator block apart: the same at fmt_bytes' two decimals
+    assert fmt_bytes(drawn[0]) == fmt_bytes(drawn[1])
+    text = su.autocast_above(names[0], names[2], 1, plain, auto, drawn)
+    assert f"{drawn[1]:,} B against {drawn[0]:,} B as drawn" in text
+    top = auto.peak_groups[0]
+    if top.count > 1 and top.dtype == "float32":
+        assert f"outputs, the largest {su._shape(top.largest)}" in text
+        assert f"outputs of {su._shape(top.largest)}" not in text
+
+
+def test_sweep_draws_a_linear_batch_axis_under_its_affine_caption():
+    from demos.memory.figures import sweep_figure
+    fig = sweep_figure((1, 2, 4), {"fp32": [10, 20, 40]}, 100, "card", {"fp32": float("inf")})
+    assert fig.layout.xaxis.type == "linear"  # the caption says affine: the line must draw straight

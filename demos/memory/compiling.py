@@ -187,6 +187,63 @@ def _describe(t) -> str:
     return f"SymInt {t}" if isinstance(t, torch.SymInt) else repr(t)
 
 
+@dataclass(frozen=True)
+class Strict:
+    fullgraph: dict[str, str]  # planted function -> what torch.compile(fullgraph=True) did with it
+    default_limit: int  # torch._dynamo.config.recompile_limit as this torch ships it
+    limit: int  # the limit the shapes were run under: one less than their count, so they reach it
+    shapes: tuple[tuple[int, ...], ...]
+    compiled: int  # frames compiled under `limit` with dynamic=False
+    code: str
+
+
+def strict_compile(shapes_text: str) -> Strict:
+    """fullgraph=True on each planted function (a graph break becomes an error), then the shapes under a recompile
+    limit one below their count with dynamic=False: the last shape finds the limit hit and runs eagerly."""
+    shapes = parse_shapes(shapes_text)
+    x = torch.randn(8, generator=torch.Generator().manual_seed(0))
+    inputs = [torch.empty(s, device=INPUT_DEVICE) for s in shapes]
+    limit = max(1, len(shapes) - 1)
+    with process_slot():
+        with fresh_dynamo():
+            fullgraph = {name: _fullgraph(fn, x) for name, fn in PLANTED.items()}
+        with torch._dynamo.config.patch(recompile_limit=limit):
+            compiled = len(_compiled_graphs(inputs, dynamic=False))
+    code = (
+        "import torch\n\n" + "".join(textwrap.dedent(inspect.getsource(fn)) + "\n" for fn in PLANTED.values())
+        + "for fn in (with_print, data_dependent_branch, with_item, clean):\n"
+        "    torch._dynamo.reset()\n"
+        "    try:\n"
+        "        torch.compile(fn, backend='eager', fullgraph=True)(torch.randn(8))\n"
+        "        print(fn.__name__, 'one graph')\n"
+        "    except torch._dynamo.exc.Unsupported as e:\n"
+        "        print(fn.__name__, 'raises', type(e).__name__, str(e).splitlines()[0])\n\n"
+        "print('default recompile_limit', torch._dynamo.config.recompile_limit)\n"
+        "torch._dynamo.reset()\n"
+        "compiled = []\n"
+        "def backend(gm, example_inputs):\n"
+        "    compiled.append(example_inputs[0].shape)\n"
+        "    return gm.forward\n"
+        f"with torch._dynamo.config.patch(recompile_limit={limit}):\n"
+        "    g = torch.compile(clean, backend=backend, dynamic=False)\n"
+        f"    for shape in {list(shapes)}:\n"
+        f"        g(torch.empty(shape, device={INPUT_DEVICE!r}))  # past the limit: runs eagerly, a warning logged\n"
+        f"print(len(compiled), 'of {len(shapes)} shapes compiled under recompile_limit={limit}')\n"
+    )
+    return Strict(fullgraph, torch._dynamo.config.recompile_limit, limit, shapes, compiled, code)
+
+
+def _fullgraph(fn, x: torch.Tensor) -> str:
+    with contextlib.redirect_stdout(io.StringIO()):  # the planted print goes nowhere
+        try:
+            torch.compile(fn, backend="eager", fullgraph=True)(x)
+        except torch._dynamo.exc.Unsupported as e:
+            return f"raises {type(e).__name__}: {str(e).strip().splitlines()[0]}"
+        finally:
+            torch._dynamo.reset()
+    return "one graph, no error"
+
+
 def mlp_block(x, w1, w2):
     h = torch.nn.functional.gelu(x @ w1)
     h = h * torch.sigmoid(h) + 0.1 * h

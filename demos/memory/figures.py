@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 
 from demos.memory.allocator import GiB, KiB, MiB, fmt_bytes
 from demos.memory.tracker import CATEGORIES
+from demos.memory.training import usable
 from demos.style import COLORS, REFERENCE, SERIES, badge, base_layout, text_on
 
 # Tracker categories to the shared palette: the input batch is "data".
@@ -92,9 +93,10 @@ def timeline_figure(t, capacity: float | None = None, card: str = "") -> go.Figu
     if capacity:  # the card's capacity is always drawn, however far above the peak: that gap is the headroom
         shapes.append(dict(type="line", xref="paper", x0=0, x1=1, y0=capacity / scale, y1=capacity / scale,
                            line=dict(color=COLORS["error"], dash="dash", width=2)))
-        headroom = capacity - t.peak
-        room = (f"headroom {fmt_bytes(headroom)} above the peak" if headroom >= 0
-                else f"the peak is {fmt_bytes(-headroom)} over: OOM")
+        headroom = usable(capacity) - max(t.reserved, default=0)
+        room = (f"headroom ≈ {fmt_bytes(headroom)} above the peak reserved, CUDA context and workspaces"
+                if headroom >= 0 else f"the peak reserved, CUDA context and workspaces are ≈ {fmt_bytes(-headroom)} "
+                "over: OOM")
         notes.append(dict(x=1, xref="paper", y=capacity / scale, xanchor="right", yanchor="top", showarrow=False,
                           text=f"{card}: {fmt_bytes(capacity)}, OOM above ({room})", **badge("error")))
     fig.update_layout(shapes=shapes, annotations=notes)
@@ -147,8 +149,12 @@ def sweep_figure(batches, peaks: dict, capacity: float, card: str, fits: dict) -
                         line=dict(color=color, width=2 + 2 * (len(peaks) - 1 - i), dash=SWEEP_DASH[i % 4]),
                         marker=dict(symbol=SWEEP_MARKER[i % 4], size=8 + 3 * (len(peaks) - 1 - i)))
     fig.add_hline(y=capacity / scale, line=dict(color=COLORS["error"], dash="dash"), annotation_text=f"{card}")
-    fig.update_xaxes(title="batch size", type="log", tickvals=list(batches), ticktext=[str(b) for b in batches])
-    fig.update_yaxes(title=f"peak allocated ({unit})", rangemode="tozero")
+    fig.add_hline(y=usable(capacity) / scale, line=dict(color=COLORS["error"], dash="dot"),
+                  annotation_text=f"less CUDA context and workspaces: {fmt_bytes(usable(capacity))}",
+                  annotation_position="bottom right")
+    # a linear axis, so the affine peak draws as a straight line, as the caption under the chart says
+    fig.update_xaxes(title="batch size", type="linear", rangemode="tozero", tickvals=list(batches))
+    fig.update_yaxes(title=f"peak reserved, allocator model ({unit})", rangemode="tozero")
     return base_layout(fig, height=420)
 
 
@@ -169,6 +175,8 @@ def allocator_figure(run) -> go.Figure:
     fig.update_yaxes(title=f"bytes ({unit})", rangemode="tozero")
     return base_layout(fig, height=380)
 
+
+LEGEND_BELOW_MARGIN = 110  # px: tick labels, the axis title and two legend rows
 
 BLOCK_KINDS = {  # legend label -> (fill, outline, pattern)
     "allocated": (COLORS["activation"], "white", ""),
@@ -205,8 +213,11 @@ def blocks_figure(blocks, title: str = "", capacity: int | None = None) -> go.Fi
         title = (f"{title}: " if title else "") + f"{fmt_bytes(mapped)} mapped of the {fmt_bytes(capacity)} capacity"
     fig.update_xaxes(title="address within segment (MiB)", rangemode="tozero")
     fig.update_layout(barmode="overlay")
-    fig = base_layout(fig, title=title or None, height=max(230, 130 + 50 * len(rows)))
-    fig.update_layout(margin_t=90 if title else 50)  # the title, and the legend under it
+    fig = base_layout(fig, title=title or None, height=max(280, 180 + 50 * len(rows)))
+    # In a half-width column three legend entries take two rows: above the plot they ran into the title, so the
+    # legend sits at the figure's bottom edge, under the axis title, with the bottom margin sized for two rows.
+    fig.update_layout(margin_t=50 if title else 20, margin_b=LEGEND_BELOW_MARGIN,
+                      legend=dict(yref="container", y=0, yanchor="bottom", orientation="h", x=0))
     return fig
 
 

@@ -69,8 +69,9 @@ def autocast_above(plain_name: str, auto_name: str, batch: int, plain: Timeline,
     low = casts[0].dtype
     biggest = max(casts, key=lambda g: max(g.largest or (0,)))
     rest_auto, rest_plain = auto.peak - cast_bytes, plain.peak
-    text = (f"Why {auto_name} peaks above {plain_name} at batch {batch}: {fmt_bytes(drawn[1])} against "
-            f"{fmt_bytes(drawn[0])} as drawn. At its peak ({peak_phase(auto)}) autocast's casts hold "
+    above, below = _distinct(drawn[1], drawn[0])
+    text = (f"Why {auto_name} peaks above {plain_name} at batch {batch}: {above} against {below} as drawn. "
+            f"At its peak ({peak_phase(auto)}) autocast's casts hold "
             f"{fmt_bytes(cast_bytes)} of {low} copies ({sum(g.count for g in casts)} tensors, the largest "
             f"{_shape(biggest.largest)}) that the {plain_name} run never makes, while everything else at its peak "
             f"takes {fmt_bytes(rest_auto)}, "
@@ -80,9 +81,17 @@ def autocast_above(plain_name: str, auto_name: str, batch: int, plain: Timeline,
     same = (top_auto.category, top_auto.op, top_auto.dtype) == (top_plain.category, top_plain.op, top_plain.dtype)
     if same and top_auto.dtype == "float32":
         text += (f" The largest tensors at both peaks stay float32 under autocast: {top_auto.count} `{top_auto.op}` "
-                 f"{'output' if top_auto.count == 1 else 'outputs'} of {_shape(top_auto.largest)}, "
-                 f"{fmt_bytes(top_auto.nbytes)}.")
+                 + (f"output of {_shape(top_auto.largest)}, " if top_auto.count == 1
+                    else f"outputs, the largest {_shape(top_auto.largest)}, together ")
+                 + f"{fmt_bytes(top_auto.nbytes)}.")
     return text
+
+
+def _distinct(a: int, b: int) -> tuple[str, str]:
+    """Two sizes written so that they read as different: in bytes where fmt_bytes rounds them alike."""
+    if fmt_bytes(a) != fmt_bytes(b):
+        return fmt_bytes(a), fmt_bytes(b)
+    return f"{a:,} B", f"{b:,} B"
 
 
 def surprising_pairs(names: list[str], batches: tuple[int, ...], peaks: dict[str, list[int]]):

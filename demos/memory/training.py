@@ -2,16 +2,19 @@
 model turns its allocations into allocated and reserved bytes, and (with CUDA) the real allocator is read beside it.
 """
 
+import functools
 import gc
+import json
 import threading
 from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from demos.errors import InputError, quoted
 from demos.guests import process_slot
-from demos.memory.allocator import CachingAllocator, GiB, fmt_bytes, round_size
+from demos.memory.allocator import CachingAllocator, GiB, MiB, fmt_bytes, round_size
 from demos.memory.autocast import SimulatedAutocast
 from demos.memory.models import MODELS, build_model, loss_of, make_batch
 from demos.memory.tracker import CATEGORIES, StorageTracker
@@ -26,6 +29,17 @@ CONV_WORKSPACE_PER_SAMPLE = {4: 34_218_496 / 256, 2: 25_113_600 / 256}
 CONV_WORKSPACE_SOURCE = ("estimated: fitted to the Small CNN at batch 256 on an H200 (assets/gpu/memtruth.json); "
                          "cuDNN picks its algorithm and workspace at run time")
 CONV_OPS = ("convolution", "convolution_backward")
+
+# What a card holds before a training step's first tensor, so that headroom is counted from capacity less these.
+# Workspaces: measured, memory_reserved() after the cuBLAS workspaces were made and empty_cache() ran, H200, torch
+# 2.11 (assets/gpu/probe_ws.txt, "reserved at start"): the segments the workspaces pin. CUDA context: an estimate,
+# not measured in this project: the driver's per-process context and loaded kernels, outside memory_reserved(),
+# typically 300 to 600 MiB with CUDA 12+ lazy module loading (nvidia-smi's per-process use minus memory_reserved()).
+WORKSPACE_RESERVED = 364_904_448
+CUDA_CONTEXT_ESTIMATE = 500 * MiB
+OVERHEAD_SOURCE = ("workspace segments measured on an H200 (assets/gpu/probe_ws.txt); CUDA context estimated "
+                   "(typically 300 to 600 MiB with CUDA 12+ lazy loading, not measured here)")
+MEMTRUTH = Path(__file__).resolve().parents[2] / "assets" / "gpu" / "memtruth_h200_after.json"
 
 DTYPES = ("fp32", "bf16 weights", "bf16 autocast", "fp16 autocast")
 OPTIMIZERS = ("SGD", "SGD momentum", "Adam")
@@ -367,6 +381,29 @@ def gpu_fit(predicted: Timeline) -> str | None:
             f"{fmt_bytes(free)} of its {fmt_bytes(total)} are free, so they ran on meta tensors instead.")
 
 
+def usable(capacity: float) -> float:
+    """What a card leaves for the allocator's segments: capacity less the CUDA context and the workspace segments."""
+    return capacity - CUDA_CONTEXT_ESTIMATE - WORKSPACE_RESERVED
+
+
+@dataclass(frozen=True)
+class ModelError:
+    low_pct: float  # (predicted - measured) / measured, the lowest over the rows
+    high_pct: float
+    rows: int
+    scope: str  # the model's name, or "all models" when none of the rows ran it
+
+
+@functools.cache
+def reserved_model_error(model: str) -> ModelError:
+    """How far the allocator model's peak reserved was from max_memory_reserved() on an H200 (MEMTRUTH's rows):
+    this model's rows, or every row where none ran it."""
+    rows = json.loads(MEMTRUTH.read_text())["rows"]
+    mine = [r for r in rows if r["spec"]["model"] == model]
+    errs = [100 * (r["meta_pred_reserved"] - r["cuda_max_reserved"]) / r["cuda_max_reserved"] for r in mine or rows]
+    return ModelError(min(errs), max(errs), len(errs), model if mine else "all models")
+
+
 def sweep_variants(spec: RunSpec) -> dict[str, tuple[bool, str]]:
     """The sweep's four variants of spec, name -> (checkpointing, dtype): as chosen, +ckpt, +autocast, +both."""
     autocast = spec.dtype if "autocast" in spec.dtype else "bf16 autocast"
@@ -388,7 +425,8 @@ def variant_spec(spec: RunSpec, name: str, batch: int) -> RunSpec:
 
 def batch_sweep(spec: RunSpec, batches: tuple[int, ...], run=simulate,
                 progress=lambda done: None) -> dict[str, tuple[int, ...]]:
-    """Peak bytes per batch size for four variants of spec: as chosen, +checkpointing, +autocast, +both.
+    """Peak reserved bytes (allocator model) per batch size for four variants of spec: as chosen, +checkpointing,
+    +autocast, +both. Reserved, not allocated: segments are what fills the card.
 
     run(spec, "meta") makes each Timeline (a page passes its cached simulate, so a later look at one point is
     free); progress(batch sizes done) after each size. The whole sweep holds the server's run slot.
@@ -398,7 +436,7 @@ def batch_sweep(spec: RunSpec, batches: tuple[int, ...], run=simulate,
     with process_slot():
         for done, b in enumerate(batches, 1):
             for name, values in peaks.items():
-                values.append(run(variant_spec(spec, name, b), "meta").predicted_peak_allocated)
+                values.append(max(run(variant_spec(spec, name, b), "meta").reserved))
             progress(done)
     return {name: tuple(values) for name, values in peaks.items()}
 
@@ -426,12 +464,14 @@ def largest_fitting(batches: tuple[int, ...], peaks: tuple[int, ...], capacity: 
     return b0 + (capacity - p0) * (b1 - b0) / (p1 - p0)
 
 
-def snippet(spec: RunSpec) -> str:
-    """A runnable script that reproduces the timeline with the same tracker, on meta tensors or CUDA."""
+def snippet(spec: RunSpec, card: str = next(iter(CARDS))) -> str:
+    """A runnable script that reproduces the timeline with the same tracker, on meta tensors or CUDA, and the
+    headroom it leaves on `card`."""
     return f'''# Run from the repository root: it uses this app's storage tracker (demos/memory/tracker.py).
 import torch
 from demos.memory.allocator import fmt_bytes
-from demos.memory.training import RunSpec, simulate, default_device
+from demos.memory.training import (CARDS, CUDA_CONTEXT_ESTIMATE, WORKSPACE_RESERVED, RunSpec, default_device,
+                                   reserved_model_error, simulate, usable)
 
 spec = RunSpec(model={spec.model!r}, batch={spec.batch}, seq_len={spec.seq_len}, dtype={spec.dtype!r},
                optimizer={spec.optimizer!r}, checkpointing={spec.checkpointing}, set_to_none={spec.set_to_none},
@@ -443,6 +483,11 @@ for category, nbytes in t.peak_by_category.items():
     print(f"  {{category:16s}} {{nbytes / 2**20:10.1f}} MiB")
 print(f"allocator model: peak allocated {{fmt_bytes(t.predicted_peak_allocated)}}, "
       f"peak reserved {{fmt_bytes(max(t.reserved))}}")
+e = reserved_model_error(spec.model)  # the model's peak reserved against max_memory_reserved() on an H200
+print(f"  known error of peak reserved: {{e.low_pct:+.1f}}% to {{e.high_pct:+.1f}}% ({{e.rows}} runs, {{e.scope}})")
+card = {card!r}  # headroom: capacity less the CUDA context, the workspace segments and the peak reserved
+print(f"  headroom on the {{card}}: {{fmt_bytes(usable(CARDS[card]) - max(t.reserved))}} (CUDA context "
+      f"{{fmt_bytes(CUDA_CONTEXT_ESTIMATE)}} estimated, workspaces {{fmt_bytes(WORKSPACE_RESERVED)}} measured)")
 if t.measured:  # CUDA only: the real allocator at each phase boundary, counted from the start of the run
     measured = max(peak for *_, peak in t.measured)
     print(f"measured peak above the start {{fmt_bytes(measured)}} (allocated before it, cuBLAS workspaces "
