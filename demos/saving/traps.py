@@ -64,7 +64,8 @@ def strict_false() -> TrapPair:
 # ---- state_dict() returns references: the "best weights" bug -----------------------------------------------------
 
 
-def keep_best_by_reference():
+def train_keeping_best(snapshot):
+    """30 SGD steps on an overfitting problem, keeping snapshot(model.state_dict()) at each new best val loss."""
     torch.manual_seed(2)
     w_true = torch.randn(8, 1)
     x, x_val = torch.randn(10, 8), torch.randn(64, 8)  # 10 training points for 9 parameters: it overfits
@@ -79,37 +80,21 @@ def keep_best_by_reference():
         with torch.no_grad():
             val_losses.append(round(nn.functional.mse_loss(model(x_val), y_val).item(), 4))
         if val_losses[-1] == min(val_losses):
-            best, best_step = model.state_dict(), step  # tensors that share memory with the parameters
+            best, best_step = snapshot(model.state_dict()), step
     model.load_state_dict(best)
     with torch.no_grad():
         restored = nn.functional.mse_loss(model(x_val), y_val).item()
     return {"best step": best_step, "best val loss": min(val_losses), "last val loss": val_losses[-1],
             "val loss after restoring the best": round(restored, 4),
             "best['weight'] is the live weight": best["weight"].data_ptr() == model.weight.data_ptr()}
+
+
+def keep_best_by_reference():
+    return train_keeping_best(lambda state: state)  # tensors that share memory with the parameters
 
 
 def keep_best_by_copy():
-    torch.manual_seed(2)
-    w_true = torch.randn(8, 1)
-    x, x_val = torch.randn(10, 8), torch.randn(64, 8)
-    y, y_val = x @ w_true + torch.randn(10, 1), x_val @ w_true + torch.randn(64, 1)
-    model = nn.Linear(8, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    val_losses, best, best_step = [], None, None
-    for step in range(30):
-        opt.zero_grad()
-        nn.functional.mse_loss(model(x), y).backward()
-        opt.step()
-        with torch.no_grad():
-            val_losses.append(round(nn.functional.mse_loss(model(x_val), y_val).item(), 4))
-        if val_losses[-1] == min(val_losses):
-            best, best_step = copy.deepcopy(model.state_dict()), step  # a snapshot in its own memory
-    model.load_state_dict(best)
-    with torch.no_grad():
-        restored = nn.functional.mse_loss(model(x_val), y_val).item()
-    return {"best step": best_step, "best val loss": min(val_losses), "last val loss": val_losses[-1],
-            "val loss after restoring the best": round(restored, 4),
-            "best['weight'] is the live weight": best["weight"].data_ptr() == model.weight.data_ptr()}
+    return train_keeping_best(copy.deepcopy)  # a snapshot in its own memory
 
 
 def _best_sentence(trap: dict, correct: dict) -> str:
@@ -126,4 +111,4 @@ def best_weights() -> TrapPair:
     return measure("best", "`state_dict()` returns references: the \"best weights\" bug",
                    ("Trap: `best = model.state_dict()`", "Correct: `best = copy.deepcopy(model.state_dict())`"),
                    (keep_best_by_reference, keep_best_by_copy), _best_sentence,
-                   imports="import copy\n\nimport torch\nfrom torch import nn")
+                   imports="import copy\n\nimport torch\nfrom torch import nn", helpers=(train_keeping_best,))
