@@ -36,7 +36,7 @@ def test_the_page_states_headroom_and_the_reserved_error_from_their_numbers():
     rows = [r for r in json.loads(MEMTRUTH.read_text())["rows"] if r["spec"]["model"] == MLP["mem_model"]]
     errs = [r["err_reserved_pct"] for r in rows]  # the measurement's own rounded percentages
     low, high = (float(x) for x in re.findall(r"[+-]\d+\.\d", metric.delta))
-    assert (low, high) == (round(min(errs), 1), round(max(errs), 1)) and f"({len(rows)} runs" in metric.delta
+    assert (low, high) == (round(min(errs), 1), round(max(errs), 1)) and f"({len(rows)} H200 runs" in metric.delta
 
 
 def test_the_timeline_headroom_is_capacity_less_context_workspaces_and_peak_reserved():
