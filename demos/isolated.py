@@ -45,9 +45,21 @@ os.register_at_fork(before=_compiler_lock.acquire, after_in_parent=_compiler_loc
 CHILD_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
 
+def _compile_in_this_process() -> None:
+    """Inductor compiles here, without a pool of compile-worker processes.
+
+    The environment variable covers a config imported after this point; a forked child inherits the server's
+    config module, whose thread count was read when the server first imported it, so that is set too.
+    """
+    os.environ.update(CHILD_ENV)
+    from torch._inductor import config as inductor_config
+
+    inductor_config.compile_threads = 1
+
+
 def _child_main(fn, args, conn) -> None:
     """Run fn(*args) with the server's thread setting; send (True, result), (False, sentence) or (None, bug)."""
-    os.environ.update(CHILD_ENV)
+    _compile_in_this_process()
     torch.set_num_threads(1)  # as the server runs its demos (pages/shell/entry.py)
     try:
         conn.send((True, fn(*args)))

@@ -69,3 +69,19 @@ def test_a_fork_waits_for_compiler_work_in_another_thread_and_the_child_gets_a_f
     assert run_isolated(_inside_compiler, "4; 2", time_limit_s=30) == parse_shapes("4; 2")
     assert time.perf_counter() - start >= hold_s * 0.8, "the fork waited for the other thread to leave the compiler"
     other.join()
+
+
+def _compile_pool_in_use():
+    """Runs in the child: does inductor there hand its compiles to a pool of worker processes?"""
+    from torch._inductor import config
+    from torch._inductor.async_compile import AsyncCompile
+
+    return config.compile_threads, AsyncCompile.use_process_pool(), AsyncCompile._ready_future is not None
+
+
+def test_the_child_compiles_in_itself_even_when_the_server_config_asks_for_a_pool(no_warm_helpers, monkeypatch):
+    from torch._inductor import config
+
+    monkeypatch.setattr(config, "compile_threads", 4)  # as read at import on a 4-core server
+    threads, pooled, pool_started = run_isolated(_compile_pool_in_use)
+    assert (threads, pooled, pool_started) == (1, False, False)
