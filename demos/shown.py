@@ -1,0 +1,44 @@
+"""The code a page shows is the code that ran.
+
+A demo's torch core is plain functions and classes (or a whole module) that the demo calls; the snippet a page
+shows is their own source, with the settings the visitor chose assigned above them and one line that calls them.
+Nothing is written twice, so the snippet cannot drift from what ran, and the linter reads all of it.
+
+`Script` is the snippet's text (a str, so the page shows and downloads it as is) together with `origins`, the
+objects whose source it holds: the tests check that each of them ran when the demo drew its figure
+(tests/provenance.py), and run the text to check it prints the figure's numbers.
+"""
+
+import inspect
+import textwrap
+import types
+from collections.abc import Callable
+from typing import Any
+
+
+class Script(str):
+    """Runnable snippet text built from the source of `origins` (functions, classes or modules that ran)."""
+
+    origins: tuple[Any, ...] = ()
+
+
+def source(obj: Callable | type | types.ModuleType) -> str:
+    """The source of a function, class or module, dedented, without leading or trailing blank lines."""
+    return textwrap.dedent(inspect.getsource(obj)).strip("\n")
+
+
+def settings_block(settings: dict[str, Any]) -> str:
+    """One assignment per setting, as Python literals: `width = 128`."""
+    return "\n".join(f"{name} = {value!r}" for name, value in settings.items())
+
+
+def script(*objects: Callable | type | types.ModuleType, imports: str = "import torch",
+           settings: dict[str, Any] | None = None, run: str = "") -> Script:
+    """A script: imports, the visitor's settings, the source of each object in order, then the line(s) in `run`.
+
+    For a module shown whole, pass imports="" (its own imports come with it) and call its entry point in `run`."""
+    parts = [imports.strip(), settings_block(settings or {}), *map(source, objects), textwrap.dedent(run).strip()]
+    text = Script("\n\n\n".join(p for p in parts if p) + "\n")
+    text.origins = objects
+    return text
+

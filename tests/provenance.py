@@ -1,0 +1,63 @@
+"""Which functions ran: the check that a snippet's source is the code that drew the figure (demos/shown.py)."""
+
+import inspect
+import sys
+import threading
+import types
+from contextlib import contextmanager
+
+
+@contextmanager
+def recording_calls():
+    """Collect the code object of every Python function called in this process (all threads) while inside."""
+    called: set[types.CodeType] = set()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            called.add(frame.f_code)
+
+    old = sys.getprofile()
+    sys.setprofile(profile)
+    threading.setprofile(profile)
+    try:
+        yield called
+    finally:
+        sys.setprofile(old)
+        threading.setprofile(None)
+
+
+def code_objects(obj) -> set[types.CodeType]:
+    """The code objects of a function, of a class's methods, or of a module's functions and classes' methods."""
+    if inspect.isfunction(obj) or inspect.ismethod(obj):
+        return {inspect.unwrap(obj).__code__}
+    members = vars(obj).values()
+    if inspect.ismodule(obj):
+        members = [m for m in members if getattr(m, "__module__", None) == obj.__name__]
+    found = set()
+    for member in members:
+        if inspect.isfunction(member) or inspect.isclass(member):
+            found |= code_objects(member)
+        elif isinstance(member, (staticmethod, classmethod, property)):
+            found |= code_objects(getattr(member, "__func__", None) or member.fget)
+    return found
+
+
+def origins_that_did_not_run(script, called: set[types.CodeType]) -> list[str]:
+    """Names of the script's origins of which no function ran (empty when every shown piece of code ran)."""
+    return [getattr(o, "__qualname__", getattr(o, "__name__", repr(o))) for o in script.origins
+            if not code_objects(o) & called]
+
+
+def assert_shows_what_ran(demo, *args, **kwargs):
+    """Call demo(*args, **kwargs); its result's `.code` (or the result itself) must be a Script whose every origin
+    ran during the call. Returns the result."""
+    from demos.shown import Script
+
+    with recording_calls() as called:
+        result = demo(*args, **kwargs)
+    code = result if isinstance(result, str) else result.code
+    assert isinstance(code, Script), f"{demo.__qualname__}: the snippet is a hand-written string, not a Script"
+    assert code.origins, f"{demo.__qualname__}: the Script names no origins"
+    missing = origins_that_did_not_run(code, called)
+    assert not missing, f"{demo.__qualname__}: shown but never ran: {missing}"
+    return result
