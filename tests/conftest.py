@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from demos.registry import registered
 from pages.ui.errors import BUG_NOTE
+from tests.snippet_runner import snippet_server  # noqa: F401 (a fixture: the fork server that runs snippets)
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from demos.registry import ROOT
-from tests.test_snippets import SnippetServer, clean_env
+from tests.snippet_runner import SnippetServer, clean_env
 
 PROBE = """
 import json, os, sys
@@ -79,7 +79,7 @@ if __name__ == "__main__":
 def test_a_script_past_its_time_is_killed_with_its_children(snippets, tmp_path, monkeypatch):
     import psutil
 
-    import tests.test_snippets as module
+    import tests.snippet_runner as module
 
     monkeypatch.setattr(module, "SNIPPET_TIMEOUT_S", 2)
     script = tmp_path / "slow.py"
