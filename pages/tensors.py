@@ -90,6 +90,22 @@ def lab_fig(tensors: str, expression: str):
     return sx.chain_figure(cached_lab(tensors, expression))
 
 
+# Tables too: built once per view from the cached result and shared read-only (ui.table shows a copy).
+@st.cache_resource(max_entries=64)
+def layout_frame(base: str, chain: str) -> pd.DataFrame:
+    return layout_table(cached_layout(base, chain))
+
+
+@st.cache_resource(max_entries=64)
+def einsum_frame(equation: str, shapes: str) -> pd.DataFrame:
+    return einsum_table(cached_einsum(equation, shapes))
+
+
+@st.cache_resource(max_entries=64)
+def lab_frame(tensors: str, expression: str) -> pd.DataFrame:
+    return lab_steps_table(cached_lab(tensors, expression))
+
+
 @st.cache_data
 def cached_traps(section: str) -> tuple[Trap, ...]:
     return {"broadcast": bc.traps, "layout": lay.traps, "dtypes": dt.traps, "devices": dev.traps}[section]()
@@ -105,9 +121,9 @@ def cached_devices():
     return dev.report()
 
 
-@st.cache_data
-def cached_finfo():
-    return dt.finfo_table()
+@st.cache_resource
+def finfo_frame() -> pd.DataFrame:
+    return dt.finfo_table().map(lambda v: f"{v:.6g}" if isinstance(v, float) else v)
 
 
 # ---------------------------------------------------------------- shared rendering
@@ -260,7 +276,7 @@ def layout_section() -> None:
     base, chain = layout_ui()
     with ui.input_errors():
         r = cached_layout(base, chain)
-        ui.table(layout_table(r), hide_index=True, width="stretch")
+        ui.table(layout_frame(base, chain), hide_index=True, width="stretch")
         if r.error:
             st.warning(f"torch refused {r.failed}:", icon=":material/block:")
             st.code(r.error, language="text", wrap_lines=True)
@@ -309,8 +325,7 @@ def dtypes_section() -> None:
         st.html(chips_html({k: dt.CATEGORY_COLORS[k] for k in dt.CATEGORY_COLORS}))
         ui.show_code(r.code, key="tensors_dt_code", file_name="result_type.py")
     st.markdown("**Range and precision** (from `torch.finfo`)")
-    finfo = cached_finfo()
-    ui.table(finfo.map(lambda v: f"{v:.6g}" if isinstance(v, float) else v), hide_index=True, width="stretch")
+    ui.table(finfo_frame(), hide_index=True, width="stretch")
     st.subheader("Silent traps")
     show_traps("dtypes")
 
@@ -336,6 +351,11 @@ def einsum_ui() -> tuple[str, str]:
     return equation, shapes
 
 
+def einsum_table(r) -> pd.DataFrame:
+    return pd.DataFrame([{"index": i.name, "size": i.size, "in": ", ".join(i.operands), "role": i.role}
+                         for i in r.indices])
+
+
 def einsum_section() -> None:
     ui.prose("`einsum` names every dim with a letter. A letter in the output is kept; a letter shared by "
              "operands is multiplied along; a letter missing from the output is summed away.")
@@ -345,8 +365,7 @@ def einsum_section() -> None:
         st.markdown(f"`torch.einsum('{r.equation}', ...)` → **output shape `{format_shape(r.out_shape)}`**")
         left, right = st.columns(2, gap="large")
         with left:
-            ui.table(pd.DataFrame([{"index": i.name, "size": i.size, "in": ", ".join(i.operands),
-                                        "role": i.role} for i in r.indices]), hide_index=True, width="stretch")
+            ui.table(einsum_frame(equation, shapes), hide_index=True, width="stretch")
             st.markdown(f"Loop nest: **{r.iterations:,} iterations** ({r.arithmetic}).")
             if r.equivalent_ok:
                 st.success(f"Equals **{r.equivalent}**: `{r.equivalent_code}` (torch.allclose: True).",
@@ -463,7 +482,7 @@ def shape_lab_section() -> None:
         ui.plot(lab_fig(tensors, expression), key="tensors_lab_fig")
         st.html(chips_html(sx.LEGEND))
         st.caption(sx.SCALE_NOTE)
-        ui.table(lab_steps_table(r), hide_index=True, width="stretch")
+        ui.table(lab_frame(tensors, expression), hide_index=True, width="stretch")
         st.caption("View or copy: " + lab_view_note(r))
         for s in r.steps:
             for note in s.warnings:

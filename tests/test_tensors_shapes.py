@@ -16,6 +16,7 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812
 
 from demos.errors import InputError
+from demos.registry import by_slug
 from demos.tensors import shape_explain as sx
 from demos.tensors import shape_grammar as g
 from demos.tensors.shapes import PRESETS, TAB, evaluate, lab_link
@@ -295,7 +296,5 @@ def test_practice_chains_are_graded_by_torch_and_link_to_the_lab():
 
 
 def test_the_page_tab_is_the_one_links_name():
-    from demos.registry import by_slug
-
-    assert {"tensors_tab": TAB} in by_slug("tensors").sections()
+    assert {"tensors_tab": TAB} in by_slug("tensors").sections()  # the tabs the page draws (section_tabs)
     assert lab_link("x: 1", "x").count("tensors_tab=Shape+lab") == 1
