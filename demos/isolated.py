@@ -14,8 +14,10 @@ in the server runs inside `compiler_in_use()`, and a fork waits until no thread 
 """
 
 import contextlib
+import faulthandler
 import multiprocessing
 import os
+import signal
 import threading
 
 import torch
@@ -41,6 +43,8 @@ def _new_lock_in_child() -> None:
 os.register_at_fork(before=_compiler_lock.acquire, after_in_parent=_compiler_lock.release,
                     after_in_child=_new_lock_in_child)
 
+STACKS_SIGNAL = signal.SIGUSR1
+
 # Inductor compiles in the child itself instead of starting a pool of compile workers (one per core).
 CHILD_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
@@ -59,6 +63,7 @@ def _compile_in_this_process() -> None:
 
 def _child_main(fn, args, conn) -> None:
     """Run fn(*args) with the server's thread setting; send (True, result), (False, sentence) or (None, bug)."""
+    faulthandler.register(STACKS_SIGNAL, all_threads=True)  # a child stopped at its limit says where it was
     _compile_in_this_process()
     torch.set_num_threads(1)  # as the server runs its demos (pages/shell/entry.py)
     try:
@@ -117,5 +122,7 @@ def _stop(child) -> None:
         return
     child.join(5)
     if child.is_alive():
+        os.kill(child.pid, STACKS_SIGNAL)  # its threads' stacks go to the server's log before it is killed
+        child.join(1)
         child.kill()
         child.join(5)

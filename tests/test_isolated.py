@@ -18,7 +18,7 @@ def children() -> set[int]:
     return {p.pid for p in psutil.Process().children(recursive=True)}
 
 
-def test_result_sentence_and_time_limit_come_back_and_no_process_is_left(no_warm_helpers):
+def test_result_sentence_and_time_limit_come_back_and_no_process_is_left(no_warm_helpers, capfd):
     before = children()
     assert run_isolated(parse_shapes, "8; 16") == parse_shapes("8; 16")
     with pytest.raises(InputError) as err:
@@ -31,6 +31,7 @@ def test_result_sentence_and_time_limit_come_back_and_no_process_is_left(no_warm
         run_isolated(time.sleep, 30, time_limit_s=1)
     assert time.perf_counter() - start < 15
     assert children() <= before
+    assert "_child_main" in capfd.readouterr().err, "the stopped child's stacks are in the log"
 
 
 def _inherited_mark():
