@@ -215,3 +215,26 @@ def test_a_question_answered_by_a_model_names_the_model_and_its_source():
     at.button(key="m_run").click().run()
     assert "the model returned `1024`" in at.warning[0].value and "torch returned" not in at.warning[0].value
     assert not at.exception
+
+
+def default_run_app():
+    import streamlit as st
+
+    from pages import ui
+
+    width = st.number_input("width", value=64, key="w")
+    if ui.run_button("Run", "r", (width,), default=(64,)):
+        st.success(f"ran {width}")
+
+
+def test_a_default_case_shows_without_a_press_and_other_settings_wait_for_the_button():
+    at = AppTest.from_function(default_run_app, default_timeout=60).run()
+    assert [s.value for s in at.success] == ["ran 64"] and not at.info
+    at.number_input(key="w").set_value(32).run()
+    assert not at.success and not at.info
+    at.button(key="r_button").click().run()
+    assert [s.value for s in at.success] == ["ran 32"]
+    at.number_input(key="w").set_value(16).run()
+    assert not at.success and "press the button" in at.info[0].value
+    at.number_input(key="w").set_value(64).run()
+    assert [s.value for s in at.success] == ["ran 64"] and not at.info

@@ -2,20 +2,29 @@
 
 import streamlit as st
 
+_NO_DEFAULT = object()
 
-def run_button(label: str, key: str, params=(), icon: str = ":material/play_arrow:", **button) -> bool:
+
+def run_button(label: str, key: str, params=(), icon: str = ":material/play_arrow:", default=_NO_DEFAULT,
+               **button) -> bool:
     """A button for heavy work; True while the result for exactly `params` should be on screen.
 
     The parameters of the last press are kept in `st.session_state[key]` and the result is cached on them
     (st.cache_data), so it survives reruns caused by other widgets and goes away when its own inputs change.
     After a change the visitor is told to press again instead of the work starting by itself.
+
+    `default`: the parameters of the view's default case. While `params` equal them the result is shown without
+    a press: the case runs once per server (the cache is shared by every visitor) so the view opens on its
+    figure, and any other setting still waits for the button.
     """
     if st.button(label, key=f"{key}_button", icon=icon, **button):
         st.session_state[key] = params
     last = st.session_state.get(key)
-    if last is not None and last != params:
+    if last == params or params == default:
+        return True
+    if last is not None:
         st.info("The settings changed since the last run: press the button to run them.", icon=":material/info:")
-    return last == params
+    return False
 
 
 def ran_with(key: str):
