@@ -110,18 +110,50 @@ def test_buttons_run_real_workers_and_leave_no_process():
 
 
 def test_the_device_to_host_trap_says_what_this_host_can_run():
-    """Without CUDA the trap is not faked: the page says why, and its snippet stops with the same sentence."""
+    """Without CUDA the trap is not faked: the page says why, and its snippet stops with the same sentence; with
+    CUDA the page measures both reads (its own test below drives that branch on any host)."""
     import subprocess
     import sys
 
     from demos.data.pinning import D2H_CODE, d2h_trap
 
+    read_early = D2H_CODE.index("read before synchronize")
+    if torch.cuda.is_available():
+        d = d2h_trap()
+        assert d.read_after_sync == d.expected == 64 * 2**20 // 4
+        return
     at = open_page(PAGE)
     assert_clean(at)
-    assert not torch.cuda.is_available() and d2h_trap() is None
+    assert d2h_trap() is None
     said = next(i.value for i in at.info if i.value.startswith("No CUDA GPU here"))
     assert "device-to-host copy is only asynchronous on a GPU" in said
     done = subprocess.run([sys.executable, "-c", D2H_CODE], capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "No CUDA GPU here: a device-to-host copy" in done.stderr
-    read_early = D2H_CODE.index("read before synchronize")
     assert read_early < D2H_CODE.index("torch.cuda.synchronize()") < D2H_CODE.index("read after synchronize")
+
+
+def test_on_a_gpu_the_trap_shows_both_reads_and_a_sentence_true_of_them(monkeypatch):
+    """The CUDA branch on any host: the measured reads (patched in) become two metrics and a sentence true of them."""
+    import streamlit as st
+
+    from demos.data import pinning
+
+    total, early = 16_777_216.0, 12_000_000.0
+    st.cache_data.clear()  # the page caches the trap's result; this host's (None) may be in it
+    monkeypatch.setattr(pinning, "d2h_trap", lambda: pinning.D2HResult(total, early, total))
+    at = open_page(PAGE)
+    assert_clean(at)
+    values = {m.label: m.value for m in at.metric}
+    assert values["sum read before synchronize (trap)"] == "12,000,000"
+    assert values["sum read after synchronize"] == "16,777,216"
+    said = next(c.value for c in at.caption if "early read" in c.value)
+    assert said.startswith("The early read summed 12,000,000 of 16,777,216: 28.5% of the values had not arrived")
+    assert not any(i.value.startswith("No CUDA GPU here") for i in at.info)
+    st.cache_data.clear()
+
+
+def test_the_trap_sentence_when_the_early_read_won_the_race():
+    from demos.data.pinning import D2HResult, d2h_verdict
+
+    said = d2h_verdict(D2HResult(100.0, 100.0, 100.0))
+    assert "saw every value" in said and "race is still there" in said

@@ -135,3 +135,13 @@ print("read before synchronize:", y.sum().item())   # the trap: often not the to
 torch.cuda.synchronize()             # or: event = torch.cuda.Event(); event.record(); event.synchronize()
 print("read after synchronize:", y.sum().item())    # correct
 """
+
+
+def d2h_verdict(d: D2HResult) -> str:
+    """One sentence on what the early read saw, from the two reads."""
+    if d.read_early != d.expected:
+        missing = d.expected - d.read_early
+        return (f"The early read summed {d.read_early:,.0f} of {d.expected:,.0f}: {missing / d.expected:.1%} of the "
+                "values had not arrived yet, and nothing raised. After synchronize the same tensor sums right.")
+    return ("This time the early read saw every value: the copy finished before the host read its end. The race is "
+            "still there (nothing orders the read after the copy); a busier GPU or a larger tensor loses it.")
