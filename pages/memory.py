@@ -65,6 +65,8 @@ from pages.shell.entry import require_shell
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 DEVICE = default_device()
+COMPILE_SHAPES = "8; 16; 32"  # the torch.compile tab's default cases, run once per server without a press
+COMPILE_SIZE = 256
 
 
 @st.cache_data(max_entries=32, show_spinner="Running the training steps under the tracker…")
@@ -472,15 +474,17 @@ def compile_section() -> None:
     left, right = st.columns(2)
     with left:
         st.markdown(f"**Graph breaks and recompiles** (dynamo only, at most {EXPLAIN_BUDGET_S} s on 2 cores)")
-        shapes = st.text_input("Input shapes, one per ';'", "8; 16; 32", key="mem_shapes", bind="query-params")
+        shapes = st.text_input("Input shapes, one per ';'", COMPILE_SHAPES, key="mem_shapes", bind="query-params")
         run_dynamo = False
         with ui.input_errors():
             parse_shapes(shapes)  # bad text is answered now, not after the button
-            run_dynamo = ui.run_button("Explain and count", "mem_explain", shapes)
+            run_dynamo = ui.run_button("Explain and count", "mem_explain", shapes, default=COMPILE_SHAPES)
     with right:
         st.markdown("**Eager vs compiled** (inductor: compiling takes tens of seconds on 2 cores)")
-        size = st.select_slider("Matrix size", [64, 128, 256, 512, 1024], 256, key="mem_size", bind="query-params")
-        run_inductor = ui.run_button("Compile and time", "mem_time", size, icon=":material/timer:")
+        size = st.select_slider("Matrix size", [64, 128, 256, 512, 1024], COMPILE_SIZE, key="mem_size",
+                                bind="query-params")
+        run_inductor = ui.run_button("Compile and time", "mem_time", size, icon=":material/timer:",
+                                     default=COMPILE_SIZE)
     with ui.input_errors():
         if run_dynamo:
             line = st.empty()  # the place in line, if the run waits, above the status

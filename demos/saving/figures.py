@@ -1,4 +1,4 @@
-"""Figures for the saving page: state_dict bytes, checkpoint contents, quantization scales and errors."""
+"""Figures for the saving page: state_dict bytes, checkpoints, quantization, ONNX latency, the paths compared."""
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -54,3 +54,37 @@ def scales_figure(s) -> go.Figure:
     fig.update_xaxes(title="output channel (row of the weight)")
     fig.update_yaxes(title="scale (step between int8 levels)")
     return base_layout(fig, height=300)
+
+
+def onnx_latency_figure(r, width: int, depth: int) -> go.Figure:
+    """Median latency of the same MLP on a batch of 32: PyTorch eager vs the exported .onnx in onnxruntime."""
+    names = ["PyTorch eager", "onnxruntime (.onnx)"]
+    values = [r.eager_ms, r.ort_ms]
+    fig = go.Figure(go.Bar(y=names, x=values, orientation="h", marker_color=[COLORS["parameter"], COLORS["data"]],
+                           text=[f"{v:.3f} ms" for v in values], textposition="auto"))
+    fig.update_xaxes(title=f"median ms per batch of 32 (MLP width {width}, {depth} hidden layers)", rangemode="tozero")
+    fig.update_yaxes(autorange="reversed")
+    return base_layout(fig, height=220)
+
+
+def paths_figure(onnx, onnx_size: tuple[int, int], quant, quant_size: tuple[int, int]) -> go.Figure:
+    """File size and latency of each measured path, each bar labelled with the model and batch it was measured on."""
+    onnx_model, quant_model = (f"MLP {w}×{d}" for w, d in (onnx_size, quant_size))
+    size_rows = [(f"{r['variant']} state_dict ({quant_model})", r["file bytes"], _path_color(r["variant"]))
+                 for r in quant.rows] + [(f".onnx file ({onnx_model})", onnx.file_bytes, COLORS["data"])]
+    time_rows = [(f"{r['variant']} ({quant_model}, batch 256)", r["latency ms (batch 256)"],
+                  _path_color(r["variant"])) for r in quant.rows] + [
+        (f"eager ({onnx_model}, batch 32)", onnx.eager_ms, COLORS["parameter"]),
+        (f"onnxruntime ({onnx_model}, batch 32)", onnx.ort_ms, COLORS["data"])]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("file size (bytes)", "median latency (ms)"),
+                        horizontal_spacing=0.35)
+    for col, rows, fmt in ((1, size_rows, "{:,.0f} B"), (2, time_rows, "{:.3f} ms")):
+        fig.add_bar(y=[r[0] for r in rows], x=[r[1] for r in rows], orientation="h", showlegend=False,
+                    marker_color=[r[2] for r in rows], text=[fmt.format(r[1]) for r in rows], textposition="auto",
+                    row=1, col=col)
+        fig.update_yaxes(autorange="reversed", row=1, col=col)
+    return base_layout(fig, height=320)
+
+
+def _path_color(variant: str) -> str:
+    return COLORS["parameter"] if variant == "float32" else COLORS["optimizer_state"]
