@@ -67,7 +67,7 @@ def _quote(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _grad_label(g: torch.Tensor | None) -> str:
+def edge_label(g: torch.Tensor | None) -> str:
     if g is None:
         return "None"
     return f"{format_shape(g.shape)}\\n{_quote(preview(g, 3))}"
@@ -87,6 +87,6 @@ def flow_dot(flow: BackwardFlow) -> str:
     for e in flow.edges:
         src = "seed" if e.src < 0 else f"n{e.src}"
         style = "" if e.grad is not None else ', style="dashed"'
-        lines.append(f'{src} -> n{e.dst} [label="{_grad_label(e.grad)}"{style}];')
+        lines.append(f'{src} -> n{e.dst} [label="{edge_label(e.grad)}"{style}];')
     lines.append("}")
     return "\n".join(lines)
