@@ -180,7 +180,8 @@ def export_section() -> None:
         st.caption(f"Traced once on an all-ones input, then run on {len(sweep.values)} inputs from "
                    f"{sweep.values[0]:g} to {sweep.values[-1]:g}: the traced model differs from eager on "
                    f"{len(sweep.traced_wrong)} of them (every input whose sum is not positive, where eager and "
-                   "script take `-h`); the dotted line is the test input below.")
+                   "script take `-h`)" + (f"; the dotted line marks the test input, {value:g}." if
+                                          sweep.values[0] <= value <= sweep.values[-1] else "."))
         table(r.rows)
         for w in r.trace_warnings + r.script_warnings:
             st.caption(w)

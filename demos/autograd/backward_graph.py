@@ -77,8 +77,9 @@ def flow_dot(flow: BackwardFlow) -> str:
     """DOT of the backward graph, top to bottom in the direction gradients flow. Grey: a grad_fn node, with its
     place in the engine's order; light blue: AccumulateGrad, which adds into a leaf's .grad; orange: the seed.
     Each edge is labelled with the gradient that flowed along it (shape, first values)."""
-    lines = ["digraph backward {", 'rankdir=TB; node [shape=box, style="rounded,filled", fontname="monospace", '
-             'fontsize=10]; edge [fontname="monospace", fontsize=9, color="' + COLORS["gradient"] + '"];',
+    lines = ["digraph backward {", 'rankdir=TB; ranksep=0.45; nodesep=0.6; node [shape=box, style="rounded,filled", '
+             'fontname="Helvetica", fontsize=14]; edge [fontname="Helvetica", fontsize=12, penwidth=1.5, color="'
+             + COLORS["gradient"] + '"];',
              f'seed [label="out.backward(ones)", {dot_fill(SEED_FILL)}];']
     for k, (name, what, ran) in enumerate(zip(flow.names, flow.creates, flow.ran, strict=True)):
         fill = LEAF_FILL if name == "AccumulateGrad" else NODE_FILL

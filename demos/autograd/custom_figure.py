@@ -55,7 +55,7 @@ def custom_curves(name: str) -> CustomCurves:
 def custom_figure(c: CustomCurves) -> go.Figure:
     """Left: the forward output; right: the custom backward's gradient (solid) and autograd's for the plain
     version (dashed), so where they part the custom rule differs."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("forward output", "gradient d out / d x"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("forward output", "gradient of the output"))
     fig.add_scatter(x=c.x, y=c.forward, name="forward", mode="lines", line=dict(color=COLORS["activation"], width=3),
                     row=1, col=1)
     fig.add_scatter(x=c.x, y=c.custom_grad, name="custom backward", mode="lines",

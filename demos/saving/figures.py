@@ -80,8 +80,9 @@ def paths_figure(onnx, onnx_size: tuple[int, int], quant, quant_size: tuple[int,
                         horizontal_spacing=0.35)
     for col, rows, fmt in ((1, size_rows, "{:,.0f} B"), (2, time_rows, "{:.3f} ms")):
         fig.add_bar(y=[r[0] for r in rows], x=[r[1] for r in rows], orientation="h", showlegend=False,
-                    marker_color=[r[2] for r in rows], text=[fmt.format(r[1]) for r in rows], textposition="auto",
-                    row=1, col=col)
+                    marker_color=[r[2] for r in rows], text=[fmt.format(r[1]) for r in rows], textposition="outside",
+                    cliponaxis=False, row=1, col=col)
+        fig.update_xaxes(range=[0, 1.45 * max(r[1] for r in rows)], row=1, col=col)  # room for the labels
         fig.update_yaxes(autorange="reversed", row=1, col=col)
     return base_layout(fig, height=320)
 
