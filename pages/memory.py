@@ -125,6 +125,12 @@ def cached_compile_timing(size: int):
     return run_isolated(time_compile, size)  # inductor's compiler and caches leave with the child
 
 
+@st.cache_resource(max_entries=4, show_spinner=False)
+def compile_chart(size: int):
+    """Built once per size and shared read-only, as the other figures here."""
+    return compile_figure(cached_compile_timing(size))
+
+
 @st.cache_data(max_entries=1)
 def cached_recording():
     return stream_recorder.load_recording()
@@ -487,23 +493,22 @@ def compile_section() -> None:
                                      default=COMPILE_SIZE)
     with ui.input_errors():
         if run_dynamo:
-            line = st.empty()  # the place in line, if the run waits, above the status
-            with st.status("Running torch._dynamo.explain…") as status:
-                reports = ui.queued(cached_explain, notice=line)
-                recompiles = ui.queued(cached_recompiles, shapes, notice=line)
-                strict = ui.queued(cached_strict, shapes, notice=line)
-                status.update(label="Dynamo done", state="complete")
+            reports, recompiles, strict = ui.queued_status("Running torch._dynamo.explain…", lambda _: "Dynamo done",
+                                                           dynamo_results, shapes, key="mem_dynamo")
             _show_breaks(reports)
             _show_recompiles(recompiles)
             _show_strict(strict, reports)
         if run_inductor:
-            line = st.empty()  # the place in line, if the run waits, above the status
-            with st.status("Compiling with inductor…") as status:
-                timing = ui.queued(cached_compile_timing, int(size), notice=line)
-                status.update(label=f"Compiled in {timing.compile_s:.1f} s", state="complete")
-            ui.plot(compile_figure(timing), key="mem_compile_fig")
+            timing = ui.queued_status("Compiling with inductor…", lambda t: f"Compiled in {t.compile_s:.1f} s",
+                                      cached_compile_timing, int(size), key="mem_inductor")
+            ui.plot(compile_chart(int(size)), key="mem_compile_fig")
             st.caption(f"Largest difference between eager and compiled outputs: {timing.max_abs_diff:.2e}.")
             ui.show_code(timing.code, key="mem_compile_code", file_name="compile_timing.py")
+
+
+def dynamo_results(shapes: str):
+    """explain() on the planted functions, then recompiles and fullgraph for the shapes (each cached on its own)."""
+    return cached_explain(), cached_recompiles(shapes), cached_strict(shapes)
 
 
 def _show_breaks(reports) -> None:

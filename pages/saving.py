@@ -57,15 +57,16 @@ def cached_trace(test_value: float):
     return trace_vs_script(test_value)
 
 
-@st.cache_data(max_entries=1)
-def cached_sweep():
+@st.cache_resource(max_entries=1, show_spinner=False)
+def shared_sweep():
+    """Run once per server and shared read-only (a frozen dataclass: nothing to copy on a rerun)."""
     return trace_sweep()
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def sweep_chart(test_value: float):
     """Built once per test input and shared read-only: a warm rerun does not rebuild the figure."""
-    return trace_sweep_figure(cached_sweep(), test_value)
+    return trace_sweep_figure(shared_sweep(), test_value)
 
 
 @st.cache_data(max_entries=1)
@@ -81,6 +82,18 @@ def cached_onnx(width: int, depth: int):
 @st.cache_data(max_entries=8)
 def cached_quant(width: int, depth: int):
     return quantize_and_measure(width, depth), scale_schemes(width, depth)
+
+
+# Figures are built once per setting and shared read-only: building them costs more than a warm rerun may.
+@st.cache_resource(max_entries=8, show_spinner=False)
+def onnx_chart(width: int, depth: int):
+    return onnx_latency_figure(cached_onnx(width, depth), width, depth)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def quant_charts(width: int, depth: int):
+    s = cached_quant(width, depth)[1]
+    return quant_figure(s), scales_figure(s)
 
 
 def table(rows) -> None:
@@ -175,7 +188,7 @@ def export_section() -> None:
                             bind="query-params")
     with ui.input_errors():
         r = cached_trace(float(value))
-        sweep = cached_sweep()
+        sweep = shared_sweep()
         ui.plot(sweep_chart(float(value)), key="sv_trace_sweep_fig")
         st.caption(f"Traced once on an all-ones input, then run on {len(sweep.values)} inputs from "
                    f"{sweep.values[0]:g} to {sweep.values[-1]:g}: the traced model differs from eager on "
@@ -218,16 +231,14 @@ def onnx_section() -> None:
              "operators, and can keep the batch axis symbolic. onnxruntime then runs it without PyTorch.")
     width, depth = size_ui("sv_onnx", ONNX_SIZE)
     if ui.run_button("Export to ONNX and run onnxruntime", "sv_onnx_run", (width, depth), default=ONNX_SIZE):
-        line = st.empty()  # the place in line, if the run waits, above the folded status
-        with st.status("Exporting with the dynamo exporter, then running onnxruntime…",
-                                            expanded=False):
-            r = ui.queued(cached_onnx, width, depth, notice=line)
+        r = ui.queued_status("Exporting with the dynamo exporter, then running onnxruntime…",
+                             lambda _: "Exported, then run in onnxruntime", cached_onnx, width, depth, key="sv_onnx")
         c = st.columns(4)
         c[0].metric("export time", f"{r.export_s:.1f} s")
         c[1].metric(".onnx file", f"{r.file_bytes:,} B")
         c[2].metric("eager, batch 32", f"{r.eager_ms:.3f} ms")
         c[3].metric("onnxruntime, batch 32", f"{r.ort_ms:.3f} ms")
-        ui.plot(onnx_latency_figure(r, width, depth), key="sv_onnx_latency_fig")
+        ui.plot(onnx_chart(width, depth), key="sv_onnx_latency_fig")
         st.markdown(f"onnxruntime reports the input shape as `{r.input_shape}`: the batch axis is symbolic.")
         table(r.checks)
         left, right = st.columns([1, 2])
@@ -247,18 +258,19 @@ def quant_section() -> None:
              "they lose less than one scale for the whole tensor.")
     width, depth = size_ui("sv_quant", QUANT_SIZE)
     if ui.run_button("Train, quantize and measure", "sv_quant_run", (width, depth), default=QUANT_SIZE):
-        line = st.empty()  # the place in line, if the run waits, above the folded status
-        with st.status("Training for 150 steps, quantizing, timing…", expanded=False):
-            q, s = ui.queued(cached_quant, width, depth, notice=line)
+        q, s = ui.queued_status("Training for 150 steps, quantizing, timing…",
+                                lambda _: "Trained for 150 steps, quantized, timed", cached_quant, width, depth,
+                                key="sv_quant")
         table(q.rows)
         st.markdown(f"The torchao int8 file is **{q.size_ratio:.1f}x smaller**. Latency is measured, not assumed: "
                     "int8 is only faster where the runtime has int8 kernels for this CPU.")
         st.caption(f"torch.ao.quantization says: “{q.legacy_warning}”")
-        ui.plot(quant_figure(s), key="sv_quant_fig")
+        errors_fig, scales_fig = quant_charts(width, depth)
+        ui.plot(errors_fig, key="sv_quant_fig")
         st.markdown(f"Per-tensor: one scale {s.tensor_scale:.2e}, zero point {s.tensor_zero_point}. Per-channel: "
                     f"{len(s.channel_scales)} scales from {min(s.channel_scales):.2e} to "
                     f"{max(s.channel_scales):.2e}.")
-        ui.plot(scales_figure(s), key="sv_scales_fig")
+        ui.plot(scales_fig, key="sv_scales_fig")
         ui.show_code(q.code, key="sv_quant_code", file_name="quantize_torchao.py")
 
 
@@ -270,12 +282,9 @@ def targets_section() -> None:
     this tab could not carry it.
     """
     onnx_size, quant_size = ui.ran_with("sv_onnx_run") or ONNX_SIZE, ui.ran_with("sv_quant_run") or QUANT_SIZE
-    line = st.empty()  # the place in line, if a run waits, above the folded status
-    with st.status("Measuring each path (once per server)…", expanded=False) as status:
-        export = ui.queued(cached_export, notice=line)
-        onnx = ui.queued(cached_onnx, *onnx_size, notice=line)
-        quant = ui.queued(cached_quant, *quant_size, notice=line)[0]
-        status.update(label="Measured", state="complete")
+    export, onnx, (quant, _) = ui.queued_status(
+        "Measuring each path (once per server)…", lambda _: "Each path measured", measured_paths, onnx_size,
+        quant_size, key="sv_paths")
     ui.plot(paths_chart(onnx_size, quant_size), key="sv_paths_fig")
     st.caption(f"ONNX bars: MLP width {onnx_size[0]}, {onnx_size[1]} hidden layers; quantization bars: MLP width "
                f"{quant_size[0]}, {quant_size[1]} hidden layers, trained here. Different models and batches: compare "
@@ -284,6 +293,11 @@ def targets_section() -> None:
     st.caption(f"TorchScript row: the trace example and a test input of {TRACE_X:g}, which takes the other branch. "
                "The other rows and the bars quote the last run of each tab's button in this session, or that tab's "
                "default case.")
+
+
+def measured_paths(onnx_size: tuple[int, int], quant_size: tuple[int, int]):
+    """The export, ONNX and quantization results the Which path? tab quotes (cache hits once their tabs ran)."""
+    return cached_export(), cached_onnx(*onnx_size), cached_quant(*quant_size)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)

@@ -111,3 +111,14 @@ def test_paths_figure_draws_each_measured_number_once():
                                                         "int8 dynamic state_dict (MLP 256×2)": 100,
                                                         ".onnx file (MLP 64×2)": 300}
     assert list(times.x) == [2.0, 1.5, 0.2, 0.1]
+
+
+def test_a_warm_rerun_draws_the_finished_status_without_creating_a_new_one():
+    """st.status sleeps 50 ms when created: after the first showing, a rerun draws an expander with its label."""
+    at = open_tab("ONNX")
+    assert [s.label for s in at.status] == ["Exported, then run in onnxruntime"]
+    assert not any(e.label.startswith("Exported") for e in at.expander)
+    shown = [m.value for m in at.metric]
+    at.run()
+    assert not at.status and at.expander[0].label == "Exported, then run in onnxruntime"
+    assert [m.value for m in at.metric] == shown, "the same cached result"

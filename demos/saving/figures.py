@@ -1,6 +1,7 @@
 """Figures for the saving page: state_dict bytes, checkpoints, quantization, ONNX latency, the paths compared."""
 
 import plotly.graph_objects as go
+import torch
 from plotly.subplots import make_subplots
 
 from demos.style import COLORS, base_layout, legend_on_top
@@ -30,17 +31,27 @@ def checkpoint_figure(rows) -> go.Figure:
     return base_layout(fig, height=320)
 
 
+def _histogram(values, bins: int, lo: float, hi: float) -> tuple[list[float], list[float], float]:
+    """(bin centres, counts, bin width) by torch.histogram: the figure carries bins, not every weight."""
+    counts, edges = torch.histogram(torch.tensor(values, dtype=torch.float64), bins=bins, range=(lo, hi))
+    return ((edges[:-1] + edges[1:]) / 2).tolist(), counts.tolist(), float(edges[1] - edges[0])
+
+
 def quant_figure(s) -> go.Figure:
-    """Left: the weight histogram; right: |error| per weight under per-tensor vs per-channel scales."""
+    """Left: the weight histogram; right: |error| per weight under per-tensor vs per-channel scales (shared bins)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("trained weights of one Linear", "quantization error"))
-    fig.add_histogram(x=s.weights, nbinsx=80, name="weights", marker_color=COLORS["parameter"], row=1, col=1)
-    fig.add_histogram(x=s.tensor_error, nbinsx=60, name=f"per-tensor (mean |err| {s.tensor_mae:.2e})",
-                      marker_color=COLORS["error"], opacity=0.6, row=1, col=2)
-    fig.add_histogram(x=s.channel_error, nbinsx=60, name=f"per-channel (mean |err| {s.channel_mae:.2e})",
-                      marker_color=COLORS["activation"], opacity=0.6, row=1, col=2)
-    fig.update_layout(barmode="overlay")
+    x, y, width = _histogram(s.weights, 80, min(s.weights), max(s.weights))
+    fig.add_bar(x=x, y=y, width=width, name="weights", marker_color=COLORS["parameter"], row=1, col=1)
+    lo, hi = min(min(s.tensor_error), min(s.channel_error)), max(max(s.tensor_error), max(s.channel_error))
+    for errors, name, color in ((s.tensor_error, f"per-tensor (mean |err| {s.tensor_mae:.2e})", COLORS["error"]),
+                                (s.channel_error, f"per-channel (mean |err| {s.channel_mae:.2e})",
+                                 COLORS["activation"])):
+        x, y, width = _histogram(errors, 60, lo, hi)
+        fig.add_bar(x=x, y=y, width=width, name=name, marker_color=color, opacity=0.6, row=1, col=2)
+    fig.update_layout(barmode="overlay", bargap=0)
     fig.update_xaxes(title="weight value", row=1, col=1)
     fig.update_xaxes(title="dequantized − original", row=1, col=2)
+    fig.update_yaxes(title="weights", row=1, col=1)
     return legend_on_top(base_layout(fig, height=400))
 
 
