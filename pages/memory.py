@@ -13,10 +13,8 @@ from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
 from demos.memory.compiling import (
     EXPLAIN_BUDGET_S,
-    count_recompiles,
-    explain_breaks,
+    dynamo_report,
     parse_shapes,
-    strict_compile,
     time_compile,
 )
 from demos.memory.figures import (
@@ -105,19 +103,9 @@ def cached_script(text: str, capacity_mib: int, expandable: bool):
     return run_script(text, capacity_mib, expandable)
 
 
-@st.cache_data(max_entries=2, show_spinner=False)
-def cached_explain():
-    return explain_breaks()
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def cached_recompiles(shapes_text: str):
-    return count_recompiles(shapes_text)
-
-
-@st.cache_data(max_entries=4, show_spinner=False)
-def cached_strict(shapes_text: str):
-    return strict_compile(shapes_text)
+@st.cache_data(max_entries=8, show_spinner=False)
+def cached_dynamo(shapes_text: str):
+    return run_isolated(dynamo_report, shapes_text)  # dynamo's state (about 110 MB) leaves with the child
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -494,7 +482,7 @@ def compile_section() -> None:
     with ui.input_errors():
         if run_dynamo:
             reports, recompiles, strict = ui.queued_status("Running torch._dynamo.explain…", lambda _: "Dynamo done",
-                                                           dynamo_results, shapes, key="mem_dynamo")
+                                                           cached_dynamo, shapes, key="mem_dynamo")
             _show_breaks(reports)
             _show_recompiles(recompiles)
             _show_strict(strict, reports)
@@ -504,11 +492,6 @@ def compile_section() -> None:
             ui.plot(compile_chart(int(size)), key="mem_compile_fig")
             st.caption(f"Largest difference between eager and compiled outputs: {timing.max_abs_diff:.2e}.")
             ui.show_code(timing.code, key="mem_compile_code", file_name="compile_timing.py")
-
-
-def dynamo_results(shapes: str):
-    """explain() on the planted functions, then recompiles and fullgraph for the shapes (each cached on its own)."""
-    return cached_explain(), cached_recompiles(shapes), cached_strict(shapes)
 
 
 def _show_breaks(reports) -> None:
