@@ -15,7 +15,7 @@ from demos.saving.figures import (
     state_bytes_figure,
 )
 from demos.saving.onnx_export import onnx_roundtrip
-from demos.saving.quant import quantize_and_measure, scale_schemes
+from demos.saving.quant import quant_report
 from demos.saving.questions import QUESTIONS
 from demos.saving.state import state_dict_report
 from demos.saving.targets import deployment_table
@@ -71,7 +71,7 @@ def sweep_chart(test_value: float):
 
 @st.cache_data(max_entries=1)
 def cached_export():
-    return export_demo()
+    return run_isolated(export_demo)  # the default case runs on open: torch.export's state leaves with the child
 
 
 @st.cache_data(max_entries=8)
@@ -81,7 +81,7 @@ def cached_onnx(width: int, depth: int):
 
 @st.cache_data(max_entries=8)
 def cached_quant(width: int, depth: int):
-    return quantize_and_measure(width, depth), scale_schemes(width, depth)
+    return run_isolated(quant_report, width, depth)  # torchao's imports (about 120 MB) leave with the child
 
 
 # Figures are built once per setting and shared read-only: building them costs more than a warm rerun may.
