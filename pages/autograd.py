@@ -16,7 +16,9 @@ from demos.autograd.accumulate import (
     repeated_backward,
 )
 from demos.autograd.backward import backward_view
+from demos.autograd.backward_graph import backward_flow, flow_dot
 from demos.autograd.custom import all_custom
+from demos.autograd.custom_figure import custom_curves, custom_figure
 from demos.autograd.expr import FUNCS, MAX_DIM, MAX_LEAVES
 from demos.autograd.graph import (
     DEFAULT_PRESET,
@@ -50,6 +52,22 @@ def cached_graph(leaves_text: str, expr_text: str, show_saved: bool):
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_backward(leaves_text: str, expr_text: str):
     return backward_view(leaves_text, expr_text)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_flow_dot(leaves_text: str, expr_text: str) -> str:
+    return flow_dot(backward_flow(leaves_text, expr_text))
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def cached_curves(name: str):
+    return custom_curves(name)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def custom_chart(name: str):
+    """Built once per example and shared read-only (the sweep is fixed): a warm rerun does not rebuild it."""
+    return custom_figure(cached_curves(name))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -167,6 +185,18 @@ def graph_results(leaves: str, expr: str, show_saved: bool) -> None:
 def backward_section() -> None:
     leaves, expr = expression_ui()
     st.header("2. Backward, step by step", divider="gray")
+    with ui.input_errors():
+        cached_graph(leaves, expr, False)  # backward runs only on what the Graph tab accepts; its sentence if not
+        ui.graph(cached_flow_dot(leaves, expr), key="ag_backward_flow")
+        st.caption("The backward graph as the engine ran it: grey nodes are grad_fn nodes (numbered as in the Graph "
+                   "tab) with their step in the engine's order, blue ones AccumulateGrad writing a leaf's .grad; each "
+                   "edge carries the gradient that flowed along it (shape, first values), recorded by a hook on every "
+                   "node.")
+        backward_steps()
+        backward_results(cached_backward(leaves, expr))
+
+
+def backward_steps() -> None:
     ui.steps([
         "`out.backward(torch.ones_like(out))` seeds the output's gradient with ones (for a scalar, just 1).",
         "The engine calls each node once all gradients flowing into it are summed (recorded below with a "
@@ -175,9 +205,6 @@ def backward_section() -> None:
         "`next_functions`: the chain rule.",
         "`AccumulateGrad` nodes add into the leaves' `.grad`; intermediates keep theirs only after `retain_grad()`.",
     ], key="ag_backward_steps")
-    with ui.input_errors():
-        cached_graph(leaves, expr, False)  # backward runs only on what the Graph tab accepts; its sentence if not
-        backward_results(cached_backward(leaves, expr))
 
 
 def backward_results(r) -> None:
@@ -289,6 +316,11 @@ def custom_section() -> None:
 
 def custom_example(e) -> None:
     st.caption(e.what)
+    ui.plot(custom_chart(e.name), key=f"ag_custom_fig_{e.name}")
+    c = cached_curves(e.name)
+    st.caption(f"{len(c.x)} values of {c.x_label} from {c.x[0]:g} to {c.x[-1]:g}, in float64: the gradient from the "
+               f"custom backward (solid) and the one autograd derives for the plain version (dashed) differ by at "
+               f"most {c.max_abs_diff:.3g}.")
     a, b = st.columns(2, gap="large")
     a.markdown(f"forward: `{e.forward}`  \ncustom backward: `{e.custom_grad}`")
     b.markdown(f"{e.plain_name}: `{e.plain_grad}`  \nmax |custom − plain|: `{e.max_abs_diff:.3g}`")

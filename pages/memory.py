@@ -13,10 +13,8 @@ from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
 from demos.memory.compiling import (
     EXPLAIN_BUDGET_S,
-    count_recompiles,
-    explain_breaks,
+    dynamo_report,
     parse_shapes,
-    strict_compile,
     time_compile,
 )
 from demos.memory.figures import (
@@ -65,6 +63,8 @@ from pages.shell.entry import require_shell
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 DEVICE = default_device()
+COMPILE_SHAPES = "8; 16; 32"  # the torch.compile tab's default cases, run once per server without a press
+COMPILE_SIZE = 256
 
 
 @st.cache_data(max_entries=32, show_spinner="Running the training steps under the tracker…")
@@ -103,24 +103,20 @@ def cached_script(text: str, capacity_mib: int, expandable: bool):
     return run_script(text, capacity_mib, expandable)
 
 
-@st.cache_data(max_entries=2, show_spinner=False)
-def cached_explain():
-    return explain_breaks()
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def cached_recompiles(shapes_text: str):
-    return count_recompiles(shapes_text)
-
-
-@st.cache_data(max_entries=4, show_spinner=False)
-def cached_strict(shapes_text: str):
-    return strict_compile(shapes_text)
+@st.cache_data(max_entries=8, show_spinner=False)
+def cached_dynamo(shapes_text: str):
+    return run_isolated(dynamo_report, shapes_text)  # dynamo's state (about 110 MB) leaves with the child
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def cached_compile_timing(size: int):
     return run_isolated(time_compile, size)  # inductor's compiler and caches leave with the child
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def compile_chart(size: int):
+    """Built once per size and shared read-only, as the other figures here."""
+    return compile_figure(cached_compile_timing(size))
 
 
 @st.cache_data(max_entries=1)
@@ -472,32 +468,28 @@ def compile_section() -> None:
     left, right = st.columns(2)
     with left:
         st.markdown(f"**Graph breaks and recompiles** (dynamo only, at most {EXPLAIN_BUDGET_S} s on 2 cores)")
-        shapes = st.text_input("Input shapes, one per ';'", "8; 16; 32", key="mem_shapes", bind="query-params")
+        shapes = st.text_input("Input shapes, one per ';'", COMPILE_SHAPES, key="mem_shapes", bind="query-params")
         run_dynamo = False
         with ui.input_errors():
             parse_shapes(shapes)  # bad text is answered now, not after the button
-            run_dynamo = ui.run_button("Explain and count", "mem_explain", shapes)
+            run_dynamo = ui.run_button("Explain and count", "mem_explain", shapes, default=COMPILE_SHAPES)
     with right:
         st.markdown("**Eager vs compiled** (inductor: compiling takes tens of seconds on 2 cores)")
-        size = st.select_slider("Matrix size", [64, 128, 256, 512, 1024], 256, key="mem_size", bind="query-params")
-        run_inductor = ui.run_button("Compile and time", "mem_time", size, icon=":material/timer:")
+        size = st.select_slider("Matrix size", [64, 128, 256, 512, 1024], COMPILE_SIZE, key="mem_size",
+                                bind="query-params")
+        run_inductor = ui.run_button("Compile and time", "mem_time", size, icon=":material/timer:",
+                                     default=COMPILE_SIZE)
     with ui.input_errors():
         if run_dynamo:
-            line = st.empty()  # the place in line, if the run waits, above the status
-            with st.status("Running torch._dynamo.explain…") as status:
-                reports = ui.queued(cached_explain, notice=line)
-                recompiles = ui.queued(cached_recompiles, shapes, notice=line)
-                strict = ui.queued(cached_strict, shapes, notice=line)
-                status.update(label="Dynamo done", state="complete")
+            reports, recompiles, strict = ui.queued_status("Running torch._dynamo.explain…", lambda _: "Dynamo done",
+                                                           cached_dynamo, shapes, key="mem_dynamo")
             _show_breaks(reports)
             _show_recompiles(recompiles)
             _show_strict(strict, reports)
         if run_inductor:
-            line = st.empty()  # the place in line, if the run waits, above the status
-            with st.status("Compiling with inductor…") as status:
-                timing = ui.queued(cached_compile_timing, int(size), notice=line)
-                status.update(label=f"Compiled in {timing.compile_s:.1f} s", state="complete")
-            ui.plot(compile_figure(timing), key="mem_compile_fig")
+            timing = ui.queued_status("Compiling with inductor…", lambda t: f"Compiled in {t.compile_s:.1f} s",
+                                      cached_compile_timing, int(size), key="mem_inductor")
+            ui.plot(compile_chart(int(size)), key="mem_compile_fig")
             st.caption(f"Largest difference between eager and compiled outputs: {timing.max_abs_diff:.2e}.")
             ui.show_code(timing.code, key="mem_compile_code", file_name="compile_timing.py")
 

@@ -6,12 +6,20 @@ import streamlit as st
 from demos.isolated import run_isolated
 from demos.saving.checkpoint import checkpoint_code, checkpoint_contents, crash_during_save
 from demos.saving.export import export_demo, trace_vs_script
-from demos.saving.figures import checkpoint_figure, quant_figure, scales_figure, state_bytes_figure
+from demos.saving.figures import (
+    checkpoint_figure,
+    onnx_latency_figure,
+    paths_figure,
+    quant_figure,
+    scales_figure,
+    state_bytes_figure,
+)
 from demos.saving.onnx_export import onnx_roundtrip
-from demos.saving.quant import quantize_and_measure, scale_schemes
+from demos.saving.quant import quant_report
 from demos.saving.questions import QUESTIONS
 from demos.saving.state import state_dict_report
 from demos.saving.targets import deployment_table
+from demos.saving.trace_sweep import trace_sweep, trace_sweep_figure
 from demos.saving.traps import best_weights, strict_false
 from pages import ui
 from pages.shell.entry import require_shell
@@ -20,6 +28,8 @@ require_shell()  # a direct run (a fresh server's first deep link) runs the app 
 
 WIDTHS = (16, 32, 64, 128, 256, 512)
 TRACE_X = -3.0  # the trace-vs-script test input until the visitor sets one
+ONNX_SIZE = (64, 2)  # (width, hidden layers) of each tab's default case, run once per server without a press
+QUANT_SIZE = (256, 2)
 
 
 @st.cache_data(max_entries=1)
@@ -47,9 +57,21 @@ def cached_trace(test_value: float):
     return trace_vs_script(test_value)
 
 
+@st.cache_resource(max_entries=1, show_spinner=False)
+def shared_sweep():
+    """Run once per server and shared read-only (a frozen dataclass: nothing to copy on a rerun)."""
+    return trace_sweep()
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def sweep_chart(test_value: float):
+    """Built once per test input and shared read-only: a warm rerun does not rebuild the figure."""
+    return trace_sweep_figure(shared_sweep(), test_value)
+
+
 @st.cache_data(max_entries=1)
 def cached_export():
-    return export_demo()
+    return run_isolated(export_demo)  # the default case runs on open: torch.export's state leaves with the child
 
 
 @st.cache_data(max_entries=8)
@@ -59,7 +81,19 @@ def cached_onnx(width: int, depth: int):
 
 @st.cache_data(max_entries=8)
 def cached_quant(width: int, depth: int):
-    return quantize_and_measure(width, depth), scale_schemes(width, depth)
+    return run_isolated(quant_report, width, depth)  # torchao's imports (about 120 MB) leave with the child
+
+
+# Figures are built once per setting and shared read-only: building them costs more than a warm rerun may.
+@st.cache_resource(max_entries=8, show_spinner=False)
+def onnx_chart(width: int, depth: int):
+    return onnx_latency_figure(cached_onnx(width, depth), width, depth)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def quant_charts(width: int, depth: int):
+    s = cached_quant(width, depth)[1]
+    return quant_figure(s), scales_figure(s)
 
 
 def table(rows) -> None:
@@ -154,6 +188,13 @@ def export_section() -> None:
                             bind="query-params")
     with ui.input_errors():
         r = cached_trace(float(value))
+        sweep = shared_sweep()
+        ui.plot(sweep_chart(float(value)), key="sv_trace_sweep_fig")
+        st.caption(f"Traced once on an all-ones input, then run on {len(sweep.values)} inputs from "
+                   f"{sweep.values[0]:g} to {sweep.values[-1]:g}: the traced model differs from eager on "
+                   f"{len(sweep.traced_wrong)} of them (every input whose sum is not positive, where eager and "
+                   "script take `-h`)" + (f"; the dotted line marks the test input, {value:g}." if
+                                          sweep.values[0] <= value <= sweep.values[-1] else "."))
         table(r.rows)
         for w in r.trace_warnings + r.script_warnings:
             st.caption(w)
@@ -164,7 +205,7 @@ def export_section() -> None:
         b.code(r.scripted_code, language="python")
         ui.show_code(r.code, key="sv_trace_code", file_name="trace_vs_script.py")
     st.subheader("torch.export, dynamic shapes and torch.cond")
-    if ui.run_button("Run torch.export (a few seconds)", "sv_export"):
+    if ui.run_button("Run torch.export (a few seconds)", "sv_export", default=()):  # no inputs: runs on open
         with st.spinner("Exporting…"):
             e = ui.queued(cached_export)
         st.markdown("`torch.export.export` on the model with the Python `if`:")
@@ -178,27 +219,26 @@ def export_section() -> None:
         ui.show_code(e.code, key="sv_export_code", file_name="export_cond.py")
 
 
-def size_ui(prefix: str, width: int) -> tuple[int, int]:
+def size_ui(prefix: str, default: tuple[int, int]) -> tuple[int, int]:
     a, b = st.columns(2)
-    w = a.select_slider("MLP width", WIDTHS, value=width, key=f"{prefix}_width", bind="query-params")
-    d = b.slider("Hidden layers", 1, 4, 2, key=f"{prefix}_depth", bind="query-params")
+    w = a.select_slider("MLP width", WIDTHS, value=default[0], key=f"{prefix}_width", bind="query-params")
+    d = b.slider("Hidden layers", 1, 4, default[1], key=f"{prefix}_depth", bind="query-params")
     return w, d
 
 
 def onnx_section() -> None:
     ui.prose("The dynamo-based `torch.onnx.export` captures the model with `torch.export`, translates it to ONNX "
              "operators, and can keep the batch axis symbolic. onnxruntime then runs it without PyTorch.")
-    width, depth = size_ui("sv_onnx", 64)
-    if ui.run_button("Export to ONNX and run onnxruntime", "sv_onnx_run", (width, depth)):
-        line = st.empty()  # the place in line, if the run waits, above the folded status
-        with st.status("Exporting with the dynamo exporter, then running onnxruntime…",
-                                            expanded=False):
-            r = ui.queued(cached_onnx, width, depth, notice=line)
+    width, depth = size_ui("sv_onnx", ONNX_SIZE)
+    if ui.run_button("Export to ONNX and run onnxruntime", "sv_onnx_run", (width, depth), default=ONNX_SIZE):
+        r = ui.queued_status("Exporting with the dynamo exporter, then running onnxruntime…",
+                             lambda _: "Exported, then run in onnxruntime", cached_onnx, width, depth, key="sv_onnx")
         c = st.columns(4)
         c[0].metric("export time", f"{r.export_s:.1f} s")
         c[1].metric(".onnx file", f"{r.file_bytes:,} B")
         c[2].metric("eager, batch 32", f"{r.eager_ms:.3f} ms")
         c[3].metric("onnxruntime, batch 32", f"{r.ort_ms:.3f} ms")
+        ui.plot(onnx_chart(width, depth), key="sv_onnx_latency_fig")
         st.markdown(f"onnxruntime reports the input shape as `{r.input_shape}`: the batch axis is symbolic.")
         table(r.checks)
         left, right = st.columns([1, 2])
@@ -216,39 +256,53 @@ def quant_section() -> None:
              "activations on the fly. Below, an MLP is trained here on a synthetic task, then quantized; size, "
              "held-out accuracy and latency are measured. Per-channel scales fit each output row's range, so "
              "they lose less than one scale for the whole tensor.")
-    width, depth = size_ui("sv_quant", 256)
-    if ui.run_button("Train, quantize and measure", "sv_quant_run", (width, depth)):
-        line = st.empty()  # the place in line, if the run waits, above the folded status
-        with st.status("Training for 150 steps, quantizing, timing…", expanded=False):
-            q, s = ui.queued(cached_quant, width, depth, notice=line)
+    width, depth = size_ui("sv_quant", QUANT_SIZE)
+    if ui.run_button("Train, quantize and measure", "sv_quant_run", (width, depth), default=QUANT_SIZE):
+        q, s = ui.queued_status("Training for 150 steps, quantizing, timing…",
+                                lambda _: "Trained for 150 steps, quantized, timed", cached_quant, width, depth,
+                                key="sv_quant")
         table(q.rows)
         st.markdown(f"The torchao int8 file is **{q.size_ratio:.1f}x smaller**. Latency is measured, not assumed: "
                     "int8 is only faster where the runtime has int8 kernels for this CPU.")
         st.caption(f"torch.ao.quantization says: “{q.legacy_warning}”")
-        ui.plot(quant_figure(s), key="sv_quant_fig")
+        errors_fig, scales_fig = quant_charts(width, depth)
+        ui.plot(errors_fig, key="sv_quant_fig")
         st.markdown(f"Per-tensor: one scale {s.tensor_scale:.2e}, zero point {s.tensor_zero_point}. Per-channel: "
                     f"{len(s.channel_scales)} scales from {min(s.channel_scales):.2e} to "
                     f"{max(s.channel_scales):.2e}.")
-        ui.plot(scales_figure(s), key="sv_scales_fig")
+        ui.plot(scales_fig, key="sv_scales_fig")
         ui.show_code(q.code, key="sv_quant_code", file_name="quantize_torchao.py")
 
 
 def targets_section() -> None:
-    """Each row quotes what this page measured: the last run behind each button, the trace at the default input.
+    """Each row and bar quotes what this page measured: the last run behind each button, else its tab's default case
+    (run once per server), and the trace at the default input.
 
     The trace row does not follow the other tab's input: only the open tab's widgets are in the URL, so a link to
     this tab could not carry it.
     """
-    export, onnx, quant = ui.ran_with("sv_export"), ui.ran_with("sv_onnx_run"), ui.ran_with("sv_quant_run")
-    table(deployment_table(
-        state=cached_state(),
-        trace=cached_trace(TRACE_X),
-        export=cached_export() if export is not None else None,
-        onnx=cached_onnx(*onnx) if onnx is not None else None,
-        quant=cached_quant(*quant)[0] if quant is not None else None,
-    ))
+    onnx_size, quant_size = ui.ran_with("sv_onnx_run") or ONNX_SIZE, ui.ran_with("sv_quant_run") or QUANT_SIZE
+    export, onnx, (quant, _) = ui.queued_status(
+        "Measuring each path (once per server)…", lambda _: "Each path measured", measured_paths, onnx_size,
+        quant_size, key="sv_paths")
+    ui.plot(paths_chart(onnx_size, quant_size), key="sv_paths_fig")
+    st.caption(f"ONNX bars: MLP width {onnx_size[0]}, {onnx_size[1]} hidden layers; quantization bars: MLP width "
+               f"{quant_size[0]}, {quant_size[1]} hidden layers, trained here. Different models and batches: compare "
+               "bars within one model, not across. int8 is faster only where this CPU has int8 kernels.")
+    table(deployment_table(state=cached_state(), trace=cached_trace(TRACE_X), export=export, onnx=onnx, quant=quant))
     st.caption(f"TorchScript row: the trace example and a test input of {TRACE_X:g}, which takes the other branch. "
-               "The other rows quote the last run of each tab's button in this session.")
+               "The other rows and the bars quote the last run of each tab's button in this session, or that tab's "
+               "default case.")
+
+
+def measured_paths(onnx_size: tuple[int, int], quant_size: tuple[int, int]):
+    """The export, ONNX and quantization results the Which path? tab quotes (cache hits once their tabs ran)."""
+    return cached_export(), cached_onnx(*onnx_size), cached_quant(*quant_size)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def paths_chart(onnx_size: tuple[int, int], quant_size: tuple[int, int]):
+    return paths_figure(cached_onnx(*onnx_size), onnx_size, cached_quant(*quant_size)[0], quant_size)
 
 
 ui.page_header("saving")

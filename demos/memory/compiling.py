@@ -281,6 +281,13 @@ def time_compile(size: int, repeats: int = 20) -> CompileTiming:
     return CompileTiming(size, eager_ms, compiled_ms, compile_s, float((expected - got).abs().max()), code)
 
 
+def dynamo_report(shapes_text: str) -> tuple[tuple[BreakReport, ...], Recompiles, Strict]:
+    """The torch.compile tab's dynamo runs in one go (the page runs it in a child, whose dynamo state leaves with
+    it): explain() on the planted functions, then recompiles and fullgraph=True for the shapes."""
+    parse_shapes(shapes_text)  # bad text is answered before any compiling
+    return explain_breaks(), count_recompiles(shapes_text), strict_compile(shapes_text)
+
+
 BENCH_CASES = {
     "explain planted graph breaks": explain_breaks,
     "count recompiles (3 settings x 3 shapes)": lambda: count_recompiles("8; 16; 32"),

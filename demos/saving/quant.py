@@ -157,3 +157,8 @@ print(f"layer 0: {{w.scale.numel()}} scales from {{w.scale.min().item():.2e}} to
       f"zero points {{w.zero_point.unique().tolist()}}")
 print(f"{{before / file_bytes(model):.1f}}x smaller")
 '''
+
+
+def quant_report(width: int = 256, depth: int = 2) -> tuple[QuantResult, SchemeResult]:
+    """The Quantization tab's two runs in one go, for a child process (torchao's imports leave with it)."""
+    return quantize_and_measure(width, depth), scale_schemes(width, depth)

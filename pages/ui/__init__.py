@@ -4,7 +4,7 @@ from pages.ui.code import show_code
 from pages.ui.errors import input_errors
 from pages.ui.figures import graph, legend, plot, vega
 from pages.ui.layout import page_header, prose, section_tabs, sidebar_controls, steps, whiteboard_on
-from pages.ui.queue import queued
+from pages.ui.queue import queued, queued_status
 from pages.ui.quiz import interview_corner, predict_then_run
 from pages.ui.runs import ran_with, run_button
 from pages.ui.tables import table
@@ -20,6 +20,7 @@ __all__ = [
     "predict_then_run",
     "prose",
     "queued",
+    "queued_status",
     "ran_with",
     "run_button",
     "section_tabs",

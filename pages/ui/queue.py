@@ -1,5 +1,8 @@
 """Heavy runs wait in one line; a visitor whose run waits sees their place in it, outside any cached function."""
 
+from collections.abc import Callable
+from typing import Any
+
 import streamlit as st
 
 from demos.guests import TurnNeeded, deferring_turn, turn
@@ -38,3 +41,27 @@ def queued(compute, *args, notice=None, **kwargs):
             return compute(*args, **kwargs)
     finally:
         notice.empty()
+
+
+_SHOWN_KEY = "wb_runs_shown"  # session state: (key, args) of the runs this session has shown under a status
+
+
+def queued_status(label: str, done: Callable[[Any], str], compute, *args, key: str):
+    """queued(compute, *args) under a folded st.status labelled `label` while it runs and `done(result)` after.
+
+    Creating an st.status sleeps 50 ms (Streamlit lets the browser draw it), too much for a warm rerun: once this
+    session has shown a run's result, later reruns take it from the cache and draw the finished status as a plain
+    expander with the same label.
+    """
+    shown = st.session_state.setdefault(_SHOWN_KEY, set())
+    token = (key, args)
+    line = st.empty()  # the place in line, if the run waits, above the folded status
+    if token in shown:
+        value = queued(compute, *args, notice=line)
+        st.expander(done(value), icon=":material/check:")
+        return value
+    with st.status(label, expanded=False) as status:
+        value = queued(compute, *args, notice=line)
+        status.update(label=done(value), state="complete")
+    shown.add(token)
+    return value
