@@ -47,17 +47,38 @@ def cached_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
     return core.model_param_count(preset, layers, width)
 
 
+DEFAULT_WORLD = 2
+MODEL_DEFAULTS = {"layers": 3, "width": 64, "per_rank": 8}
+# Each tab's settings when it opens (its widgets start from them). At these settings and DEFAULT_WORLD ranks the
+# tab's run shows without a press: it runs once per server and every visitor shares it. FSDP opens on its ZeRO
+# chart instead, so its run waits for the button.
+DEFAULTS = {
+    "collectives": {"length": 3, "ring_numel": "100000", "seed": 0},
+    "ddp": {**MODEL_DEFAULTS, "bucket_cap_mb": "0.02", "micro_batches": 4, "head_first": True, "seed": 0},
+    "sampler": {"dataset": 10, "shuffle": True, "drop_last": False, "seed": 0},
+    "tensor_parallel": {"d_in": 8, "d_out": 8, "batch": 2, "seed": 0},
+    "env": {},
+}
+
+
+def button_params(demo: str, world: int, raw: dict) -> tuple:
+    """What a run of `demo` is cached on: the world size and the validated parameters."""
+    return world, tuple(sorted(core.validate_params(demo, world, raw).items()))
+
+
 def run_button(demo: str, world: int, raw: dict, label: str) -> core.DistRun | None:
-    """Validate now; start ranks when the section's button is pressed, and show that run until its inputs change."""
-    params = tuple(sorted(core.validate_params(demo, world, raw).items()))
-    if not ui.run_button(f"Run {label} on {world} ranks", f"dist_{demo}", (world, params), type="primary"):
+    """Validate now; run the tab's default case at once, any other setting when the button is pressed, and show
+    that run until its inputs change."""
+    params = button_params(demo, world, raw)
+    default = button_params(demo, DEFAULT_WORLD, DEFAULTS[demo]) if demo in DEFAULTS else None
+    if not ui.run_button(f"Run {label} on {world} ranks", f"dist_{demo}", params, default=default, type="primary"):
         if ui.ran_with(f"dist_{demo}") is None:
             st.info(f"Press the button to start {world} real processes (gloo on 127.0.0.1). Each setting's result "
                     "is cached, so running it again is instant.", icon=":material/info:")
         return None
     line = st.empty()  # the place in line, if the run waits, above the status
     with st.status(f"{label}: starting {world} gloo ranks…") as status:
-        run = ui.queued(cached_run, demo, world, params, notice=line)
+        run = ui.queued(cached_run, demo, *params, notice=line)
         status.update(label=f"{label}: {run.source}", state="complete")
     if run.scaled:
         st.info(run.scaled, icon=":material/memory:")
@@ -195,7 +216,16 @@ def show_tp(run: core.DistRun, key: str) -> None:
 
 
 def show_env(run: core.DistRun, key: str) -> None:
-    ui.table(pd.DataFrame(core.env_view(run)), hide_index=True)
+    rows = core.env_view(run)
+    live = run.wall_s is not None
+    ui.graph(figs.launch_dot(rows, figs.launch_label(live)), key=f"{key}_launch")
+    ui.legend(figs.launch_legend(len(rows)))
+    if live:
+        st.caption("Every value is what the rank read from its own environment and from torch.distributed. The "
+                   "ranks meet through a FileStore in the run's temporary folder, so this server opens no "
+                   "listening port: MASTER_ADDR/MASTER_PORT are set as torchrun sets them, but only "
+                   "`init_process_group()` without an init_method (under torchrun) reads them.")
+    ui.table(pd.DataFrame(rows), hide_index=True)
 
 
 RENDER = {"collectives": show_collectives, "ddp": show_ddp, "sampler": show_sampler, "fsdp": show_fsdp,
@@ -214,11 +244,11 @@ def show_run(run: core.DistRun | None, key: str) -> None:
 # ---- sections -------------------------------------------------------------------------------------------------
 
 def layers_slider(column, prefix: str) -> int:
-    return column.slider("Layers", 1, 6, 3, key=f"{prefix}_layers", bind="query-params")
+    return column.slider("Layers", 1, 6, MODEL_DEFAULTS["layers"], key=f"{prefix}_layers", bind="query-params")
 
 
 def width_slider(column, prefix: str) -> int:
-    return column.slider("Width", 8, 256, 64, 8, key=f"{prefix}_width", bind="query-params")
+    return column.slider("Width", 8, 256, MODEL_DEFAULTS["width"], 8, key=f"{prefix}_width", bind="query-params")
 
 
 def model_ui(prefix: str) -> dict:
@@ -226,7 +256,8 @@ def model_ui(prefix: str) -> dict:
     return {
         "layers": layers_slider(a, prefix),
         "width": width_slider(b, prefix),
-        "per_rank": c.slider("Samples per rank", 2, 32, 8, key=f"{prefix}_per_rank", bind="query-params"),
+        "per_rank": c.slider("Samples per rank", 2, 32, MODEL_DEFAULTS["per_rank"], key=f"{prefix}_per_rank",
+                             bind="query-params"),
     }
 
 
@@ -251,10 +282,11 @@ def collectives_section(world: int) -> None:
     ui.prose("Each rank starts with its own small tensor of seeded integers. Pick a collective to see every rank's "
              "tensor before and after, exactly as the ranks returned it.")
     a, b, c = st.columns(3)
-    raw = {"length": a.slider("Elements per rank", 1, 6, 3, key="dist_length", bind="query-params"),
-           "ring_numel": b.text_input("Ring message size (elements, ≤ 1,000,000)", "100000", key="dist_ring",
-                                      bind="query-params"),
-           "seed": c.number_input("Seed", 0, 9999, 0, key="dist_coll_seed", bind="query-params")}
+    default = DEFAULTS["collectives"]
+    raw = {"length": a.slider("Elements per rank", 1, 6, default["length"], key="dist_length", bind="query-params"),
+           "ring_numel": b.text_input("Ring message size (elements, ≤ 1,000,000)", default["ring_numel"],
+                                      key="dist_ring", bind="query-params"),
+           "seed": c.number_input("Seed", 0, 9999, default["seed"], key="dist_coll_seed", bind="query-params")}
     with ui.input_errors():
         show_run(run_button("collectives", world, raw, "collectives"), "dist_live")
 
@@ -264,16 +296,19 @@ def ddp_section(world: int) -> None:
              "hook records every bucket (size, parameters, when its all_reduce started and finished); full backward "
              "hooks record when each layer's backward ran.")
     raw = model_ui("dist_ddp")
+    default = DEFAULTS["ddp"]
     a, b, c = st.columns(3)
-    raw["bucket_cap_mb"] = a.text_input("bucket_cap_mb", "0.02", key="dist_bucket", bind="query-params",
-                                        help=f"{core.BUCKET_MB[0]} to {core.BUCKET_MB[1]} MB")
+    raw["bucket_cap_mb"] = a.text_input("bucket_cap_mb", default["bucket_cap_mb"], key="dist_bucket",
+                                        bind="query-params", help=f"{core.BUCKET_MB[0]} to {core.BUCKET_MB[1]} MB")
     micro = core.micro_batch_choices(raw["per_rank"])  # at most one micro-batch per sample
-    raw["micro_batches"] = b.select_slider("Micro-batches (no_sync)", micro, core.nearest_choice(micro, 4),
-                                           key="dist_micro", bind="query-params")
-    raw["head_first"] = c.toggle("Register the head first", True, key="dist_head_first", bind="query-params",
+    raw["micro_batches"] = b.select_slider("Micro-batches (no_sync)", micro,
+                                           core.nearest_choice(micro, default["micro_batches"]), key="dist_micro",
+                                           bind="query-params")
+    raw["head_first"] = c.toggle("Register the head first", default["head_first"], key="dist_head_first",
+                                 bind="query-params",
                                  help="Registers the head before the blocks, so the registration order differs "
                                       "from the order gradients arrive in during backward.")
-    raw["seed"] = 0
+    raw["seed"] = default["seed"]
     with ui.input_errors():
         show_run(run_button("ddp", world, raw, "DDP"), "dist_ddp")
 
@@ -282,10 +317,11 @@ def sampler_section(world: int) -> None:
     ui.prose("`DistributedSampler` on each real rank: which dataset indices that rank reads, how it pads so every "
              "rank gets the same count, and why `set_epoch` matters.")
     a, b, c, d = st.columns(4)
-    raw = {"dataset": a.slider("Dataset size", 1, 64, 10, key="dist_dataset", bind="query-params"),
-           "shuffle": b.toggle("shuffle", True, key="dist_shuffle", bind="query-params"),
-           "drop_last": c.toggle("drop_last", False, key="dist_drop_last", bind="query-params"),
-           "seed": d.number_input("Seed", 0, 9999, 0, key="dist_sampler_seed", bind="query-params")}
+    default = DEFAULTS["sampler"]
+    raw = {"dataset": a.slider("Dataset size", 1, 64, default["dataset"], key="dist_dataset", bind="query-params"),
+           "shuffle": b.toggle("shuffle", default["shuffle"], key="dist_shuffle", bind="query-params"),
+           "drop_last": c.toggle("drop_last", default["drop_last"], key="dist_drop_last", bind="query-params"),
+           "seed": d.number_input("Seed", 0, 9999, default["seed"], key="dist_sampler_seed", bind="query-params")}
     with ui.input_errors():
         show_run(run_button("sampler", world, raw, "DistributedSampler"), "dist_sampler")
 
@@ -323,12 +359,14 @@ def tp_pp_section(world: int) -> None:
              "outputs; row-parallel splits the input features and all-reduces partial sums. Both are checked "
              "against the full `F.linear` on the same inputs.")
     a, b, c = st.columns(3)
+    default = DEFAULTS["tensor_parallel"]
     features = core.feature_choices(world)  # multiples of the world size: every rank gets an equal shard
-    raw = {"d_in": a.select_slider("Input features", features, core.nearest_choice(features, 8), key="dist_d_in",
-                                   bind="query-params"),
-           "d_out": b.select_slider("Output features", features, core.nearest_choice(features, 8), key="dist_d_out",
-                                    bind="query-params"),
-           "batch": c.slider("Batch", 1, 16, 2, key="dist_batch", bind="query-params"), "seed": 0}
+    raw = {"d_in": a.select_slider("Input features", features, core.nearest_choice(features, default["d_in"]),
+                                   key="dist_d_in", bind="query-params"),
+           "d_out": b.select_slider("Output features", features, core.nearest_choice(features, default["d_out"]),
+                                    key="dist_d_out", bind="query-params"),
+           "batch": c.slider("Batch", 1, 16, default["batch"], key="dist_batch", bind="query-params"),
+           "seed": default["seed"]}
     with ui.input_errors():
         show_run(run_button("tensor_parallel", world, raw, "tensor parallel"), "dist_tp")
     st.subheader("Pipeline parallel: GPipe vs 1F1B")
@@ -353,7 +391,7 @@ def launch_section(world: int) -> None:
              "and calls the same `run_rank` that `torchrun -m demos.distributed.run` calls. Below: what the real "
              "ranks printed.")
     with ui.input_errors():
-        show_run(run_button("env", world, {}, "launch"), "dist_env")
+        show_run(run_button("env", world, DEFAULTS["env"], "launch"), "dist_env")
     left, right = st.columns(2)
     left.markdown("**mp.spawn**: you start the processes from Python; rank comes as an argument; you set "
                   "MASTER_ADDR/PORT yourself. One machine only.")
@@ -416,7 +454,8 @@ ui.page_header(SLUG)
 ui.prose("Everything below runs in real `torch.distributed` process groups: 2–4 CPU processes on this server talking "
          f"over gloo on 127.0.0.1. {core.backend_note()} The Launch tab loads the result file of a torchrun run. "
          "One distributed run at a time per server; results are cached by their settings.")
-world = st.segmented_control("Ranks (world size)", [2, 3, 4], default=2, key="dist_world", bind="query-params") or 2
+world = st.segmented_control("Ranks (world size)", [2, 3, 4], default=DEFAULT_WORLD, key="dist_world",
+                             bind="query-params") or DEFAULT_WORLD
 SECTIONS = (collectives_section, ddp_section, sampler_section, fsdp_section, tp_pp_section, launch_section)
 ui.section_tabs(SLUG, "dist_tab", [partial(section, world) for section in SECTIONS])
 ui.interview_corner(SLUG, QUESTIONS)

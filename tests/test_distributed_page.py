@@ -20,11 +20,65 @@ def errors(at) -> list[str]:
     return [e.value for e in at.error]
 
 
+def live_runs(at) -> list[str]:
+    return [s.label for s in at.status if "live run: 2 gloo ranks" in s.label]
+
+
+def charts(at) -> int:
+    return len(at.get("plotly_chart")) + len(at.get("graphviz_chart"))
+
+
 def test_defaults_are_clean_and_only_the_open_tab_runs(at):
     assert_clean(at)
     assert at.button(key="dist_collectives_button")
     assert not any("bubble" in c.value for c in at.caption), "the pipeline tab is closed: nothing of it is sent"
     assert any("bubble" in c.value for c in open_tab("Tensor & pipeline").caption)
+
+
+# Each tab that opens on its default run: what its figure and numbers are, read from the page without a press.
+OPENS_ON_A_RUN = {
+    "Collectives": ("collectives", 4),  # the chosen collective, the reduce trap's two, the ring's bytes
+    "DDP": ("DDP", 1),
+    "DistributedSampler": ("DistributedSampler", 3),
+    "Tensor & pipeline": ("tensor parallel", 2),  # the TP graph and the pipeline chart
+    "Launch": ("launch", 1),
+}
+
+
+@pytest.mark.parametrize("tab", OPENS_ON_A_RUN)
+def test_each_tab_opens_on_its_default_run_without_a_press(tab):
+    label, figures = OPENS_ON_A_RUN[tab]
+    at = open_tab(tab)
+    assert_clean(at)
+    assert [s.label.split(":")[0] for s in at.status] == [label], "exactly this tab's run, and it ran"
+    assert live_runs(at), "real ranks ran the default case"
+    assert charts(at) == figures
+    assert not any("Press the button" in i.value for i in at.info)
+    assert not [k for k in ("dist_collectives", "dist_ddp", "dist_sampler", "dist_tensor_parallel", "dist_env")
+                if k in at.session_state], "nothing was pressed"
+
+
+def test_the_launch_figure_shows_what_each_rank_read():
+    """Every rank's node holds the environment that rank reported, the same values as the table beside it."""
+    at = open_tab("Launch")
+    dot = at.get("graphviz_chart")[0].proto.spec
+    rows = at.dataframe[0].value
+    assert list(rows["RANK"]) == ["0", "1"] and set(rows["WORLD_SIZE"]) == {"2"}
+    for _, row in rows.iterrows():
+        env = "".join(f"{k}={row[k]}\\l" for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
+        assert f"rank {row['dist.get_rank()']}, pid {row['pid']}\\l{env}" in dot
+    assert "process group\\nbackend gloo, world size 2" in dot
+
+
+def test_a_changed_setting_waits_for_its_button_and_the_default_comes_back():
+    at = open_tab("DistributedSampler", dist_dataset="12")
+    assert_clean(at)
+    assert not at.status and charts(at) == 0
+    assert any("Press the button to start 2 real processes" in i.value for i in at.info)
+    at.slider(key="dist_dataset").set_value(10).run()
+    assert live_runs(at) and charts(at) == 3, "back at the default: its cached run, without a press"
+    at = open_tab("DistributedSampler", dist_world="3")
+    assert not at.status and any("Press the button to start 3 real processes" in i.value for i in at.info)
 
 
 def test_collectives_and_ddp_run_on_real_ranks(at):
