@@ -222,9 +222,9 @@ def show_env(run: core.DistRun, key: str) -> None:
     ui.legend(figs.launch_legend(len(rows)))
     if live:
         st.caption("Every value is what the rank read from its own environment and from torch.distributed. The "
-                   "ranks meet through a FileStore in the run's temporary folder, so this server opens no "
-                   "listening port: MASTER_ADDR/MASTER_PORT are set as torchrun sets them, but only "
-                   "`init_process_group()` without an init_method (under torchrun) reads them.")
+                   "ranks meet through a FileStore in the run's temporary folder instead of a TCPStore at "
+                   "MASTER_ADDR:MASTER_PORT (gloo's own connections stay on 127.0.0.1): the two are set as torchrun "
+                   "sets them, and `init_process_group()` without an init_method, as under torchrun, reads them.")
     ui.table(pd.DataFrame(rows), hide_index=True)
 
 
