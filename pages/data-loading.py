@@ -40,16 +40,17 @@ SLUG = "data-loading"
 
 
 # ---------- cached demo calls: plain parameters in, (frozen result, its figure) out ----------
-# Process runs: st.cache_data. In-process demos: st.cache_resource, because rebuilding (or unpickling) their
-# plotly figures would cost more than a warm rerun may; the cached figures are only read (ui.plot copies).
+# st.cache_resource, because rebuilding (or unpickling, as st.cache_data would on every rerun) their plotly figures
+# would cost more than a warm rerun may; the cached results and figures are only read (ui.plot copies). The three
+# process runs show their default cases on every visit, so this matters most for them.
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def cached_compare(workload: tuple, a: tuple, b: tuple):
     r = compare(Workload(*workload), LoaderConfig(*a), LoaderConfig(*b))
     return r, figures.gantt_figure([r.a, r.b], [f"A: {r.a.config.label}", f"B: {r.b.config.label}"])
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def cached_epochs(workload: tuple, config: tuple):
     r = epoch_boundaries(Workload(*workload), LoaderConfig(*config))
     return r, figures.gantt_figure([r.off, r.on], ["persistent_workers=False", "persistent_workers=True"])
@@ -60,7 +61,7 @@ def cached_d2h():
     return d2h_trap()
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def cached_streams(length: int, num_workers: int):
     r = stream_demo(length, num_workers)
     return r, figures.stream_figure(r.naive, r.sharded, r.num_workers)
@@ -181,11 +182,16 @@ def config_ui(prefix: str, title: str, default: LoaderConfig) -> tuple:
 
 
 def with_status(label: str, fn, *args):
-    """Run a process-backed demo inside st.status so the visitor sees it working."""
+    """Run a process-backed demo inside st.status so the visitor sees it working. Once this session has seen the
+    result it is cached, and later reruns skip the status (st.status pauses every rerun 50 ms)."""
+    shown = st.session_state.setdefault("dl_shown_runs", set())
+    if (label, args) in shown:
+        return ui.queued(fn, *args)
     line = st.empty()  # the place in line, if the run waits, above the folded status
     with st.status(label, expanded=False) as status:
         result = ui.queued(fn, *args, notice=line)
         status.update(label=f"{label} done", state="complete")
+    shown.add((label, args))
     return result
 
 

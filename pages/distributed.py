@@ -42,6 +42,23 @@ def zero_figure(params: int, precision: str, world: int):
     return figs.zero_figure(core.zero_table(params, precision), world)
 
 
+# A run's plotly figures by name: building one costs more than a warm rerun may, so each is built once per run.
+RUN_FIGURES = {
+    "collective": lambda run, op: figs.collective_figure(core.collective_view(run, op)),
+    "ring": lambda run: figs.ring_figure(core.ring_rows(run)),
+    "ddp": lambda run, picks: figs.ddp_timeline_figure(core.ddp_view(run), picks),
+    "sampler": lambda run, label: figs.sampler_figure(core.sampler_view(run), label),
+    "fsdp_shards": lambda run: figs.fsdp_shard_figure(core.fsdp_view(run)),
+    "fsdp_memory": lambda run: figs.memory_figure(core.fsdp_view(run)),
+}
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def run_figure(run: core.DistRun, name: str, *args):
+    """Shared read-only figure of one run (hashed by its content, so a loaded file gets its own)."""
+    return RUN_FIGURES[name](run, *args)
+
+
 @st.cache_data(max_entries=32)
 def cached_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
     return core.model_param_count(preset, layers, width)
@@ -76,10 +93,16 @@ def run_button(demo: str, world: int, raw: dict, label: str) -> core.DistRun | N
             st.info(f"Press the button to start {world} real processes (gloo on 127.0.0.1). Each setting's result "
                     "is cached, so running it again is instant.", icon=":material/info:")
         return None
-    line = st.empty()  # the place in line, if the run waits, above the status
-    with st.status(f"{label}: starting {world} gloo ranks…") as status:
-        run = ui.queued(cached_run, demo, *params, notice=line)
-        status.update(label=f"{label}: {run.source}", state="complete")
+    shown = st.session_state.setdefault("dist_shown_runs", set())
+    if (demo, params) in shown:  # cached since this session saw it: a line, not st.status (which pauses 50 ms)
+        run = ui.queued(cached_run, demo, *params)
+        st.caption(f"{label}: {run.source}")
+    else:
+        line = st.empty()  # the place in line, if the run waits, above the status
+        with st.status(f"{label}: starting {world} gloo ranks…") as status:
+            run = ui.queued(cached_run, demo, *params, notice=line)
+            status.update(label=f"{label}: {run.source}", state="complete")
+        shown.add((demo, params))
     if run.scaled:
         st.info(run.scaled, icon=":material/memory:")
     return run
@@ -92,7 +115,7 @@ def show_collectives(run: core.DistRun, key: str) -> None:
                               bind="query-params" if key == "dist_live" else None) or "all_reduce_sum"
     view = core.collective_view(run, op)
     st.markdown(f"**{op}** — {view['about']}")
-    ui.plot(figs.collective_figure(view), key=f"{key}_coll_fig")
+    ui.plot(run_figure(run, "collective", op), key=f"{key}_coll_fig")
     ui.legend(figs.collective_legend(run.world_size))
     st.caption("Block colour = the rank the value came from (rank 0 blue, rank 1 orange, rank 2 green, rank 3 red); "
                "pink = mixed from every rank by a reduction; grey ? = undefined: after reduce a non-root rank's "
@@ -101,15 +124,15 @@ def show_collectives(run: core.DistRun, key: str) -> None:
     left, right = st.columns(2)
     with left:
         st.markdown("**all_reduce(SUM)**: every rank holds the sum.")
-        ui.plot(figs.collective_figure(core.collective_view(run, "all_reduce_sum")), key=f"{key}_trap_ok")
+        ui.plot(run_figure(run, "collective", "all_reduce_sum"), key=f"{key}_trap_ok")
     with right:
         st.markdown("**reduce(dst=0)**: only rank 0's buffer is the sum; rank 1's is undefined scratch (grey), "
                     "so reading it there is wrong.")
-        ui.plot(figs.collective_figure(core.collective_view(run, "reduce")), key=f"{key}_trap_bad")
+        ui.plot(run_figure(run, "collective", "reduce"), key=f"{key}_trap_bad")
     st.subheader("Ring all_reduce: bytes sent per rank")
     rows = core.ring_rows(run)
     ui.prose(core.ring_summary(run, rows))
-    ui.plot(figs.ring_figure(rows), key=f"{key}_ring_fig")
+    ui.plot(run_figure(run, "ring"), key=f"{key}_ring_fig")
     ui.table(pd.DataFrame(rows), hide_index=True)
 
 
@@ -124,7 +147,7 @@ def show_ddp(run: core.DistRun, key: str) -> None:
              help="Time bucket all_reduces ran while some layer's backward was still running.")
     d.metric("max |DDP grad − 1-process grad|", f"{view['max_diff_vs_single']:.1e}",
              help=f"Across ranks, gradients differ by at most {view['max_diff_across_ranks']:.1e}.")
-    ui.plot(figs.ddp_timeline_figure(view, (0, last)), key=f"{key}_timeline")
+    ui.plot(run_figure(run, "ddp", (0, last)), key=f"{key}_timeline")
     ui.legend(figs.DDP_LEGEND)
     ui.steps(core.ddp_story(view, float(run.params["bucket_cap_mb"])), key=f"{key}_steps")
     cap = core.bucket_cap_bytes(float(run.params["bucket_cap_mb"]))
@@ -168,14 +191,14 @@ def show_sampler(run: core.DistRun, key: str) -> None:
     b.metric("samples per rank", view["num_samples"])
     c.metric("padding repeats", e0["padding"], help="Indices read twice so every rank gets the same count.")
     d.metric("indices dropped", e0["dropped"], help="With drop_last=True the tail that does not divide evenly.")
-    ui.plot(figs.sampler_figure(view, "epoch 0"), key=f"{key}_s0")
+    ui.plot(run_figure(run, "sampler", "epoch 0"), key=f"{key}_s0")
     st.caption(f"Disjoint apart from padding and covering the dataset: {e0['covered']}. A red outline marks an index "
                "repeated to pad every rank to the same length (drop_last=False).")
     left, right = st.columns(2)
     with left:
-        ui.plot(figs.sampler_figure(view, "epoch 1 after set_epoch(1)"), key=f"{key}_s1")
+        ui.plot(run_figure(run, "sampler", "epoch 1 after set_epoch(1)"), key=f"{key}_s1")
     with right:
-        ui.plot(figs.sampler_figure(view, "epoch 1, set_epoch forgotten"), key=f"{key}_s1bad")
+        ui.plot(run_figure(run, "sampler", "epoch 1, set_epoch forgotten"), key=f"{key}_s1bad")
     st.caption("Right: without `sampler.set_epoch(epoch)` the shuffle is seeded the same every epoch, so every epoch "
                "repeats epoch 0's order.")
 
@@ -184,7 +207,7 @@ def show_fsdp(run: core.DistRun, key: str) -> None:
     view = core.fsdp_view(run)
     st.markdown(f"Every parameter is a DTensor sharded on dim 0; the local shards partition it exactly: "
                 f"**{view['exact']}** (each local tensor equals its rows of the full parameter).")
-    ui.plot(figs.fsdp_shard_figure(view), key=f"{key}_shards")
+    ui.plot(run_figure(run, "fsdp_shards"), key=f"{key}_shards")
     ui.table(pd.DataFrame([{"parameter": n, "full shape": str(tuple(view["shards"][n][0]["full"])),
                                 **{f"rank {r}": str(tuple(s["local"])) for r, s in enumerate(view["shards"][n])}}
                                for n in view["names"]]), hide_index=True)
@@ -198,7 +221,7 @@ def show_fsdp(run: core.DistRun, key: str) -> None:
              "rank only its shard of the gradient.")
     for sentence in core.fsdp_story(view, run.world_size):
         ui.prose(sentence)
-    ui.plot(figs.memory_figure(view), key=f"{key}_memory")
+    ui.plot(run_figure(run, "fsdp_memory"), key=f"{key}_memory")
     ui.legend(figs.MEMORY_LEGEND)
 
 
