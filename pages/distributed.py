@@ -54,9 +54,17 @@ RUN_FIGURES = {
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
+def live_run_figure(source: str, _run: core.DistRun, name: str, *args):
+    """Shared read-only figure of the live run named by `source` (its pids and duration: one run's own)."""
+    return RUN_FIGURES[name](_run, *args)
+
+
 def run_figure(run: core.DistRun, name: str, *args):
-    """Shared read-only figure of one run (hashed by its content, so a loaded file gets its own)."""
-    return RUN_FIGURES[name](run, *args)
+    """A figure of a run: a live run's is built once; a loaded file's is drawn each time (its source line names the
+    file, not its content)."""
+    if run.wall_s is None:
+        return RUN_FIGURES[name](run, *args)
+    return live_run_figure(run.source, run, name, *args)
 
 
 @st.cache_data(max_entries=32)
