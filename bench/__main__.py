@@ -6,7 +6,8 @@
     python -m bench --memory             # PSS of heavy demos, five visitors, idle; the upload worst case
 
 Measures: cold start (server start to first page rendered) against an app whose only page imports torch,
-first visit and warm reruns per page (in the browser, and the page script alone in AppTest), the same page's warm
+first visit (on this server, running the page's default cases) and again in a new session (defaults cached) and
+warm reruns per page (in the browser, and the page script alone in AppTest), the same page's warm
 reruns in whiteboard mode (a view, ?whiteboard=true), server RSS
 (children included) after all pages and after 50 more reruns, and the time of each heavy demo case that a
 demos module lists in BENCH_CASES.
@@ -171,6 +172,17 @@ def _script_ms(topic, reruns: int, query: dict | None) -> float:
     return statistics.median(times)
 
 
+def visit_again(browser, url: str, topic) -> float:
+    """The page's first visit in a new session once its default cases are cached (they run once per server): what
+    every visitor after the first one waits."""
+    context = new_context(browser, viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    visit(page, url, HOME)
+    seconds = visit(page, url, topic)
+    context.close()
+    return seconds
+
+
 def bench_views(page, url: str, views: list[str], reruns: int) -> list[dict]:
     """Warm reruns of views named by URL ('tensors?tensors_tab=dtypes'): a tab, a question, a setting."""
     rows = []
@@ -182,6 +194,7 @@ def bench_views(page, url: str, views: list[str], reruns: int) -> list[dict]:
         rerun_ms(page, 0)  # the first rerun after a page load still competes with lazily loaded chart code
         times = [rerun_ms(page, 0) for _ in range(reruns)]
         rows.append({"page": f"{topic.title} ({urllib.parse.unquote_plus(query)})", "slug": slug, "first_s": None,
+                     "cached_first_s": None,
                      "median_ms": statistics.median(times), "max_ms": max(times),
                      "script_ms": script_ms(topic, reruns, dict(urllib.parse.parse_qsl(query)))})
         print(f"  {view}: warm median {rows[-1]['median_ms']:.0f} ms", file=sys.stderr)
@@ -197,10 +210,12 @@ def bench_pages(browser, topics, reruns: int, extra_reruns: int, views: list[str
         for topic in topics:
             first = visit(page, url, topic)
             times = [rerun_ms(page, topic.charts) for _ in range(reruns)]
-            rows.append({"page": topic.title, "slug": topic.slug, "first_s": first,
+            again = visit_again(browser, url, topic) if topic is not HOME else first
+            rows.append({"page": topic.title, "slug": topic.slug, "first_s": first, "cached_first_s": again,
                          "median_ms": statistics.median(times), "max_ms": max(times),
                          "script_ms": script_ms(topic, reruns)})
-            print(f"  {topic.slug}: first {first:.2f} s, warm median {rows[-1]['median_ms']:.0f} ms", file=sys.stderr)
+            print(f"  {topic.slug}: first {first:.2f} s ({again:.2f} s cached), "
+                  f"warm median {rows[-1]['median_ms']:.0f} ms", file=sys.stderr)
         rss_after_pages = server_rss(proc)
         # each visit is one rerun of that page's script; a sidebar click on the open page starts no run, so a
         # single page alternates with Home
@@ -263,15 +278,17 @@ def report(cold: dict, rows: list[dict], memory: dict, cases: list[dict]) -> str
         f"| RSS growth over {memory['reruns']} more reruns | {growth:+.1f} MiB | <= {b['growth_mib']} MiB "
         f"| {ok(growth, b['growth_mib'])} |",
         "",
-        "| page | first visit | warm rerun median (browser) | budget | warm rerun max (browser) "
-        "| script alone (median) | |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| page | first visit | first visit, defaults cached | warm rerun median (browser) | budget "
+        "| warm rerun max (browser) | script alone (median) | |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
         budget = PAGE_RERUN_BUDGET_MS.get(r["slug"], b["warm_median_ms"])
-        good = ((r["first_s"] is None or r["first_s"] <= b["first_visit_s"]) and r["median_ms"] <= budget
-                and r["max_ms"] <= b["warm_max_ms"])
-        lines.append(f"| {r['page']} | {seconds(r['first_s'])} | {r['median_ms']:.0f} ms | {budget} ms "
+        # the first-visit budget holds for every visitor after the one whose visit ran the page's default cases
+        good = ((r["cached_first_s"] is None or r["cached_first_s"] <= b["first_visit_s"])
+                and r["median_ms"] <= budget and r["max_ms"] <= b["warm_max_ms"])
+        lines.append(f"| {r['page']} | {seconds(r['first_s'])} | {seconds(r['cached_first_s'])} "
+                     f"| {r['median_ms']:.0f} ms | {budget} ms "
                      f"| {r['max_ms']:.0f} ms | {r['script_ms']:.0f} ms | {'✅' if good else '❌'} |")
     if cases:
         lines += ["", "| heavy demo | first call | best of next two | result |", "| --- | ---: | ---: | --- |"]

@@ -158,7 +158,7 @@ TOPICS = (
         "Your GPU sits idle half the time. How do you find and fix the input bottleneck?",
         ("Workers and prefetching", "persistent_workers", "IterableDataset sharding", "Samplers",
          "collate_fn and padding", "pin_memory"),
-        charts=5,
+        charts=8,  # three default runs (worker Gantt, two epochs, streams) and five in-process charts
         engine="demos.data",
     ),
     Topic(
@@ -187,7 +187,7 @@ TOPICS = (
         "How does DDP overlap communication with backward, and when do you need FSDP?",
         ("Collectives", "DDP buckets and overlap", "DistributedSampler", "FSDP / ZeRO",
          "Tensor and pipeline parallel", "Launching ranks"),
-        charts=0,  # the Collectives tab draws once its button has started the ranks
+        charts=4,  # the Collectives tab's default run: the chosen collective, the trap's two, the ring's bytes
         engine="demos.distributed",
         tab_sets=(TabSet("dist_tab", ("Collectives", "DDP", "DistributedSampler", "FSDP & ZeRO",
                                        "Tensor & pipeline", "Launch")),),

@@ -1,5 +1,7 @@
 """Data loading: real DataLoader timelines, epoch boundaries, IterableDataset sharding, samplers, collate, pinning."""
 
+from dataclasses import astuple
+
 import streamlit as st
 
 from demos.data import figures
@@ -38,16 +40,17 @@ SLUG = "data-loading"
 
 
 # ---------- cached demo calls: plain parameters in, (frozen result, its figure) out ----------
-# Process runs: st.cache_data. In-process demos: st.cache_resource, because rebuilding (or unpickling) their
-# plotly figures would cost more than a warm rerun may; the cached figures are only read (ui.plot copies).
+# st.cache_resource, because rebuilding (or unpickling, as st.cache_data would on every rerun) their plotly figures
+# would cost more than a warm rerun may; the cached results and figures are only read (ui.plot copies). The three
+# process runs show their default cases on every visit, so this matters most for them.
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def cached_compare(workload: tuple, a: tuple, b: tuple):
     r = compare(Workload(*workload), LoaderConfig(*a), LoaderConfig(*b))
     return r, figures.gantt_figure([r.a, r.b], [f"A: {r.a.config.label}", f"B: {r.b.config.label}"])
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def cached_epochs(workload: tuple, config: tuple):
     r = epoch_boundaries(Workload(*workload), LoaderConfig(*config))
     return r, figures.gantt_figure([r.off, r.on], ["persistent_workers=False", "persistent_workers=True"])
@@ -58,7 +61,7 @@ def cached_d2h():
     return d2h_trap()
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def cached_streams(length: int, num_workers: int):
     r = stream_demo(length, num_workers)
     return r, figures.stream_figure(r.naive, r.sharded, r.num_workers)
@@ -102,8 +105,31 @@ def cached_pin(megabytes: int):
 
 # ---------- widgets ----------
 
-EPOCH_BATCH = 4  # the epoch-boundary section's default batch_size
+EPOCH_WORKERS = 2  # the epoch-boundary section's default num_workers
+EPOCH_BATCH = 4  # its default batch_size
 EPOCH_SETUP_MS = 300  # its default per-worker setup: well above a worker's start-up from the warm fork server
+EPOCH_PREFETCH = 2
+STREAM_LENGTH, STREAM_WORKERS = 12, 3  # the IterableDataset section's defaults
+
+
+def default_workload() -> tuple:
+    """What workload_ui returns when nothing was moved: the default Workload, with as many of its samples as fit."""
+    w = Workload()
+    smallest = min(DEFAULT_A.batch_size, DEFAULT_B.batch_size, EPOCH_BATCH)
+    samples = default_samples(sample_choices(w.io_ms, w.transform_ms, w.step_ms, smallest))
+    return samples, w.io_ms, w.transform_ms, w.step_ms
+
+
+def epoch_params(workload: tuple, workers: int, batch: int, setup_ms: int) -> tuple:
+    """The epoch-boundary run's parameters: the workload with its setup, and a non-persistent loader config."""
+    return workload + (float(setup_ms),), (workers, batch, EPOCH_PREFETCH, False, False)
+
+
+# The three process-backed sections run these cases without a press (once per server, shared by every visitor),
+# so the page opens on their timelines; every other setting waits for its button.
+DEFAULT_TIMELINE = (default_workload(), astuple(DEFAULT_A), astuple(DEFAULT_B))
+DEFAULT_EPOCHS = epoch_params(default_workload(), EPOCH_WORKERS, EPOCH_BATCH, EPOCH_SETUP_MS)
+DEFAULT_STREAMS = (STREAM_LENGTH, STREAM_WORKERS)
 
 
 def batch_before_drawn(key: str, default: int) -> int:
@@ -156,11 +182,16 @@ def config_ui(prefix: str, title: str, default: LoaderConfig) -> tuple:
 
 
 def with_status(label: str, fn, *args):
-    """Run a process-backed demo inside st.status so the visitor sees it working."""
+    """Run a process-backed demo inside st.status so the visitor sees it working. Once this session has seen the
+    result it is cached, and later reruns skip the status (st.status pauses every rerun 50 ms)."""
+    shown = st.session_state.setdefault("dl_shown_runs", set())
+    if (label, args) in shown:
+        return ui.queued(fn, *args)
     line = st.empty()  # the place in line, if the run waits, above the folded status
     with st.status(label, expanded=False) as status:
         result = ui.queued(fn, *args, notice=line)
         status.update(label=f"{label} done", state="complete")
+    shown.add((label, args))
     return result
 
 
@@ -199,7 +230,7 @@ def timeline_section() -> tuple:
     with ui.input_errors():
         for cfg in (a, b):
             validate(Workload(*workload), LoaderConfig(*cfg))
-        if not ui.run_button("Run both loaders", "dl_timeline", params, type="primary"):
+        if not ui.run_button("Run both loaders", "dl_timeline", params, default=DEFAULT_TIMELINE, type="primary"):
             st.info(f"Press the button to run both DataLoaders (a few seconds on an idle host: the workload "
                     f"without workers is capped at {SERIAL_BUDGET_MS / 1000:g} s, and every run has a time limit).",
                     icon=":material/play_circle:")
@@ -246,15 +277,15 @@ def epochs_section(workload: tuple) -> None:
              "Starting a worker itself is cheap here (a warm fork server with torch imported); the setup is what "
              "the slider below sets.")
     c1, c2, c3 = st.columns(3)
-    workers = c1.slider("num_workers", 1, MAX_WORKERS, 2, key="dl_epoch_workers", bind="query-params")
+    workers = c1.slider("num_workers", 1, MAX_WORKERS, EPOCH_WORKERS, key="dl_epoch_workers", bind="query-params")
     batch = c2.slider("batch_size", 1, MAX_BATCH, EPOCH_BATCH, key="dl_epoch_batch", bind="query-params")
     setup = c3.slider("Per-worker setup (ms)", 0, MAX_SETUP_MS, EPOCH_SETUP_MS, 50, key="dl_epoch_setup",
                       bind="query-params", help="Slept once per process, on its first sample, inside the dataset.")
-    config = (workers, batch, 2, False, False)
-    params = (workload + (float(setup),), config)
+    params = epoch_params(workload, workers, batch, setup)
     with ui.input_errors():
-        validate(Workload(*params[0]), LoaderConfig(*config))
-        if not ui.run_button("Run two epochs, off and on", "dl_epochs", params, type="primary"):
+        validate(Workload(*params[0]), LoaderConfig(*params[1]))
+        if not ui.run_button("Run two epochs, off and on", "dl_epochs", params, default=DEFAULT_EPOCHS,
+                             type="primary"):
             st.info("Uses the workload from section 1; press the button to run two epochs twice.",
                     icon=":material/play_circle:")
             return
@@ -275,11 +306,11 @@ def streams_section() -> None:
              "is a stream: each worker gets its own copy and iterates it from the start, so without sharding "
              "every sample arrives once per worker. The fix is to shard in `__iter__` with `get_worker_info()`.")
     c1, c2 = st.columns(2)
-    length = c1.slider("Stream length", 4, MAX_LENGTH, 12, key="dl_stream_len", bind="query-params")
-    workers = c2.slider("num_workers", 1, MAX_WORKERS, 3, key="dl_stream_workers", bind="query-params")
+    length = c1.slider("Stream length", 4, MAX_LENGTH, STREAM_LENGTH, key="dl_stream_len", bind="query-params")
+    workers = c2.slider("num_workers", 1, MAX_WORKERS, STREAM_WORKERS, key="dl_stream_workers", bind="query-params")
     params = (length, workers)
     with ui.input_errors():
-        if not ui.run_button("Load both streams", "dl_streams", params, type="primary"):
+        if not ui.run_button("Load both streams", "dl_streams", params, default=DEFAULT_STREAMS, type="primary"):
             st.info("Press the button to load the unsharded and the sharded stream with real workers.",
                     icon=":material/play_circle:")
             return

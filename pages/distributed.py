@@ -42,23 +42,75 @@ def zero_figure(params: int, precision: str, world: int):
     return figs.zero_figure(core.zero_table(params, precision), world)
 
 
+# A run's plotly figures by name: building one costs more than a warm rerun may, so each is built once per run.
+RUN_FIGURES = {
+    "collective": lambda run, op: figs.collective_figure(core.collective_view(run, op)),
+    "ring": lambda run: figs.ring_figure(core.ring_rows(run)),
+    "ddp": lambda run, picks: figs.ddp_timeline_figure(core.ddp_view(run), picks),
+    "sampler": lambda run, label: figs.sampler_figure(core.sampler_view(run), label),
+    "fsdp_shards": lambda run: figs.fsdp_shard_figure(core.fsdp_view(run)),
+    "fsdp_memory": lambda run: figs.memory_figure(core.fsdp_view(run)),
+}
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def live_run_figure(source: str, _run: core.DistRun, name: str, *args):
+    """Shared read-only figure of the live run named by `source` (its pids and duration: one run's own)."""
+    return RUN_FIGURES[name](_run, *args)
+
+
+def run_figure(run: core.DistRun, name: str, *args):
+    """A figure of a run: a live run's is built once; a loaded file's is drawn each time (its source line names the
+    file, not its content)."""
+    if run.wall_s is None:
+        return RUN_FIGURES[name](run, *args)
+    return live_run_figure(run.source, run, name, *args)
+
+
 @st.cache_data(max_entries=32)
 def cached_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
     return core.model_param_count(preset, layers, width)
 
 
+DEFAULT_WORLD = 2
+MODEL_DEFAULTS = {"layers": 3, "width": 64, "per_rank": 8}
+# Each tab's settings when it opens (its widgets start from them). At these settings and DEFAULT_WORLD ranks the
+# tab's run shows without a press: it runs once per server and every visitor shares it. FSDP opens on its ZeRO
+# chart instead, so its run waits for the button.
+DEFAULTS = {
+    "collectives": {"length": 3, "ring_numel": "100000", "seed": 0},
+    "ddp": {**MODEL_DEFAULTS, "bucket_cap_mb": "0.02", "micro_batches": 4, "head_first": True, "seed": 0},
+    "sampler": {"dataset": 10, "shuffle": True, "drop_last": False, "seed": 0},
+    "tensor_parallel": {"d_in": 8, "d_out": 8, "batch": 2, "seed": 0},
+    "env": {},
+}
+
+
+def button_params(demo: str, world: int, raw: dict) -> tuple:
+    """What a run of `demo` is cached on: the world size and the validated parameters."""
+    return world, tuple(sorted(core.validate_params(demo, world, raw).items()))
+
+
 def run_button(demo: str, world: int, raw: dict, label: str) -> core.DistRun | None:
-    """Validate now; start ranks when the section's button is pressed, and show that run until its inputs change."""
-    params = tuple(sorted(core.validate_params(demo, world, raw).items()))
-    if not ui.run_button(f"Run {label} on {world} ranks", f"dist_{demo}", (world, params), type="primary"):
+    """Validate now; run the tab's default case at once, any other setting when the button is pressed, and show
+    that run until its inputs change."""
+    params = button_params(demo, world, raw)
+    default = button_params(demo, DEFAULT_WORLD, DEFAULTS[demo]) if demo in DEFAULTS else None
+    if not ui.run_button(f"Run {label} on {world} ranks", f"dist_{demo}", params, default=default, type="primary"):
         if ui.ran_with(f"dist_{demo}") is None:
             st.info(f"Press the button to start {world} real processes (gloo on 127.0.0.1). Each setting's result "
                     "is cached, so running it again is instant.", icon=":material/info:")
         return None
-    line = st.empty()  # the place in line, if the run waits, above the status
-    with st.status(f"{label}: starting {world} gloo ranks…") as status:
-        run = ui.queued(cached_run, demo, world, params, notice=line)
-        status.update(label=f"{label}: {run.source}", state="complete")
+    shown = st.session_state.setdefault("dist_shown_runs", set())
+    if (demo, params) in shown:  # cached since this session saw it: a line, not st.status (which pauses 50 ms)
+        run = ui.queued(cached_run, demo, *params)
+        st.caption(f"{label}: {run.source}")
+    else:
+        line = st.empty()  # the place in line, if the run waits, above the status
+        with st.status(f"{label}: starting {world} gloo ranks…") as status:
+            run = ui.queued(cached_run, demo, *params, notice=line)
+            status.update(label=f"{label}: {run.source}", state="complete")
+        shown.add((demo, params))
     if run.scaled:
         st.info(run.scaled, icon=":material/memory:")
     return run
@@ -71,7 +123,7 @@ def show_collectives(run: core.DistRun, key: str) -> None:
                               bind="query-params" if key == "dist_live" else None) or "all_reduce_sum"
     view = core.collective_view(run, op)
     st.markdown(f"**{op}** — {view['about']}")
-    ui.plot(figs.collective_figure(view), key=f"{key}_coll_fig")
+    ui.plot(run_figure(run, "collective", op), key=f"{key}_coll_fig")
     ui.legend(figs.collective_legend(run.world_size))
     st.caption("Block colour = the rank the value came from (rank 0 blue, rank 1 orange, rank 2 green, rank 3 red); "
                "pink = mixed from every rank by a reduction; grey ? = undefined: after reduce a non-root rank's "
@@ -80,15 +132,15 @@ def show_collectives(run: core.DistRun, key: str) -> None:
     left, right = st.columns(2)
     with left:
         st.markdown("**all_reduce(SUM)**: every rank holds the sum.")
-        ui.plot(figs.collective_figure(core.collective_view(run, "all_reduce_sum")), key=f"{key}_trap_ok")
+        ui.plot(run_figure(run, "collective", "all_reduce_sum"), key=f"{key}_trap_ok")
     with right:
         st.markdown("**reduce(dst=0)**: only rank 0's buffer is the sum; rank 1's is undefined scratch (grey), "
                     "so reading it there is wrong.")
-        ui.plot(figs.collective_figure(core.collective_view(run, "reduce")), key=f"{key}_trap_bad")
+        ui.plot(run_figure(run, "collective", "reduce"), key=f"{key}_trap_bad")
     st.subheader("Ring all_reduce: bytes sent per rank")
     rows = core.ring_rows(run)
     ui.prose(core.ring_summary(run, rows))
-    ui.plot(figs.ring_figure(rows), key=f"{key}_ring_fig")
+    ui.plot(run_figure(run, "ring"), key=f"{key}_ring_fig")
     ui.table(pd.DataFrame(rows), hide_index=True)
 
 
@@ -103,7 +155,7 @@ def show_ddp(run: core.DistRun, key: str) -> None:
              help="Time bucket all_reduces ran while some layer's backward was still running.")
     d.metric("max |DDP grad − 1-process grad|", f"{view['max_diff_vs_single']:.1e}",
              help=f"Across ranks, gradients differ by at most {view['max_diff_across_ranks']:.1e}.")
-    ui.plot(figs.ddp_timeline_figure(view, (0, last)), key=f"{key}_timeline")
+    ui.plot(run_figure(run, "ddp", (0, last)), key=f"{key}_timeline")
     ui.legend(figs.DDP_LEGEND)
     ui.steps(core.ddp_story(view, float(run.params["bucket_cap_mb"])), key=f"{key}_steps")
     cap = core.bucket_cap_bytes(float(run.params["bucket_cap_mb"]))
@@ -147,14 +199,14 @@ def show_sampler(run: core.DistRun, key: str) -> None:
     b.metric("samples per rank", view["num_samples"])
     c.metric("padding repeats", e0["padding"], help="Indices read twice so every rank gets the same count.")
     d.metric("indices dropped", e0["dropped"], help="With drop_last=True the tail that does not divide evenly.")
-    ui.plot(figs.sampler_figure(view, "epoch 0"), key=f"{key}_s0")
+    ui.plot(run_figure(run, "sampler", "epoch 0"), key=f"{key}_s0")
     st.caption(f"Disjoint apart from padding and covering the dataset: {e0['covered']}. A red outline marks an index "
                "repeated to pad every rank to the same length (drop_last=False).")
     left, right = st.columns(2)
     with left:
-        ui.plot(figs.sampler_figure(view, "epoch 1 after set_epoch(1)"), key=f"{key}_s1")
+        ui.plot(run_figure(run, "sampler", "epoch 1 after set_epoch(1)"), key=f"{key}_s1")
     with right:
-        ui.plot(figs.sampler_figure(view, "epoch 1, set_epoch forgotten"), key=f"{key}_s1bad")
+        ui.plot(run_figure(run, "sampler", "epoch 1, set_epoch forgotten"), key=f"{key}_s1bad")
     st.caption("Right: without `sampler.set_epoch(epoch)` the shuffle is seeded the same every epoch, so every epoch "
                "repeats epoch 0's order.")
 
@@ -163,7 +215,7 @@ def show_fsdp(run: core.DistRun, key: str) -> None:
     view = core.fsdp_view(run)
     st.markdown(f"Every parameter is a DTensor sharded on dim 0; the local shards partition it exactly: "
                 f"**{view['exact']}** (each local tensor equals its rows of the full parameter).")
-    ui.plot(figs.fsdp_shard_figure(view), key=f"{key}_shards")
+    ui.plot(run_figure(run, "fsdp_shards"), key=f"{key}_shards")
     ui.table(pd.DataFrame([{"parameter": n, "full shape": str(tuple(view["shards"][n][0]["full"])),
                                 **{f"rank {r}": str(tuple(s["local"])) for r, s in enumerate(view["shards"][n])}}
                                for n in view["names"]]), hide_index=True)
@@ -177,7 +229,7 @@ def show_fsdp(run: core.DistRun, key: str) -> None:
              "rank only its shard of the gradient.")
     for sentence in core.fsdp_story(view, run.world_size):
         ui.prose(sentence)
-    ui.plot(figs.memory_figure(view), key=f"{key}_memory")
+    ui.plot(run_figure(run, "fsdp_memory"), key=f"{key}_memory")
     ui.legend(figs.MEMORY_LEGEND)
 
 
@@ -195,7 +247,16 @@ def show_tp(run: core.DistRun, key: str) -> None:
 
 
 def show_env(run: core.DistRun, key: str) -> None:
-    ui.table(pd.DataFrame(core.env_view(run)), hide_index=True)
+    rows = core.env_view(run)
+    live = run.wall_s is not None
+    ui.graph(figs.launch_dot(rows, figs.launch_label(live)), key=f"{key}_launch")
+    ui.legend(figs.launch_legend(len(rows)))
+    if live:
+        st.caption("Every value is what the rank read from its own environment and from torch.distributed. The "
+                   "ranks meet through a FileStore in the run's temporary folder instead of a TCPStore at "
+                   "MASTER_ADDR:MASTER_PORT (gloo's own connections stay on 127.0.0.1): the two are set as torchrun "
+                   "sets them, and `init_process_group()` without an init_method, as under torchrun, reads them.")
+    ui.table(pd.DataFrame(rows), hide_index=True)
 
 
 RENDER = {"collectives": show_collectives, "ddp": show_ddp, "sampler": show_sampler, "fsdp": show_fsdp,
@@ -214,11 +275,11 @@ def show_run(run: core.DistRun | None, key: str) -> None:
 # ---- sections -------------------------------------------------------------------------------------------------
 
 def layers_slider(column, prefix: str) -> int:
-    return column.slider("Layers", 1, 6, 3, key=f"{prefix}_layers", bind="query-params")
+    return column.slider("Layers", 1, 6, MODEL_DEFAULTS["layers"], key=f"{prefix}_layers", bind="query-params")
 
 
 def width_slider(column, prefix: str) -> int:
-    return column.slider("Width", 8, 256, 64, 8, key=f"{prefix}_width", bind="query-params")
+    return column.slider("Width", 8, 256, MODEL_DEFAULTS["width"], 8, key=f"{prefix}_width", bind="query-params")
 
 
 def model_ui(prefix: str) -> dict:
@@ -226,7 +287,8 @@ def model_ui(prefix: str) -> dict:
     return {
         "layers": layers_slider(a, prefix),
         "width": width_slider(b, prefix),
-        "per_rank": c.slider("Samples per rank", 2, 32, 8, key=f"{prefix}_per_rank", bind="query-params"),
+        "per_rank": c.slider("Samples per rank", 2, 32, MODEL_DEFAULTS["per_rank"], key=f"{prefix}_per_rank",
+                             bind="query-params"),
     }
 
 
@@ -251,10 +313,11 @@ def collectives_section(world: int) -> None:
     ui.prose("Each rank starts with its own small tensor of seeded integers. Pick a collective to see every rank's "
              "tensor before and after, exactly as the ranks returned it.")
     a, b, c = st.columns(3)
-    raw = {"length": a.slider("Elements per rank", 1, 6, 3, key="dist_length", bind="query-params"),
-           "ring_numel": b.text_input("Ring message size (elements, ≤ 1,000,000)", "100000", key="dist_ring",
-                                      bind="query-params"),
-           "seed": c.number_input("Seed", 0, 9999, 0, key="dist_coll_seed", bind="query-params")}
+    default = DEFAULTS["collectives"]
+    raw = {"length": a.slider("Elements per rank", 1, 6, default["length"], key="dist_length", bind="query-params"),
+           "ring_numel": b.text_input("Ring message size (elements, ≤ 1,000,000)", default["ring_numel"],
+                                      key="dist_ring", bind="query-params"),
+           "seed": c.number_input("Seed", 0, 9999, default["seed"], key="dist_coll_seed", bind="query-params")}
     with ui.input_errors():
         show_run(run_button("collectives", world, raw, "collectives"), "dist_live")
 
@@ -264,16 +327,19 @@ def ddp_section(world: int) -> None:
              "hook records every bucket (size, parameters, when its all_reduce started and finished); full backward "
              "hooks record when each layer's backward ran.")
     raw = model_ui("dist_ddp")
+    default = DEFAULTS["ddp"]
     a, b, c = st.columns(3)
-    raw["bucket_cap_mb"] = a.text_input("bucket_cap_mb", "0.02", key="dist_bucket", bind="query-params",
-                                        help=f"{core.BUCKET_MB[0]} to {core.BUCKET_MB[1]} MB")
+    raw["bucket_cap_mb"] = a.text_input("bucket_cap_mb", default["bucket_cap_mb"], key="dist_bucket",
+                                        bind="query-params", help=f"{core.BUCKET_MB[0]} to {core.BUCKET_MB[1]} MB")
     micro = core.micro_batch_choices(raw["per_rank"])  # at most one micro-batch per sample
-    raw["micro_batches"] = b.select_slider("Micro-batches (no_sync)", micro, core.nearest_choice(micro, 4),
-                                           key="dist_micro", bind="query-params")
-    raw["head_first"] = c.toggle("Register the head first", True, key="dist_head_first", bind="query-params",
+    raw["micro_batches"] = b.select_slider("Micro-batches (no_sync)", micro,
+                                           core.nearest_choice(micro, default["micro_batches"]), key="dist_micro",
+                                           bind="query-params")
+    raw["head_first"] = c.toggle("Register the head first", default["head_first"], key="dist_head_first",
+                                 bind="query-params",
                                  help="Registers the head before the blocks, so the registration order differs "
                                       "from the order gradients arrive in during backward.")
-    raw["seed"] = 0
+    raw["seed"] = default["seed"]
     with ui.input_errors():
         show_run(run_button("ddp", world, raw, "DDP"), "dist_ddp")
 
@@ -282,10 +348,11 @@ def sampler_section(world: int) -> None:
     ui.prose("`DistributedSampler` on each real rank: which dataset indices that rank reads, how it pads so every "
              "rank gets the same count, and why `set_epoch` matters.")
     a, b, c, d = st.columns(4)
-    raw = {"dataset": a.slider("Dataset size", 1, 64, 10, key="dist_dataset", bind="query-params"),
-           "shuffle": b.toggle("shuffle", True, key="dist_shuffle", bind="query-params"),
-           "drop_last": c.toggle("drop_last", False, key="dist_drop_last", bind="query-params"),
-           "seed": d.number_input("Seed", 0, 9999, 0, key="dist_sampler_seed", bind="query-params")}
+    default = DEFAULTS["sampler"]
+    raw = {"dataset": a.slider("Dataset size", 1, 64, default["dataset"], key="dist_dataset", bind="query-params"),
+           "shuffle": b.toggle("shuffle", default["shuffle"], key="dist_shuffle", bind="query-params"),
+           "drop_last": c.toggle("drop_last", default["drop_last"], key="dist_drop_last", bind="query-params"),
+           "seed": d.number_input("Seed", 0, 9999, default["seed"], key="dist_sampler_seed", bind="query-params")}
     with ui.input_errors():
         show_run(run_button("sampler", world, raw, "DistributedSampler"), "dist_sampler")
 
@@ -323,12 +390,14 @@ def tp_pp_section(world: int) -> None:
              "outputs; row-parallel splits the input features and all-reduces partial sums. Both are checked "
              "against the full `F.linear` on the same inputs.")
     a, b, c = st.columns(3)
+    default = DEFAULTS["tensor_parallel"]
     features = core.feature_choices(world)  # multiples of the world size: every rank gets an equal shard
-    raw = {"d_in": a.select_slider("Input features", features, core.nearest_choice(features, 8), key="dist_d_in",
-                                   bind="query-params"),
-           "d_out": b.select_slider("Output features", features, core.nearest_choice(features, 8), key="dist_d_out",
-                                    bind="query-params"),
-           "batch": c.slider("Batch", 1, 16, 2, key="dist_batch", bind="query-params"), "seed": 0}
+    raw = {"d_in": a.select_slider("Input features", features, core.nearest_choice(features, default["d_in"]),
+                                   key="dist_d_in", bind="query-params"),
+           "d_out": b.select_slider("Output features", features, core.nearest_choice(features, default["d_out"]),
+                                    key="dist_d_out", bind="query-params"),
+           "batch": c.slider("Batch", 1, 16, default["batch"], key="dist_batch", bind="query-params"),
+           "seed": default["seed"]}
     with ui.input_errors():
         show_run(run_button("tensor_parallel", world, raw, "tensor parallel"), "dist_tp")
     st.subheader("Pipeline parallel: GPipe vs 1F1B")
@@ -353,7 +422,7 @@ def launch_section(world: int) -> None:
              "and calls the same `run_rank` that `torchrun -m demos.distributed.run` calls. Below: what the real "
              "ranks printed.")
     with ui.input_errors():
-        show_run(run_button("env", world, {}, "launch"), "dist_env")
+        show_run(run_button("env", world, DEFAULTS["env"], "launch"), "dist_env")
     left, right = st.columns(2)
     left.markdown("**mp.spawn**: you start the processes from Python; rank comes as an argument; you set "
                   "MASTER_ADDR/PORT yourself. One machine only.")
@@ -416,7 +485,8 @@ ui.page_header(SLUG)
 ui.prose("Everything below runs in real `torch.distributed` process groups: 2–4 CPU processes on this server talking "
          f"over gloo on 127.0.0.1. {core.backend_note()} The Launch tab loads the result file of a torchrun run. "
          "One distributed run at a time per server; results are cached by their settings.")
-world = st.segmented_control("Ranks (world size)", [2, 3, 4], default=2, key="dist_world", bind="query-params") or 2
+world = st.segmented_control("Ranks (world size)", [2, 3, 4], default=DEFAULT_WORLD, key="dist_world",
+                             bind="query-params") or DEFAULT_WORLD
 SECTIONS = (collectives_section, ddp_section, sampler_section, fsdp_section, tp_pp_section, launch_section)
 ui.section_tabs(SLUG, "dist_tab", [partial(section, world) for section in SECTIONS])
 ui.interview_corner(SLUG, QUESTIONS)

@@ -4,6 +4,7 @@ import json
 import re
 
 import psutil
+import pytest
 import torch
 from torch.utils.data import RandomSampler
 
@@ -14,11 +15,39 @@ PAGE = "pages/data-loading.py"
 SMALL_WORKLOAD = {"dl_samples": 8, "dl_io": 5, "dl_cpu": 1, "dl_step": 5}
 
 
-def test_defaults_show_in_process_charts_and_wait_for_buttons():
-    at = open_page(PAGE)
+@pytest.fixture(scope="module")
+def at():
+    """The page at its defaults: its three process-backed sections run their default cases without a press."""
+    return open_page(PAGE)
+
+
+def test_defaults_open_on_every_chart_without_a_press(at):
     assert_clean(at)
-    assert len(at.get("plotly_chart")) == 5
-    assert any("Press the button" in i.value for i in at.info)
+    assert len(at.get("plotly_chart")) == 8, "worker Gantt, two epochs, both streams, and the five in-process charts"
+    assert not any("Press the button" in i.value for i in at.info)
+    assert not [k for k in ("dl_timeline", "dl_epochs", "dl_streams") if k in at.session_state], "nothing pressed"
+    assert [s.label for s in at.status] == ["Running real DataLoaders done", "Running two epochs twice done",
+                                            "Loading streams with real workers done"]
+    assert {m.label for m in at.metric} >= {"samples/s", "starved", "speedup", "epoch 1 first batch, persistent off"}
+    said = next(m.value for m in at.markdown if m.value.startswith("Epoch 1's first batch came after"))
+    assert "persistent_workers=False: 2 new workers started and ran the dataset's 300 ms setup again" in said
+    workers, length = 3, 12  # each unsharded worker iterates the whole stream
+    assert any(m.value == f"{workers * length} ({(workers - 1) * length})" for m in at.metric)
+    assert any(m.value == f"{length} (0)" for m in at.metric), "sharded: every sample once"
+
+
+def test_a_changed_setting_waits_for_its_button(at):
+    at.slider(key="dl_stream_len").set_value(7).run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 7 and not at.status, "shown before in this session: no status pause"
+    assert [i.value for i in at.info if "Press the button" in i.value] == [
+        "Press the button to load the unsharded and the sharded stream with real workers."]
+    at.slider(key="dl_epoch_setup").set_value(250).run()
+    assert len(at.get("plotly_chart")) == 6, "the epochs section waits too"
+    at.slider(key="dl_stream_len").set_value(12)
+    at.slider(key="dl_epoch_setup").set_value(300).run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 8, "back at the defaults: their cached runs, without a press"
 
 
 def test_moving_sampler_and_collate_widgets_and_typing_bad_input():

@@ -20,6 +20,19 @@ def errors(at) -> list[str]:
     return [e.value for e in at.error]
 
 
+def run_lines(at) -> list[str]:
+    """The line naming each run on screen: its st.status on first sight in a session, then a caption."""
+    return [s.label for s in at.status] + [c.value for c in at.caption if ": live run: " in c.value]
+
+
+def live_runs(at, world: int = 2) -> list[str]:
+    return [line for line in run_lines(at) if f"live run: {world} gloo ranks" in line]
+
+
+def charts(at) -> int:
+    return len(at.get("plotly_chart")) + len(at.get("graphviz_chart"))
+
+
 def test_defaults_are_clean_and_only_the_open_tab_runs(at):
     assert_clean(at)
     assert at.button(key="dist_collectives_button")
@@ -27,13 +40,62 @@ def test_defaults_are_clean_and_only_the_open_tab_runs(at):
     assert any("bubble" in c.value for c in open_tab("Tensor & pipeline").caption)
 
 
+# Each tab that opens on its default run: what its figure and numbers are, read from the page without a press.
+OPENS_ON_A_RUN = {
+    "Collectives": ("collectives", 4),  # the chosen collective, the reduce trap's two, the ring's bytes
+    "DDP": ("DDP", 1),
+    "DistributedSampler": ("DistributedSampler", 3),
+    "Tensor & pipeline": ("tensor parallel", 2),  # the TP graph and the pipeline chart
+    "Launch": ("launch", 1),
+}
+
+
+@pytest.mark.parametrize("tab", OPENS_ON_A_RUN)
+def test_each_tab_opens_on_its_default_run_without_a_press(tab):
+    label, figures = OPENS_ON_A_RUN[tab]
+    at = open_tab(tab)
+    assert_clean(at)
+    assert [s.label.split(":")[0] for s in at.status] == [label], "exactly this tab's run, and it ran"
+    assert live_runs(at), "real ranks ran the default case"
+    ran = live_runs(at)
+    at.run()
+    assert not at.status and live_runs(at) == ran, "a rerun shows the same cached run (same pids), without a status"
+    assert charts(at) == figures
+    assert not any("Press the button" in i.value for i in at.info)
+    assert not [k for k in ("dist_collectives", "dist_ddp", "dist_sampler", "dist_tensor_parallel", "dist_env")
+                if k in at.session_state], "nothing was pressed"
+
+
+def test_the_launch_figure_shows_what_each_rank_read():
+    """Every rank's node holds the environment that rank reported, the same values as the table beside it."""
+    at = open_tab("Launch")
+    dot = at.get("graphviz_chart")[0].proto.spec
+    rows = at.dataframe[0].value
+    assert list(rows["RANK"]) == ["0", "1"] and set(rows["WORLD_SIZE"]) == {"2"}
+    for _, row in rows.iterrows():
+        env = "".join(f"{k}={row[k]}\\l" for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
+        assert f"rank {row['dist.get_rank()']}, pid {row['pid']}\\l{env}" in dot
+    assert "process group\\nbackend gloo, world size 2" in dot
+
+
+def test_a_changed_setting_waits_for_its_button_and_the_default_comes_back():
+    at = open_tab("DistributedSampler", dist_dataset="12")
+    assert_clean(at)
+    assert not run_lines(at) and charts(at) == 0
+    assert any("Press the button to start 2 real processes" in i.value for i in at.info)
+    at.slider(key="dist_dataset").set_value(10).run()
+    assert live_runs(at) and charts(at) == 3, "back at the default: its cached run, without a press"
+    at = open_tab("DistributedSampler", dist_world="3")
+    assert not run_lines(at) and any("Press the button to start 3 real processes" in i.value for i in at.info)
+
+
 def test_collectives_and_ddp_run_on_real_ranks(at):
     at.button(key="dist_collectives_button").click().run()
     assert_clean(at)
-    assert any("live run: 2 gloo ranks" in s.label for s in at.status)
+    assert live_runs(at)
     at.segmented_control(key="dist_live_op").set_value("all_to_all").run()
     assert_clean(at)
-    assert any("live run: 2 gloo ranks" in s.label for s in at.status), "a view of the result keeps the result"
+    assert live_runs(at), "a view of the result keeps the result"
     switch_tab(at, "dist_tab", "DDP").button(key="dist_ddp_button").click().run()
     assert_clean(at)
     assert any(m.label.startswith("max |DDP grad") for m in at.metric)
@@ -44,13 +106,13 @@ def test_collectives_and_ddp_run_on_real_ranks(at):
 def test_a_run_stays_through_unrelated_reruns_until_its_own_inputs_change():
     at = open_tab("DistributedSampler")
     at.button(key="dist_sampler_button").click().run()
-    assert any("live run: 2 gloo ranks" in s.label for s in at.status)
+    assert live_runs(at)
     at.toggle(key="whiteboard").set_value(True).run()
-    assert any("live run: 2 gloo ranks" in s.label for s in at.status), "an unrelated rerun keeps the result"
+    assert live_runs(at), "an unrelated rerun keeps the result"
     at.slider(key="dist_dataset").set_value(12).run()
-    assert not at.status and any("settings changed" in i.value for i in at.info)
+    assert not run_lines(at) and any("settings changed" in i.value for i in at.info)
     at.slider(key="dist_dataset").set_value(10).run()
-    assert any("live run: 2 gloo ranks" in s.label for s in at.status), "the settings that ran: shown again"
+    assert live_runs(at), "the settings that ran: shown again"
 
 
 @pytest.mark.parametrize(("tab", "demo"), [("DistributedSampler", "sampler"), ("FSDP & ZeRO", "fsdp"),
@@ -59,7 +121,7 @@ def test_other_sections_run_with_three_ranks(tab, demo):
     at = open_tab(tab, dist_world="3", dist_d_in="12", dist_d_out="6")
     at.button(key=f"dist_{demo}_button").click().run()
     assert_clean(at)
-    assert any("live run: 3 gloo ranks" in s.label for s in at.status)
+    assert live_runs(at, world=3)
 
 
 def test_the_launch_tab_shares_the_model_choice_with_fsdp():

@@ -184,6 +184,16 @@ def test_visitor_text_in_a_file_is_quoted_literally(records):
                           "backend `![t](http://attacker/p.png)`")
 
 
+def test_a_files_environment_values_stay_inside_their_launch_node(records):
+    """A quote or backslash in a loaded rank's environment is shown as text, never closing the DOT label."""
+    record = copy.deepcopy(records["env"])
+    record["ranks"][1]["seen"]["env"]["MASTER_ADDR"] = 'h"]; x [label="pwned\\'
+    dot = figs.run_figures(load(record))[0]
+    assert 'MASTER_ADDR=h\\"]; x [label=\\"pwned\\\\\\l' in dot
+    nodes = [line.split(" ")[0] for line in dot.splitlines() if " [label=" in line]
+    assert nodes == ["launcher", "r0", "r1", "pg"] and "the launcher of the loaded run" in dot
+
+
 def test_the_page_answers_a_hostile_upload_with_one_sentence_and_draws_a_good_one(records):
     at = open_page(PAGE, query={"dist_tab": "Launch"})
     uploader = at.file_uploader(key="dist_upload")

@@ -12,6 +12,7 @@ from plotly.subplots import make_subplots
 
 from demos.distributed import core
 from demos.distributed.core import STAGE_NAMES, WORLD_SIZES, Schedule, human_bytes
+from demos.distributed.models import ENV_KEYS
 from demos.style import COLORS, REFERENCE, SERIES, badge, base_layout, dot_fill, legend_on_top, text_on
 
 _BLOCK = 26
@@ -224,6 +225,50 @@ def tp_dot(view: dict, world: int) -> str:
     return "\n".join(lines)
 
 
+def _dot_text(text: str) -> str:
+    """Text safe inside a quoted DOT label (a loaded file's values are shown, never interpreted)."""
+    return str(text).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def launch_label(live: bool) -> str:
+    """Who started the ranks: this server's launcher for a live run; for a loaded file, whatever started its run."""
+    if live:
+        return "launcher on this server\nforks each rank from its fork server\nand sets torchrun's environment"
+    return "the launcher of the loaded run\n(torchrun for demos.distributed.run)"
+
+
+def launch_legend(world: int) -> dict[str, str]:
+    """Chips for launch_dot: the launcher, each rank's own colour, the process group."""
+    return {"launcher": COLORS["data"], **{f"rank {r}": SERIES[r % len(SERIES)] for r in range(world)},
+            "process group": COLORS["communication"]}
+
+
+LEFT = "\\l"  # DOT's line break that left-aligns the line before it
+
+
+def launch_dot(rows: list[dict], launcher: str) -> str:
+    """The launcher -> one node per rank with the environment that rank read (core.env_view's rows) -> the process
+    group the ranks then joined, as they reported it (dist.get_rank(), dist.get_world_size(), the backend).
+    Node colour: the rank's own colour; the launcher is cyan (data), the process group pink (communication)."""
+    def label(*lines: str, align: str = "\\n") -> str:  # one DOT line break after each line
+        return align.join(_dot_text(line) for line in lines) + align
+
+    out = ["digraph Launch {", "rankdir=TB; node [shape=box, style=filled, fontname=Helvetica];",
+           f'launcher [label="{label(*launcher.splitlines())}", {dot_fill(COLORS["data"])}];']
+    for i, row in enumerate(rows):
+        head = f"rank {row['dist.get_rank()']}, pid {row['pid']}"
+        env = [f"{k}={row[k] or '(unset)'}" for k in ENV_KEYS]
+        text = label(head, *env, align=LEFT)  # left-aligned lines: the values line up under each other
+        out.append(f'r{i} [label="{text}", {dot_fill(SERIES[i % len(SERIES)])}];')
+        out.append(f"launcher -> r{i}; r{i} -> pg;")
+    backends = ", ".join(sorted({row["backend"] for row in rows}))
+    worlds = ", ".join(sorted({str(row["dist.get_world_size()"]) for row in rows}))
+    out.append(f'pg [label="{label("process group", f"backend {backends}, world size {worlds}")}", '
+               f'{dot_fill(COLORS["communication"])}];')
+    out.append("}")
+    return "\n".join(out)
+
+
 def run_figures(run) -> list:
     """Every figure (plotly or DOT) the page draws for one run, from the same views: for a loaded file, this is
     what the file costs to draw."""
@@ -241,4 +286,4 @@ def run_figures(run) -> list:
         return [fsdp_shard_figure(view), memory_figure(view)]
     if run.demo == "tensor_parallel":
         return [tp_dot(core.tp_view(run), run.world_size)]
-    return []
+    return [launch_dot(core.env_view(run), launch_label(run.wall_s is not None))]

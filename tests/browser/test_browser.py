@@ -9,6 +9,7 @@ from playwright import sync_api
 from demos.registry import HOME, by_slug, registered
 from demos.tracker import export_tracker
 from harness.browser import (
+    CHART_SELECTOR,
     act_and_wait_run,
     full_screenshot,
     new_context,
@@ -227,3 +228,63 @@ def test_shape_lab_passing_and_failing_chain(server, browser):
             full_screenshot(page, shot)
         finally:
             context.close()
+
+
+# Views that still open without a figure: their default figures are another change's work. The test checks that
+# each is STILL without one, so an entry fails as soon as its view gains a figure: empty this set when it lands.
+AWAITING_FIGURE = {
+    "autograd?ag_tab=Backward",
+    "autograd?ag_tab=Custom+Functions&ag_custom=Straight-through+estimator+for+rounding",
+    "autograd?ag_tab=Custom+Functions&ag_custom=Numerically+stable+log-sum-exp",
+    "autograd?ag_tab=Custom+Functions&ag_custom=Swish+with+ctx.save_for_backward",
+    "memory?mem_tab=torch.compile",
+    "saving?sv_tab=TorchScript+vs+export",
+    "saving?sv_tab=ONNX",
+    "saving?sv_tab=Quantization",
+    "saving?sv_tab=Which+path%3F",
+}
+QUESTION_CARD_PAGES = {"practice"}  # pages that open on a predict-then-run question card instead of a figure
+
+
+def view_path(topic, query: dict[str, str]) -> str:
+    return f"{'' if topic is HOME else topic.slug}{'?' + urllib.parse.urlencode(query) if query else ''}"
+
+
+def visible_charts(page) -> int:
+    """Charts drawn and laid out on the page (a chart in a closed tab or expander has no box)."""
+    return page.evaluate(f"""() => [...document.querySelectorAll({CHART_SELECTOR!r})]
+        .filter(el => el.getClientRects().length > 0 && el.getBoundingClientRect().width > 0).length""")
+
+
+def wait_visible_chart(page, timeout: float = 60) -> int:
+    try:
+        page.wait_for_function(f"() => [...document.querySelectorAll({CHART_SELECTOR!r})]"
+                               ".some(el => el.getClientRects().length > 0)", timeout=timeout * 1000)
+    except sync_api.TimeoutError:
+        pass
+    return visible_charts(page)
+
+
+@pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
+def test_every_view_opens_on_a_figure_without_a_press(server, browser, topic):
+    """Each page and tab, opened fresh from its URL with nothing pressed, shows a chart (its default case runs once
+    per server and is shared); Practice shows its question card. One screenshot per view."""
+    context = new_context(browser, viewport=VIEWPORT)
+    page = context.new_page()
+    try:
+        for query in topic.views():
+            path = view_path(topic, query)
+            page.goto(f"{server}/{path}")
+            wait_run(page, timeout=180)  # a default case's first run on this server happens here
+            assert page.locator("[data-testid=stException]").count() == 0, path
+            if topic.slug in QUESTION_CARD_PAGES:
+                sync_api.expect(page.get_by_role("button", name="Run it").first).to_be_visible(timeout=20_000)
+            elif path in AWAITING_FIGURE:
+                wait_loaded(page)
+                assert visible_charts(page) == 0, f"{path} now opens on a figure: remove it from AWAITING_FIGURE"
+            else:
+                assert wait_visible_chart(page) >= 1, f"{path}: no figure without a press"
+            name = re.sub(r"[^A-Za-z0-9]+", "-", urllib.parse.unquote_plus(path) or "home").strip("-")
+            full_screenshot(page, f"view-{name}")
+    finally:
+        context.close()
