@@ -230,19 +230,6 @@ def test_shape_lab_passing_and_failing_chain(server, browser):
             context.close()
 
 
-# Views that still open without a figure: their default figures are another change's work. The test checks that
-# each is STILL without one, so an entry fails as soon as its view gains a figure: empty this set when it lands.
-AWAITING_FIGURE = {
-    "autograd?ag_tab=Backward",
-    "autograd?ag_tab=Custom+Functions&ag_custom=Straight-through+estimator+for+rounding",
-    "autograd?ag_tab=Custom+Functions&ag_custom=Numerically+stable+log-sum-exp",
-    "autograd?ag_tab=Custom+Functions&ag_custom=Swish+with+ctx.save_for_backward",
-    "memory?mem_tab=torch.compile",
-    "saving?sv_tab=TorchScript+vs+export",
-    "saving?sv_tab=ONNX",
-    "saving?sv_tab=Quantization",
-    "saving?sv_tab=Which+path%3F",
-}
 QUESTION_CARD_PAGES = {"practice"}  # pages that open on a predict-then-run question card instead of a figure
 
 
@@ -279,9 +266,6 @@ def test_every_view_opens_on_a_figure_without_a_press(server, browser, topic):
             assert page.locator("[data-testid=stException]").count() == 0, path
             if topic.slug in QUESTION_CARD_PAGES:
                 sync_api.expect(page.get_by_role("button", name="Run it").first).to_be_visible(timeout=20_000)
-            elif path in AWAITING_FIGURE:
-                wait_loaded(page)
-                assert visible_charts(page) == 0, f"{path} now opens on a figure: remove it from AWAITING_FIGURE"
             else:
                 assert wait_visible_chart(page) >= 1, f"{path}: no figure without a press"
             name = re.sub(r"[^A-Za-z0-9]+", "-", urllib.parse.unquote_plus(path) or "home").strip("-")
