@@ -42,3 +42,8 @@ def script(*objects: Callable | type | types.ModuleType, imports: str = "import 
     text.origins = objects
     return text
 
+
+
+def print_each(call: str) -> str:
+    """The `run` of a script whose function returns the figure's values by name (a dict): print each of them."""
+    return f'for name, value in {call}.items():\n    print(f"{{name}}: {{value}}")'

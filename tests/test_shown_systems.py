@@ -1,0 +1,94 @@
+"""Systems pages (Saving, Debugging, Memory, Data loading, Distributed): each snippet a page shows is the source of
+the code that drew its figure (every shown function ran) and, run alone as a visitor would run it, prints the
+figure's numbers.
+
+One case per demo, at small settings: the point is that the shown script is the code that ran, not the demo's
+behaviour at every size (the demos' own tests cover that)."""
+
+import re
+
+from demos.saving.checkpoint import checkpoint_code, checkpoint_contents, crash_during_save
+from demos.saving.export import export_demo, trace_vs_script
+from demos.saving.onnx_export import onnx_roundtrip
+from demos.saving.quant import quantize_and_measure, scale_schemes
+from demos.saving.state import state_dict_report
+from tests.provenance import assert_shows_what_ran
+from tests.snippet_runner import run_alone
+
+
+def printed(code: str, tmp_path, snippet_server) -> str:
+    """What the snippet prints when run alone; it must finish without an error."""
+    done = run_alone(code, tmp_path, snippet_server)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def fields(out: str) -> dict[str, str]:
+    """The `name: value` lines printed by a snippet whose run line is demos.shown.print_each."""
+    return dict(line.split(": ", 1) for line in out.splitlines() if re.match(r"^\w+: ", line))
+
+
+def test_state_dict_anatomy(tmp_path, snippet_server):
+    r = assert_shows_what_ran(state_dict_report)
+    shown = fields(printed(r.code, tmp_path, snippet_server))
+    for name in ("model_rows", "hidden", "optimizer_state", "file_bytes_model", "file_bytes_checkpoint", "missing",
+                 "unexpected", "prefixed_keys", "prefix_fixed", "safe_globals_config"):
+        assert shown[name] == str(getattr(r, name)), name
+
+
+def test_checkpoint_contents_and_the_crash(tmp_path, snippet_server):
+    width, fraction = 16, 0.3
+
+    def section():
+        contents, crashes = checkpoint_contents(width), crash_during_save(fraction, width)
+        section.results = contents, crashes
+        return checkpoint_code(width, fraction)
+
+    code = assert_shows_what_ran(section)
+    contents, crashes = section.results
+    out = printed(code, tmp_path, snippet_server)
+    for row in contents.rows:
+        assert f"{row['item']}: {row['bytes']} bytes" in out
+    for crash in crashes:
+        assert f"{crash.strategy}: {crash.bytes_on_disk} of {crash.new_file_bytes} bytes on disk" in out
+    assert crashes[1].load_outcome in out and crashes[1].loaded_step == 1
+
+
+def test_trace_vs_script(tmp_path, snippet_server):
+    r = assert_shows_what_ran(trace_vs_script, -3.0)
+    shown = fields(printed(r.code, tmp_path, snippet_server))
+    assert shown["rows"] == str(r.rows)
+    assert "traced correct': False" in shown["rows"]
+
+
+def test_export_with_cond(tmp_path, snippet_server):
+    r = assert_shows_what_ran(export_demo)
+    shown = fields(printed(r.code, tmp_path, snippet_server))
+    assert shown["checks"] == str(r.checks)
+    assert shown["branch_error"] == r.branch_error.splitlines()[0]
+    assert shown["dynamic_error"].startswith(r.dynamic_error.splitlines()[0])
+
+
+def test_onnx_roundtrip(tmp_path, snippet_server):
+    r = assert_shows_what_ran(onnx_roundtrip, 16, 1)
+    shown = fields(printed(r.code, tmp_path, snippet_server))
+    # the file's bytes hold the source paths of the exported code, so only the graph and outputs are compared
+    for name in ("nodes", "checks", "input_shape"):
+        assert shown[name] == str(getattr(r, name)), name
+
+
+def test_quantization(tmp_path, snippet_server):
+    width, depth = 16, 1
+
+    def section():
+        section.results = quantize_and_measure(width, depth), scale_schemes(width, depth)
+        return section.results[0].code
+
+    code = assert_shows_what_ran(section)
+    q, s = section.results
+    out = printed(code, tmp_path, snippet_server)
+    for row in q.rows:
+        measured = {k: v for k, v in row.items() if k != "latency ms (batch 256)"}  # a timing differs run to run
+        assert str(measured).removesuffix("}") in out
+    assert f"per-tensor: scale {s.tensor_scale:.2e}, zero point 0, mean |error| {s.tensor_mae:.3e}" in out
+    assert f"{len(s.channel_scales)} scales from {min(s.channel_scales):.2e}" in out
