@@ -7,6 +7,12 @@ behaviour at every size (the demos' own tests cover that)."""
 
 import re
 
+from demos.debugging.leaks import leaks
+from demos.debugging.model_tests import run_model_tests
+from demos.debugging.nan_trace import trace_nan
+from demos.debugging.profiling import profile_step
+from demos.debugging.repro import determinism_checks, seeded_runs
+from demos.debugging.workers import worker_seeds
 from demos.saving.checkpoint import checkpoint_code, checkpoint_contents, crash_during_save
 from demos.saving.export import export_demo, trace_vs_script
 from demos.saving.onnx_export import onnx_roundtrip
@@ -92,3 +98,59 @@ def test_quantization(tmp_path, snippet_server):
         assert str(measured).removesuffix("}") in out
     assert f"per-tensor: scale {s.tensor_scale:.2e}, zero point 0, mean |error| {s.tensor_mae:.3e}" in out
     assert f"{len(s.channel_scales)} scales from {min(s.channel_scales):.2e}" in out
+
+
+def test_nan_trace(tmp_path, snippet_server):
+    r = assert_shows_what_ran(trace_nan, "fp16_overflow")
+    shown = fields(printed(r.code, tmp_path, snippet_server))
+    for name in ("node", "error", "hook_rows", "first_bad", "origin", "fixed_loss", "fixed_grads_finite"):
+        assert shown[name] == str(getattr(r, name)), name
+
+
+def test_seeded_runs(tmp_path, snippet_server):
+    r = assert_shows_what_ran(seeded_runs, 4, 7)
+    shown = fields(printed(r.code, tmp_path, snippet_server))
+    assert shown["seeded_equal"] == "True" and shown["unseeded_equal"] == "False"
+    assert str(r.runs[2:]).removeprefix("(").removesuffix(")") in shown["runs"], "the seeded runs, bit for bit"
+
+
+def test_deterministic_mode(tmp_path, snippet_server):
+    r = assert_shows_what_ran(determinism_checks)
+    shown = fields(printed(r.code, tmp_path, snippet_server))
+    for name in ("cuda", "empty_deterministic", "cpu_checks", "cuda_checks"):
+        assert shown[name] == str(getattr(r, name)), name
+
+
+def test_worker_seeds(tmp_path, snippet_server):
+    w = assert_shows_what_ran(worker_seeds)
+    out = printed(w.code, tmp_path, snippet_server)
+    for row in w.fixed.rows:  # the fixed loader's seeds come from generator=: the same in every run
+        assert f"fixed {row}" in out
+    bug = [line for line in out.splitlines() if line.startswith("bug ")]
+    assert [eval(line.removeprefix("bug "))[3] for line in bug] == [row[3] for row in w.bug.rows]  # noqa: S307
+    assert f"manual_seed(0): {w.base_seeds}" in out
+
+
+def test_leaks(tmp_path, snippet_server):
+    r = assert_shows_what_ran(leaks, 4)
+    shown = fields(printed(r.code, tmp_path, snippet_server))
+    for name in ("nodes", "saved_bytes", "outputs", "hooks"):
+        series = getattr(r, name)
+        assert shown[name] == str((list(series.leak), list(series.fixed))), name
+
+
+def test_model_tests(tmp_path, snippet_server):
+    report = assert_shows_what_ran(run_model_tests, "squeeze_output")
+    out = printed(report.code, tmp_path, snippet_server)
+    for row in report.rows:
+        assert f"{row.test}: {'pass' if row.passed else 'FAIL'} ({row.detail})" in out
+    assert report.passed == 3
+
+
+def test_profiler(tmp_path, snippet_server):
+    r = assert_shows_what_ran(profile_step, 16, 8)
+    out = printed(r.code, tmp_path, snippet_server)
+    shown = re.findall(r"OpRow\(name='([^']+)'", out)
+    assert len(shown) == len(r.top_ops)
+    assert {"forward", "backward", "optimizer"} <= set(shown) & {op.name for op in r.top_ops}
+    assert "phase_us: {'forward'" in out
