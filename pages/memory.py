@@ -380,8 +380,7 @@ def allocator_section() -> None:
             "Expandable segments map physical pages into one growing virtual range per pool: a large request is "
             "appended at the end, and pages with nothing allocated can be unmapped to pay for it.",
         ], key="mem_alloc_steps")
-        ui.show_code(classic.code, key="mem_alloc_code", file_name="allocator_script.py",
-                     label="Show the same script as CUDA code")
+        ui.show_code(classic.code, key="mem_alloc_code", file_name="allocator_script.py")
 
 
 def _oom_or_ok(run) -> None:

@@ -13,6 +13,10 @@ from demos.debugging.nan_trace import trace_nan
 from demos.debugging.profiling import profile_step
 from demos.debugging.repro import determinism_checks, seeded_runs
 from demos.debugging.workers import worker_seeds
+from demos.memory.allocator import fmt_bytes
+from demos.memory.cache_demo import PRESETS, run_script
+from demos.memory.compiling import count_recompiles, strict_compile, time_compile
+from demos.memory.training import CARDS, RunSpec, logging_trap, simulate, snippet, usable
 from demos.saving.checkpoint import checkpoint_code, checkpoint_contents, crash_during_save
 from demos.saving.export import export_demo, trace_vs_script
 from demos.saving.onnx_export import onnx_roundtrip
@@ -154,3 +158,55 @@ def test_profiler(tmp_path, snippet_server):
     assert len(shown) == len(r.top_ops)
     assert {"forward", "backward", "optimizer"} <= set(shown) & {op.name for op in r.top_ops}
     assert "phase_us: {'forward'" in out
+
+
+def test_memory_timeline(tmp_path, snippet_server):
+    spec, card = RunSpec(model="MLP (4 x 2048)", batch=16, steps=1), "A10 24 GB"
+
+    def section():
+        section.timeline = simulate(spec, "meta")
+        return snippet(spec, card)
+
+    code = assert_shows_what_ran(section)
+    t = section.timeline
+    out = printed(code, tmp_path, snippet_server)
+    assert f"peak (tracked tensors) {fmt_bytes(t.peak)} at op {t.op_index[t.peak_event]}" in out
+    for category, nbytes in t.peak_by_category.items():
+        assert f"  {category:16s} {nbytes / 2**20:10.1f} MiB" in out
+    assert f"peak allocated {fmt_bytes(t.predicted_peak_allocated)}, peak reserved {fmt_bytes(max(t.reserved))}" in out
+    assert f"headroom on the {card}: {fmt_bytes(usable(CARDS[card]) - max(t.reserved))}" in out
+
+
+def test_validation_trap(tmp_path, snippet_server):
+    trap = assert_shows_what_ran(logging_trap, "MLP (4 x 2048)", 32, 2)
+    out = printed(trap.code, tmp_path, snippet_server)
+    for live in (trap.kept_graph, trap.no_grad):
+        assert f"live after 2 batches {fmt_bytes(live[-1])}, +{fmt_bytes(live[-1] - live[0])}" in out
+
+
+def test_allocator_script(tmp_path, snippet_server):
+    run = assert_shows_what_ran(run_script, PRESETS["Fragmentation"], 128, False)
+    out = printed(run.code, tmp_path, snippet_server)
+    for label, allocated, reserved in zip(run.labels, run.allocated, run.reserved, strict=True):
+        assert f"{label:24s} allocated {allocated:>12,}  reserved {reserved:>12,}" in out
+    assert run.oom and run.oom in out
+
+
+def test_recompiles(tmp_path, snippet_server):
+    rc = assert_shows_what_ran(count_recompiles, "8; 16")
+    shown = fields(printed(rc.code, tmp_path, snippet_server))
+    assert shown["compiles"] == str(rc.compiles) and shown["graphs"] == str(rc.graphs)
+
+
+def test_fullgraph_and_recompile_limit(tmp_path, snippet_server):
+    s = assert_shows_what_ran(strict_compile, "8; 16")
+    shown = fields(printed(s.code, tmp_path, snippet_server))
+    for name in ("fullgraph", "default_limit", "limit", "compiled"):
+        assert shown[name] == str(getattr(s, name)), name
+
+
+def test_compile_timing(tmp_path, snippet_server):
+    t = assert_shows_what_ran(time_compile, 16, 3)
+    shown = fields(printed(t.code, tmp_path, snippet_server))
+    assert float(shown["max_abs_diff"]) < 1e-4 and t.max_abs_diff < 1e-4  # a timing differs run to run
+    assert {"eager_ms", "compiled_ms", "compile_s"} <= set(shown)
