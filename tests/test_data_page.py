@@ -110,18 +110,19 @@ def test_buttons_run_real_workers_and_leave_no_process():
 
 
 def test_the_device_to_host_trap_says_what_this_host_can_run():
-    """Without CUDA the trap is not faked: the page says why, and its snippet stops with the same sentence."""
+    """Without CUDA the trap is not faked: the page says why, and its snippet prints the same sentence."""
     import subprocess
     import sys
 
-    from demos.data.pinning import D2H_CODE, d2h_trap
+    from demos.data.pinning import d2h_code, d2h_trap
 
     at = open_page(PAGE)
     assert_clean(at)
     assert not torch.cuda.is_available() and d2h_trap() is None
     said = next(i.value for i in at.info if i.value.startswith("No CUDA GPU here"))
     assert "device-to-host copy is only asynchronous on a GPU" in said
-    done = subprocess.run([sys.executable, "-c", D2H_CODE], capture_output=True, text=True, timeout=120)
-    assert done.returncode != 0 and "No CUDA GPU here: a device-to-host copy" in done.stderr
-    read_early = D2H_CODE.index("read before synchronize")
-    assert read_early < D2H_CODE.index("torch.cuda.synchronize()") < D2H_CODE.index("read after synchronize")
+    code = d2h_code()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "No CUDA GPU here: a device-to-host copy" in done.stdout
+    read_early = code.index("early = y.sum().item()")
+    assert read_early < code.index("torch.cuda.synchronize()", read_early) < code.index("D2HResult(expected, early")
