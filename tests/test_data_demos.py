@@ -18,7 +18,6 @@ from demos.data.timeline import (
     default_samples,
     sample_choices,
     speedup_bound,
-    timeline_code,
     validate,
 )
 from demos.errors import InputError
@@ -130,4 +129,3 @@ def test_validation_names_the_limit():
         validate(Workload(samples=64, io_ms=100, transform_ms=0, step_ms=0), LoaderConfig())
     with pytest.raises(InputError, match="num_workers: 9 is out of range; it must be from 0 to 4"):
         validate(Workload(), LoaderConfig(num_workers=9))
-    compile(timeline_code(Workload(), LoaderConfig(), LoaderConfig(num_workers=2)), "<snippet>", "exec")

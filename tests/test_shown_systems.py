@@ -13,6 +13,7 @@ from demos.data.collate import bucketing, pad_batch
 from demos.data.pinning import d2h_code, d2h_trap, pin_demo
 from demos.data.samplers import distributed_partition, sampler_orders, weighted_sampling
 from demos.data.streams import stream_demo
+from demos.data.timeline import LoaderConfig, Workload, compare, epoch_boundaries
 from demos.debugging.leaks import leaks
 from demos.debugging.model_tests import run_model_tests
 from demos.debugging.nan_trace import trace_nan
@@ -288,3 +289,22 @@ def test_iterable_sharding(tmp_path, snippet_server):
     shown = fields(printed(r.code, tmp_path, snippet_server))
     assert shown["naive"] == str(r.naive) and shown["sharded"] == str(r.sharded)
     assert r.naive_duplicates == 6 and r.sharded_duplicates == 0
+
+
+def loader_lines(out: str, runs) -> None:
+    """Each run's line names its configuration and the samples it loaded (the rest are timings)."""
+    for r in runs:
+        assert f"{r.config.label}: {len(r.loaded)} samples in " in out
+
+
+def test_dataloader_timeline(tmp_path, snippet_server):
+    workload = Workload(samples=8, io_ms=5, transform_ms=1, step_ms=5)
+    r = assert_shows_what_ran(compare, workload, LoaderConfig(), LoaderConfig(num_workers=2))
+    loader_lines(printed(r.code, tmp_path, snippet_server), (r.a, r.b))
+
+
+def test_persistent_workers(tmp_path, snippet_server):
+    workload = Workload(samples=8, io_ms=5, transform_ms=1, step_ms=5, setup_ms=50)
+    r = assert_shows_what_ran(epoch_boundaries, workload, LoaderConfig(num_workers=2))
+    loader_lines(printed(r.code, tmp_path, snippet_server), (r.off, r.on))
+    assert "persistent_workers=True" in r.code and r.on.config.persistent_workers
