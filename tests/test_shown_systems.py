@@ -20,6 +20,7 @@ from demos.debugging.nan_trace import trace_nan
 from demos.debugging.profiling import profile_step
 from demos.debugging.repro import determinism_checks, seeded_runs
 from demos.debugging.workers import worker_seeds
+from demos.distributed.core import pipeline_schedule
 from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import PRESETS, run_script
 from demos.memory.compiling import count_recompiles, strict_compile, time_compile
@@ -308,3 +309,10 @@ def test_persistent_workers(tmp_path, snippet_server):
     r = assert_shows_what_ran(epoch_boundaries, workload, LoaderConfig(num_workers=2))
     loader_lines(printed(r.code, tmp_path, snippet_server), (r.off, r.on))
     assert "persistent_workers=True" in r.code and r.on.config.persistent_workers
+
+
+def test_pipeline_schedule(tmp_path, snippet_server):
+    r = assert_shows_what_ran(pipeline_schedule, 4, 6, "1F1B")
+    shown = fields(printed(r.code, tmp_path, snippet_server))
+    for name in ("tasks", "makespan", "bubble", "formula", "peak_in_flight"):
+        assert shown[name] == str(getattr(r, name)), name
