@@ -20,7 +20,7 @@ from demos.debugging.nan_trace import trace_nan
 from demos.debugging.profiling import profile_step
 from demos.debugging.repro import determinism_checks, seeded_runs
 from demos.debugging.workers import worker_seeds
-from demos.distributed.core import pipeline_schedule
+from demos.distributed.core import pipeline_schedule, run_demo
 from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import PRESETS, run_script
 from demos.memory.compiling import count_recompiles, strict_compile, time_compile
@@ -316,3 +316,13 @@ def test_pipeline_schedule(tmp_path, snippet_server):
     shown = fields(printed(r.code, tmp_path, snippet_server))
     for name in ("tasks", "makespan", "bubble", "formula", "peak_in_flight"):
         assert shown[name] == str(getattr(r, name)), name
+
+
+def test_distributed_ranks_script(tmp_path, snippet_server):
+    """The ranks run in their own processes, so no provenance here: the script is the workers' own source (read from
+    demos/distributed/workers.py), and under torchrun it prints every rank's indices the live run returned."""
+    run = run_demo("sampler", 2, dataset=10, shuffle=True, drop_last=False, seed=3)
+    out = printed(run.code, tmp_path, snippet_server)
+    for rank, result in enumerate(run.ranks):
+        for indices in (*result["epochs"], result["epoch1_without_set_epoch"]):
+            assert f"  rank {rank}: {indices}" in out

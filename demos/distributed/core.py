@@ -130,26 +130,34 @@ _SNIPPET_PARTS = {
 _SOURCES = ("models.py", "workers.py", "reports.py")  # read as text: the server never imports the ranks' DDP/FSDP
 
 
+def _module_nodes(file: str) -> tuple[str, list]:
+    text = (Path(__file__).parent / file).read_text(encoding="utf-8")
+    return text, ast.parse(text).body
+
+
 @functools.cache
 def _definitions() -> dict[str, str]:
     """Source of every top-level function and class in the workers' modules, by name."""
     out = {}
     for file in _SOURCES:
-        text = (Path(__file__).parent / file).read_text(encoding="utf-8")
-        for node in ast.parse(text).body:
+        text, nodes = _module_nodes(file)
+        for node in nodes:
             if isinstance(node, ast.FunctionDef | ast.ClassDef):
                 out[node.name] = ast.get_source_segment(text, node)
     return out
 
 
-_HEADER = (
-    "import os\nimport time\nimport warnings\n\nimport torch\nimport torch.distributed as dist\n"
-    "import torch.nn as nn\nimport torch.nn.functional as F\n"
-    "from torch.distributed.device_mesh import init_device_mesh\nfrom torch.distributed.fsdp import fully_shard\n"
-    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
-    "from torch.utils._python_dispatch import TorchDispatchMode\nfrom torch.utils.data import DistributedSampler\n\n"
-    "ENV_KEYS = ('RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT')\n"
-)
+@functools.cache
+def _header() -> str:
+    """The workers' own imports (torch's; this app's own are the definitions the script holds) and ENV_KEYS."""
+    text, nodes = _module_nodes("workers.py")
+    imports = [ast.get_source_segment(text, n) for n in nodes if isinstance(n, ast.Import | ast.ImportFrom)
+               and not (isinstance(n, ast.ImportFrom) and n.module.startswith("demos"))
+               and not any(alias.name == "torch._dynamo" for alias in n.names)]
+    models, model_nodes = _module_nodes("models.py")
+    env = next(ast.get_source_segment(models, n) for n in model_nodes
+               if isinstance(n, ast.Assign) and n.targets[0].id == "ENV_KEYS")
+    return "\n".join(imports) + "\n\n" + env + "\n"
 
 
 def backend_note() -> str:
@@ -172,7 +180,7 @@ def snippet(demo: str, world: int, params: dict) -> str:
         f"# Run with: torchrun --nproc-per-node {world} this_file.py\n"
         f"# or, in this repository: torchrun --nproc-per-node {world} -m demos.distributed.run --demo {demo} "
         f"{cli} --out result.json\n"
-        f"{_HEADER}\n\n{parts}\n\n"
+        f"{_header()}\n\n{parts}\n\n"
         "if __name__ == '__main__':\n"
         "    dist.init_process_group('gloo')\n"
         "    rank, world = dist.get_rank(), dist.get_world_size()\n"
