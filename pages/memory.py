@@ -1,7 +1,5 @@
 """Memory & speed: memory over a training step, the caching allocator, transfers and streams, torch.compile."""
 
-import inspect
-
 import pandas as pd
 import streamlit as st
 import torch
@@ -408,7 +406,7 @@ def streams_section() -> None:
         st.warning(no_recording_text(), icon=":material/warning:")
     else:
         show_recording(recording)
-    ui.show_code(inspect.getsource(stream_recorder), key="mem_recorder_code", file_name="stream_recorder.py",
+    ui.show_code(stream_recorder.recorder_script(), key="mem_recorder_code", file_name="stream_recorder.py",
                  label="Show the recorder")
 
 

@@ -6,6 +6,7 @@ One case per demo, at small settings: the point is that the shown script is the 
 behaviour at every size (the demos' own tests cover that)."""
 
 import re
+from pathlib import Path
 
 import torch
 
@@ -21,6 +22,7 @@ from demos.debugging.profiling import profile_step
 from demos.debugging.repro import determinism_checks, seeded_runs
 from demos.debugging.workers import worker_seeds
 from demos.distributed.core import pipeline_schedule, run_demo
+from demos.memory import stream_recorder
 from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import PRESETS, run_script
 from demos.memory.compiling import count_recompiles, strict_compile, time_compile
@@ -326,3 +328,10 @@ def test_distributed_ranks_script(tmp_path, snippet_server):
     for rank, result in enumerate(run.ranks):
         for indices in (*result["epochs"], result["epoch1_without_set_epoch"]):
             assert f"  rank {rank}: {indices}" in out
+
+
+def test_stream_recorder_shows_its_own_file():
+    """The recording was made on a GPU by this file: the page shows the file itself, whole."""
+    code = stream_recorder.recorder_script()
+    assert code.origins == (stream_recorder,)
+    assert code == Path(stream_recorder.__file__).read_text().strip("\n") + "\n"

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import torch
 
+from demos.shown import Script, script
+
 SCHEMA = 2  # 1: the first recorder (no warm-up: step 0 of each scenario includes start-up)
 REQUIRED = ("schema", "provenance", "scenarios", "intervals")
 PROVENANCE = ("gpu", "driver", "torch", "cuda", "date", "command")
@@ -302,6 +304,11 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(rec, indent=1))
     print(f"wrote {args.out} ({len(rec['intervals'])} intervals) on {rec['provenance']['gpu']}")
     return 0
+
+
+def recorder_script() -> Script:
+    """This whole file, as the page shows it: the recorder that made the recording it draws."""
+    return script(sys.modules[__name__], imports="")
 
 
 if __name__ == "__main__":
