@@ -89,20 +89,13 @@ def sampler_orders(length: int, seed: int) -> OrderResult:
     """orders_and_batches at the visitor's settings, with the code that ran."""
     _check("Dataset length", length, 2, MAX_ORDER_LENGTH)
     _check("Seed", seed, 0, 10_000)
-    code = script(orders_and_batches, imports=IMPORTS, settings={"length": length, "seed": seed},
+    code = script(orders_and_batches, imports=ORDER_IMPORTS, settings={"length": length, "seed": seed},
                   run=print_each("orders_and_batches(length, seed)"))
     return OrderResult(length, seed, **orders_and_batches(length, seed), code=code)
 
 
-IMPORTS = """import torch
-from torch.utils.data import (
-    BatchSampler,
-    DataLoader,
-    DistributedSampler,
-    RandomSampler,
-    SequentialSampler,
-    WeightedRandomSampler,
-)"""
+ORDER_IMPORTS = "import torch\nfrom torch.utils.data import BatchSampler, RandomSampler, SequentialSampler"
+WEIGHTED_IMPORTS = "import torch\nfrom torch.utils.data import DataLoader, WeightedRandomSampler"
 
 
 def parse_class_sizes(text: str) -> tuple[int, ...]:
@@ -133,7 +126,8 @@ def weighted_sampling(class_sizes_text: str, batch_size: int, seed: int = 0) -> 
     """draw_both for the visitor's class sizes, with the code that ran."""
     sizes = parse_class_sizes(class_sizes_text)
     _check("Batch size", batch_size, 1, 256)
-    code = script(_draw, draw_both, imports=IMPORTS, settings={"sizes": sizes, "batch_size": batch_size, "seed": seed},
+    code = script(_draw, draw_both, imports=WEIGHTED_IMPORTS,
+                  settings={"sizes": sizes, "batch_size": batch_size, "seed": seed},
                   run=print_each("draw_both(sizes, batch_size, seed)"))
     return WeightedResult(sizes, batch_size, **draw_both(sizes, batch_size, seed), code=code)
 
@@ -160,7 +154,7 @@ def distributed_partition(length: int, ranks: int, shuffle: bool = True, seed: i
     """partition at the visitor's settings, with the code that ran."""
     _check("Dataset length", length, 1, MAX_DIST_LENGTH)
     _check("Ranks", ranks, 1, MAX_RANKS)
-    code = script(partition, imports=IMPORTS,
+    code = script(partition, imports="from torch.utils.data import DistributedSampler",
                   settings={"length": length, "ranks": ranks, "shuffle": shuffle, "seed": seed},
                   run=print_each("partition(length, ranks, shuffle, seed)"))
     return DistributedResult(length, ranks, shuffle, **partition(length, ranks, shuffle, seed), code=code)
