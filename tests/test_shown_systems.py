@@ -34,6 +34,45 @@ from demos.saving.quant import quantize_and_measure, scale_schemes
 from demos.saving.state import state_dict_report
 from tests.provenance import assert_shows_what_ran, origins_that_did_not_run, recording_calls
 from tests.snippet_runner import run_alone
+from tests.snippets import show_code_keys
+
+# Every ui.show_code key on these pages, and the test below that checks its snippet. These pages' snippets are
+# checked here, per demo, instead of by the page crawl of tests/test_snippets.py.
+TESTED_BY = {
+    "pages/saving.py": {
+        "sv_state_code": "test_state_dict_anatomy", "sv_ckpt_code": "test_checkpoint_contents_and_the_crash",
+        "sv_trace_code": "test_trace_vs_script", "sv_export_code": "test_export_with_cond",
+        "sv_onnx_code": "test_onnx_roundtrip", "sv_quant_code": "test_quantization",
+    },
+    "pages/debugging.py": {
+        "dbg_nan_code": "test_nan_trace", "dbg_seed_code": "test_seeded_runs", "dbg_workers_code": "test_worker_seeds",
+        "dbg_det_code": "test_deterministic_mode", "dbg_leak_code": "test_leaks", "dbg_tests_code": "test_model_tests",
+        "dbg_prof_code": "test_profiler",
+    },
+    "pages/memory.py": {
+        "mem_timeline_code": "test_memory_timeline", "mem_trap_code": "test_validation_trap",
+        "mem_alloc_code": "test_allocator_script", "mem_recorder_code": "test_stream_recorder_shows_its_own_file",
+        "mem_compile_code": "test_compile_timing", "mem_recompile_code": "test_recompiles",
+        "mem_strict_code": "test_fullgraph_and_recompile_limit",
+    },
+    "pages/data-loading.py": {
+        "dl_timeline_code": "test_dataloader_timeline", "dl_epochs_code": "test_persistent_workers",
+        "dl_streams_code": "test_iterable_sharding", "dl_order_code": "test_sampler_orders",
+        "dl_weighted_code": "test_weighted_sampler", "dl_dist_code": "test_distributed_sampler",
+        "dl_pad_code": "test_pad_collate", "dl_bucket_code": "test_bucketing", "dl_pin_code": "test_pinned_copy",
+        "dl_d2h_code": "test_device_to_host_trap",
+    },
+    "pages/distributed.py": {
+        "{key}_{run.demo}_code": "test_distributed_ranks_script", "dist_pp_code": "test_pipeline_schedule",
+    },
+}
+
+
+def test_every_show_code_on_these_pages_has_a_test_here():
+    for page, tested in TESTED_BY.items():
+        shown = {k.pattern.replace(".+", "{}") for k in show_code_keys(page)}
+        assert shown == {re.sub(r"\{[^}]*\}", "{}", key) for key in tested}, page
+        assert all(name in globals() for name in tested.values()), page
 
 
 def printed(code: str, tmp_path, snippet_server) -> str:

@@ -31,8 +31,6 @@ from pathlib import Path
 
 import torch
 
-from demos.shown import Script, script
-
 SCHEMA = 2  # 1: the first recorder (no warm-up: step 0 of each scenario includes start-up)
 REQUIRED = ("schema", "provenance", "scenarios", "intervals")
 PROVENANCE = ("gpu", "driver", "torch", "cuda", "date", "command")
@@ -306,8 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def recorder_script() -> Script:
-    """This whole file, as the page shows it: the recorder that made the recording it draws."""
+def recorder_script() -> str:
+    """This whole file, as the page shows it (a demos.shown.Script): the recorder that made the recording it draws."""
+    from demos.shown import script  # imported here: the file itself runs alone on a machine with a GPU
+
     return script(sys.modules[__name__], imports="")
 
 
