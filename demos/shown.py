@@ -44,7 +44,8 @@ def script(*objects: Callable | type | types.ModuleType, imports: str = "import 
     """A script: imports, the visitor's settings, the source of each object in order, then the line(s) in `run`.
 
     For a module shown whole, pass imports="" (its own imports come with it) and call its entry point in `run`."""
-    parts = [imports.strip(), settings_block(settings or {}), *map(source, objects), textwrap.dedent(run).strip()]
+    head = "\n\n".join(p for p in (imports.strip(), settings_block(settings or {})) if p)  # isort: one blank line
+    parts = [head, *map(source, objects), textwrap.dedent(run).strip()]
     text = Script("\n\n\n".join(p for p in parts if p) + "\n")
     text.origins = objects
     return text

@@ -6,6 +6,8 @@ One case per demo, at small settings: the point is that the shown script is the 
 behaviour at every size (the demos' own tests cover that)."""
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -27,6 +29,7 @@ from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import PRESETS, run_script
 from demos.memory.compiling import count_recompiles, strict_compile, time_compile
 from demos.memory.training import CARDS, RunSpec, logging_trap, simulate, snippet, usable
+from demos.registry import ROOT
 from demos.saving.checkpoint import checkpoint_code, checkpoint_contents, crash_during_save
 from demos.saving.export import export_demo, trace_vs_script
 from demos.saving.onnx_export import onnx_roundtrip
@@ -76,7 +79,10 @@ def test_every_show_code_on_these_pages_has_a_test_here():
 
 
 def printed(code: str, tmp_path, snippet_server) -> str:
-    """What the snippet prints when run alone; it must finish without an error."""
+    """What the snippet prints when run alone; it must pass the project's linter and finish without an error."""
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise", "--stdin-filename",
+                           str(ROOT / "snippet.py"), "-"], input=code, capture_output=True, text=True, cwd=ROOT)
+    assert lint.returncode == 0, lint.stdout
     done = run_alone(code, tmp_path, snippet_server)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout

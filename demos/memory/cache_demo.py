@@ -134,7 +134,8 @@ from demos.memory.allocator import CachingAllocator, OutOfMemory, fmt_bytes
 from demos.memory.cache_demo import Action, parse_script"""
 
 RUN = """run = play(parse_script(text), capacity_mib, expandable)
-for label, allocated, reserved, released in zip(run["labels"], run["allocated"], run["reserved"], run["released"]):
+for label, allocated, reserved, released in zip(run["labels"], run["allocated"], run["reserved"], run["released"],
+                                               strict=True):
     print(f"{label:24s} allocated {allocated:>12,}  reserved {reserved:>12,}  released {released:>12,}")
 if run["oom"]:
     print(run["oom"])"""

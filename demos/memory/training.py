@@ -478,7 +478,6 @@ import torch
 from demos.memory.allocator import CachingAllocator, fmt_bytes
 from demos.memory.models import MODELS, build_model, make_batch
 from demos.memory.tracker import CATEGORIES, StorageTracker
-from demos.shown import Script, script
 from demos.memory.training import CARDS, RunSpec, _forward, _Measure, _optimizer, conv_workspace, usable"""
 
 TIMELINE_RUN = """device = "cuda" if torch.cuda.is_available() else "meta"  # meta tensors: no memory is used
@@ -489,7 +488,7 @@ for category in CATEGORIES:
     print(f"  {category:16s} {series[category][peak] / 2**20:10.1f} MiB")
 print(f"allocator model: peak allocated {fmt_bytes(max(allocated))}, peak reserved {fmt_bytes(max(reserved))}")
 print(f"headroom on the {card}: {fmt_bytes(usable(CARDS[card]) - max(reserved))}")
-for phase, op, alloc, reserv, peak_alloc in measure.rows:  # CUDA only: the real allocator at each phase's end
+for phase, _op, alloc, reserv, _peak in measure.rows:  # CUDA only: the real allocator at each phase's end
     print(f"  measured after {phase}: allocated {fmt_bytes(alloc)}, reserved {fmt_bytes(reserv)}")"""
 
 

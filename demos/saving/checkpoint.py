@@ -162,5 +162,5 @@ from torch import nn"""
 
 RUN = """for name, (item, serving) in checkpoint_items(width).items():
     print(f"{name}: {saved_bytes(item)} bytes", "(serving needs it)" if serving else "")
-for strategy, on_disk, new_size, outcome, step in crash_both_ways(fraction, width):
+for strategy, on_disk, new_size, outcome, _step in crash_both_ways(fraction, width):
     print(f"{strategy}: {on_disk} of {new_size} bytes on disk; torch.load {outcome}")"""

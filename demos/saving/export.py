@@ -68,7 +68,7 @@ def trace_vs_script(test_value: float) -> TraceScriptResult:
     """trace_and_script at the visitor's input, with the code that ran."""
     if not -MAX_ABS_INPUT <= test_value <= MAX_ABS_INPUT:
         raise InputError(f"The test input must be between -{MAX_ABS_INPUT:g} and {MAX_ABS_INPUT:g}; got {test_value}.")
-    code = script(Branchy, _branchy, example_inputs, _warnings_of, trace_and_script, imports=IMPORTS,
+    code = script(Branchy, _branchy, example_inputs, _warnings_of, trace_and_script, imports=TRACE_IMPORTS,
                   settings={"test_value": test_value}, run=print_each("trace_and_script(test_value)"))
     return TraceScriptResult(**trace_and_script(test_value), code=code)
 
@@ -124,15 +124,19 @@ def export_with_cond() -> dict:
 @process_slot()  # seconds of CPU: one heavy run at a time on the server (demos.guests)
 def export_demo() -> ExportResult:
     """export_with_cond, with the code that ran."""
-    code = script(Branchy, BranchyCond, _branchy, example_inputs, _short_error, export_with_cond, imports=IMPORTS,
-                  run=print_each("export_with_cond()"))
+    code = script(Branchy, BranchyCond, _branchy, example_inputs, _short_error, export_with_cond,
+                  imports=EXPORT_IMPORTS, run=print_each("export_with_cond()"))
     with compiler_in_use():  # a fork for an isolated run waits until export is done (demos/isolated.py)
         return ExportResult(**export_with_cond(), code=code)
 
 
-IMPORTS = """import re
+TRACE_IMPORTS = """import warnings
+
+import torch
+from torch import nn"""
+
+EXPORT_IMPORTS = """import re
 import time
-import warnings
 
 import torch
 from torch import nn"""
