@@ -10,6 +10,7 @@ objects whose source it holds: the tests check that each of them ran when the de
 """
 
 import inspect
+import pprint
 import textwrap
 import types
 from collections.abc import Callable
@@ -27,9 +28,15 @@ def source(obj: Callable | type | types.ModuleType) -> str:
     return textwrap.dedent(inspect.getsource(obj)).strip("\n")
 
 
-def settings_block(settings: dict[str, Any]) -> str:
-    """One assignment per setting, as Python literals: `width = 128`."""
-    return "\n".join(f"{name} = {value!r}" for name, value in settings.items())
+def settings_block(settings: dict[str, Any], width: int = 120) -> str:
+    """One assignment per setting, as Python literals: `width = 128`; a long value wraps inside its brackets, so
+    every line fits the project's line length."""
+    lines = []
+    for name, value in settings.items():
+        prefix = f"{name} = "
+        text = pprint.pformat(value, width=width - len(prefix), sort_dicts=False)
+        lines.append(prefix + text.replace("\n", "\n" + " " * len(prefix)))
+    return "\n".join(lines)
 
 
 def script(*objects: Callable | type | types.ModuleType, imports: str = "import torch",
@@ -37,8 +44,14 @@ def script(*objects: Callable | type | types.ModuleType, imports: str = "import 
     """A script: imports, the visitor's settings, the source of each object in order, then the line(s) in `run`.
 
     For a module shown whole, pass imports="" (its own imports come with it) and call its entry point in `run`."""
-    parts = [imports.strip(), settings_block(settings or {}), *map(source, objects), textwrap.dedent(run).strip()]
+    head = "\n\n".join(p for p in (imports.strip(), settings_block(settings or {})) if p)  # isort: one blank line
+    parts = [head, *map(source, objects), textwrap.dedent(run).strip()]
     text = Script("\n\n\n".join(p for p in parts if p) + "\n")
     text.origins = objects
     return text
 
+
+
+def print_each(call: str) -> str:
+    """The `run` of a script whose function returns the figure's values by name (a dict): print each of them."""
+    return f'for name, value in {call}.items():\n    print(f"{{name}}: {{value}}")'

@@ -6,7 +6,7 @@ import streamlit as st
 
 from demos.data import figures
 from demos.data.collate import bucketing, pad_batch
-from demos.data.pinning import D2H_CODE, MAX_MB, d2h_trap, d2h_verdict, pin_demo
+from demos.data.pinning import MAX_MB, d2h_code, d2h_trap, d2h_verdict, pin_demo
 from demos.data.procs import START_METHOD
 from demos.data.questions import QUESTIONS
 from demos.data.samplers import distributed_partition, repeats_caption, sampler_orders, weighted_sampling
@@ -443,7 +443,7 @@ def d2h_section() -> None:
         right.metric("sum read after synchronize", f"{d.read_after_sync:,.0f}",
                      delta=f"{d.read_after_sync - d.expected:+,.0f} vs the GPU's", delta_color="off")
         st.caption(d2h_verdict(d))
-    ui.show_code(D2H_CODE, key="dl_d2h_code", file_name="d2h_non_blocking.py")
+    ui.show_code(d2h_code(), key="dl_d2h_code", file_name="d2h_non_blocking.py")
 
 
 intro()

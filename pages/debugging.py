@@ -246,8 +246,7 @@ def tests_section() -> None:
                            "ms": round(t.ms, 1)} for t in rep.rows], whole=True)
         ui.plot(figures.overfit_figure((good, bad), ("correct model", model_tests.BUG_LABELS[bug])),
                 key="dbg_overfit")
-        ui.show_code(model_tests.TEST_CODE, key="dbg_tests_code", file_name="test_model.py",
-                     label="Show the tests (pytest)")
+        ui.show_code(bad.code, key="dbg_tests_code", file_name="model_tests.py", label="Show the tests")
 
 
 def profiler_section() -> None:

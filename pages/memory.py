@@ -1,7 +1,5 @@
 """Memory & speed: memory over a training step, the caching allocator, transfers and streams, torch.compile."""
 
-import inspect
-
 import pandas as pd
 import streamlit as st
 import torch
@@ -376,8 +374,7 @@ def allocator_section() -> None:
             "Expandable segments map physical pages into one growing virtual range per pool: a large request is "
             "appended at the end, and pages with nothing allocated can be unmapped to pay for it.",
         ], key="mem_alloc_steps")
-        ui.show_code(classic.code, key="mem_alloc_code", file_name="allocator_script.py",
-                     label="Show the same script as CUDA code")
+        ui.show_code(classic.code, key="mem_alloc_code", file_name="allocator_script.py")
 
 
 def _oom_or_ok(run) -> None:
@@ -405,7 +402,7 @@ def streams_section() -> None:
         st.warning(no_recording_text(), icon=":material/warning:")
     else:
         show_recording(recording)
-    ui.show_code(inspect.getsource(stream_recorder), key="mem_recorder_code", file_name="stream_recorder.py",
+    ui.show_code(stream_recorder.recorder_script(), key="mem_recorder_code", file_name="stream_recorder.py",
                  label="Show the recorder")
 
 

@@ -50,7 +50,7 @@ def test_every_map_style_sample_appears_once_in_both_timelines(no_children_left)
 def test_persistent_workers_keep_their_processes_across_epochs(no_children_left):
     r = epoch_boundaries(SMALL, LoaderConfig(num_workers=2, batch_size=3))
     off, on = r.off, r.on
-    assert "persistent_workers': True" in r.code
+    assert "persistent_workers=True" in r.code
     for run in (off, on):
         for epoch in (0, 1):
             assert sorted(i for e, i, _, _ in run.loaded if e == epoch) == list(range(SMALL.samples))

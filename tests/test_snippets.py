@@ -18,8 +18,9 @@ from demos.registry import registered
 from demos.training.mistakes import MISTAKES
 from tests.snippet_runner import run_alone
 from tests.snippets import crawl, measured_numbers, numbers_in, show_code_keys
+from tests.test_shown_systems import TESTED_BY
 
-PAGES = [t.file for t in registered()]
+PAGES = [t.file for t in registered() if t.file not in TESTED_BY]  # those pages' snippets: one test per demo
 NO_CUDA = "No CUDA GPU here"  # what a CUDA-only snippet says, in one sentence, on a host without one
 
 # Views the crawl opens beyond defaults, tabs and buttons: widgets that choose which snippet a section shows.

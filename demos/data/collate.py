@@ -4,10 +4,11 @@ from dataclasses import dataclass
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
-from torch.utils.data import DataLoader, default_collate
+from torch.utils.data import DataLoader
 
 from demos.errors import InputError
 from demos.parsing import parse_numbers, whole_in_range
+from demos.shown import print_each, script
 
 MAX_LEN = 48
 MAX_BATCH_ITEMS = 12
@@ -55,41 +56,31 @@ def pad_collate(batch: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     return padded, mask
 
 
-def pad_batch(lengths_text: str) -> PadResult:
+def pad_both(lengths: tuple[int, ...]) -> dict:
     """default_collate on variable lengths (torch's error) next to the padding collate."""
-    lengths = parse_lengths(lengths_text)
     seqs = make_sequences(lengths)
     try:
-        default_collate(seqs)
+        next(iter(DataLoader(seqs, batch_size=len(seqs))))  # default_collate
         error = ""
     except RuntimeError as err:
         error = str(err)
-    padded, mask = pad_collate(seqs)
-    pad_fraction = 1 - mask.sum().item() / mask.numel()
-    code = f"""import torch
+    padded, mask = next(iter(DataLoader(seqs, batch_size=len(seqs), collate_fn=pad_collate)))
+    return {"default_error": error, "padded": tuple(map(tuple, padded.tolist())),
+            "mask": tuple(map(tuple, mask.tolist())), "shape": tuple(padded.shape),
+            "padding_fraction": 1 - mask.sum().item() / mask.numel()}
+
+
+def pad_batch(lengths_text: str) -> PadResult:
+    """pad_both for the visitor's lengths, with the code that ran."""
+    lengths = parse_lengths(lengths_text)
+    code = script(make_sequences, pad_collate, pad_both, imports=IMPORTS, settings={"lengths": lengths},
+                  run=print_each("pad_both(lengths)"))
+    return PadResult(lengths, **pad_both(lengths), code=code)
+
+
+IMPORTS = """import torch
 from torch.nn.utils.rnn import pad_sequence
-from torch.utils.data import DataLoader
-
-seqs = [torch.arange(1, n + 1) for n in {list(lengths)}]
-
-
-def pad_collate(batch):
-    lengths = torch.tensor([len(s) for s in batch])
-    padded = pad_sequence(batch, batch_first=True, padding_value=0)
-    mask = torch.arange(padded.shape[1]) < lengths[:, None]
-    return padded, mask
-
-
-try:
-    next(iter(DataLoader(seqs, batch_size={len(lengths)})))  # default_collate
-except RuntimeError as err:
-    print("default_collate:", err)
-padded, mask = next(iter(DataLoader(seqs, batch_size={len(lengths)}, collate_fn=pad_collate)))
-print(padded)
-print(mask)
-"""
-    return PadResult(lengths, error, tuple(map(tuple, padded.tolist())), tuple(map(tuple, mask.tolist())),
-                     tuple(padded.shape), pad_fraction, code)
+from torch.utils.data import DataLoader"""
 
 
 def corpus_lengths(n: int, seed: int) -> list[int]:
@@ -99,12 +90,8 @@ def corpus_lengths(n: int, seed: int) -> list[int]:
     return [int(v) for v in lengths.tolist()]
 
 
-def bucketing(sequences: int, batch_size: int, seed: int = 0) -> BucketResult:
+def shuffled_vs_bucketed(sequences: int, batch_size: int, seed: int) -> dict:
     """Padding fraction measured on real padded batches: shuffled batches vs batches of sorted lengths."""
-    if not 16 <= sequences <= MAX_CORPUS:
-        raise InputError(f"Sequences must be between 16 and {MAX_CORPUS}; got {sequences}.")
-    if not 2 <= batch_size <= 128:
-        raise InputError(f"Batch size must be between 2 and 128; got {batch_size}.")
     lengths = corpus_lengths(sequences, seed)
     seqs = make_sequences(lengths)
     g = torch.Generator().manual_seed(seed)
@@ -115,30 +102,20 @@ def bucketing(sequences: int, batch_size: int, seed: int = 0) -> BucketResult:
     bucket_order = torch.randperm(len(buckets), generator=g).tolist()  # shuffle batches, not samples
     bucketed = DataLoader(seqs, batch_sampler=[buckets[i] for i in bucket_order], collate_fn=pad_collate)
     bucket_pad, bucket_max = _padding(bucketed)
-    code = f"""import torch
-from torch.nn.utils.rnn import pad_sequence
-from torch.utils.data import DataLoader
-
-g = torch.Generator().manual_seed({seed})
-lengths = torch.exp(torch.randn({sequences}, generator=g) * 0.8 + 3.5).round().clamp(1, 512).int().tolist()
-seqs = [torch.arange(1, n + 1) for n in lengths]
-collate = lambda b: pad_sequence(b, batch_first=True)
+    return {"random_padding": random_pad, "bucketed_padding": bucket_pad, "random_max_lengths": random_max,
+            "bucketed_max_lengths": bucket_max}
 
 
-def padding_fraction(loader):
-    padded = sum(b.numel() for b in loader)
-    return 1 - sum(lengths) / padded
-
-
-g = torch.Generator().manual_seed({seed})
-print("shuffled:", padding_fraction(DataLoader(seqs, batch_size={batch_size}, shuffle=True, generator=g,
-                                               collate_fn=collate)))
-order = sorted(range(len(seqs)), key=lengths.__getitem__)
-buckets = [order[i:i + {batch_size}] for i in range(0, len(seqs), {batch_size})]
-buckets = [buckets[i] for i in torch.randperm(len(buckets), generator=g).tolist()]
-print("bucketed:", padding_fraction(DataLoader(seqs, batch_sampler=buckets, collate_fn=collate)))
-"""
-    return BucketResult(sequences, batch_size, random_pad, bucket_pad, random_max, bucket_max, code)
+def bucketing(sequences: int, batch_size: int, seed: int = 0) -> BucketResult:
+    """shuffled_vs_bucketed at the visitor's settings, with the code that ran."""
+    if not 16 <= sequences <= MAX_CORPUS:
+        raise InputError(f"Sequences must be between 16 and {MAX_CORPUS}; got {sequences}.")
+    if not 2 <= batch_size <= 128:
+        raise InputError(f"Batch size must be between 2 and 128; got {batch_size}.")
+    code = script(corpus_lengths, make_sequences, pad_collate, _padding, shuffled_vs_bucketed, imports=IMPORTS,
+                  settings={"sequences": sequences, "batch_size": batch_size, "seed": seed},
+                  run=print_each("shuffled_vs_bucketed(sequences, batch_size, seed)"))
+    return BucketResult(sequences, batch_size, **shuffled_vs_bucketed(sequences, batch_size, seed), code=code)
 
 
 def _padding(loader) -> tuple[float, tuple[int, ...]]:

@@ -13,6 +13,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from demos.errors import InputError
+from demos.shown import Script, print_each, script
 
 MAX_MB = 64
 
@@ -31,16 +32,14 @@ class PinResult:
     code: str
 
 
-def pin_demo(megabytes: int) -> PinResult:
+def pin_and_copy(megabytes: int) -> dict:
     """Try pinning; time what can be timed on this host (CUDA copy speeds only where CUDA exists)."""
-    if not 1 <= megabytes <= MAX_MB:
-        raise InputError(f"Tensor size must be between 1 and {MAX_MB} MiB; got {megabytes}.")
     x = torch.ones(megabytes * 2**20 // 4)
     accelerator = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else ""
     pin_error, pinned, pin_ms = "", None, None
     try:
         t0 = time.perf_counter()
-        pinned = x.pin_memory()
+        pinned = x.pin_memory()  # page-locked: the GPU's DMA engine can read it directly
         pin_ms = 1000 * (time.perf_counter() - t0)
     except RuntimeError as err:
         pin_error = str(err)
@@ -50,8 +49,25 @@ def pin_demo(megabytes: int) -> PinResult:
     if torch.cuda.is_available() and pinned is not None:
         pageable = _h2d_gbps(x)
         pinned_speed = _h2d_gbps(pinned)
-    return PinResult(megabytes, accelerator, pin_error, loader_warning, loader_pinned, copy_ms, pin_ms,
-                     pageable, pinned_speed, pin_code(megabytes))
+    return {"accelerator": accelerator, "pin_error": pin_error, "loader_warning": loader_warning,
+            "loader_pinned": loader_pinned, "copy_ms": copy_ms, "pin_ms": pin_ms, "h2d_pageable_gbps": pageable,
+            "h2d_pinned_gbps": pinned_speed}
+
+
+def pin_demo(megabytes: int) -> PinResult:
+    """pin_and_copy at the visitor's size, with the code that ran."""
+    if not 1 <= megabytes <= MAX_MB:
+        raise InputError(f"Tensor size must be between 1 and {MAX_MB} MiB; got {megabytes}.")
+    code = script(_best_ms, _loader_pinning, _h2d_gbps, pin_and_copy, imports=IMPORTS,
+                  settings={"megabytes": megabytes}, run=print_each("pin_and_copy(megabytes)"))
+    return PinResult(megabytes, **pin_and_copy(megabytes), code=code)
+
+
+IMPORTS = """import time
+import warnings
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset"""
 
 
 def _best_ms(fn, repeats: int = 3) -> float:
@@ -85,24 +101,6 @@ def _h2d_gbps(x: torch.Tensor) -> float:
     return x.numel() * x.element_size() / best / 1e9
 
 
-def pin_code(megabytes: int) -> str:
-    return f"""import torch
-
-x = torch.ones({megabytes} * 2**20 // 4)
-if not torch.cuda.is_available():
-    print("no CUDA: pinning needs an accelerator")
-else:
-    pinned = x.pin_memory()  # page-locked: the GPU's DMA engine can read it directly
-    for name, src in (("pageable", x), ("pinned", pinned)):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        y = src.to("cuda", non_blocking=True)  # only truly asynchronous from pinned memory
-        end.record()
-        end.synchronize()
-        print(name, x.nbytes / (start.elapsed_time(end) / 1000) / 1e9, "GB/s")
-"""
-
-
 @dataclass(frozen=True)
 class D2HResult:
     """A non_blocking device-to-host copy read before and after synchronizing (CUDA only)."""
@@ -124,17 +122,13 @@ def d2h_trap(megabytes: int = 64) -> D2HResult | None:
     return D2HResult(expected, early, y.sum().item())
 
 
-D2H_CODE = """import torch
+def d2h_code(megabytes: int = 64) -> Script:
+    """The code of d2h_trap, as the page runs it."""
+    return script(D2HResult, d2h_trap, imports="from dataclasses import dataclass\n\nimport torch",
+                  settings={"megabytes": megabytes}, run=D2H_RUN)
 
-if not torch.cuda.is_available():
-    raise SystemExit("No CUDA GPU here: a device-to-host copy is only asynchronous on a GPU.")
-x = torch.ones(64 * 2**20 // 4, device="cuda")
-print("on the GPU:", x.sum().item())
-y = x.to("cpu", non_blocking=True)   # returns at once: the copy into y is still running
-print("read before synchronize:", y.sum().item())   # the trap: often not the total
-torch.cuda.synchronize()             # or: event = torch.cuda.Event(); event.record(); event.synchronize()
-print("read after synchronize:", y.sum().item())    # correct
-"""
+
+D2H_RUN = """print(d2h_trap(megabytes) or "No CUDA GPU here: a device-to-host copy is only asynchronous on a GPU.")"""
 
 
 def d2h_verdict(d: D2HResult) -> str:

@@ -14,6 +14,7 @@ from torch.utils.data import (
 
 from demos.errors import InputError
 from demos.parsing import parse_numbers, whole_in_range
+from demos.shown import print_each, script
 
 MAX_ORDER_LENGTH = 24
 MAX_CLASS_SIZE = 10_000
@@ -70,10 +71,8 @@ def repeats_caption(orders: dict) -> str:
             f"{said}. Only replacement=True can repeat.")
 
 
-def sampler_orders(length: int, seed: int) -> OrderResult:
+def orders_and_batches(length: int, seed: int) -> dict:
     """Index order from Sequential, Random (without and with replacement), and BatchSampler's grouping."""
-    _check("Dataset length", length, 2, MAX_ORDER_LENGTH)
-    _check("Seed", seed, 0, 10_000)
     data = range(length)
     orders = {
         "SequentialSampler": list(SequentialSampler(data)),
@@ -83,17 +82,20 @@ def sampler_orders(length: int, seed: int) -> OrderResult:
         ),
     }
     batches = {f"drop_last={d}": list(BatchSampler(SequentialSampler(data), 4, drop_last=d)) for d in (False, True)}
-    code = f"""import torch
-from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
+    return {"orders": orders, "batches": batches}
 
-data = range({length})
-print(list(SequentialSampler(data)))
-print(list(RandomSampler(data, generator=torch.Generator().manual_seed({seed}))))
-print(list(RandomSampler(data, replacement=True, generator=torch.Generator().manual_seed({seed}))))
-print(list(BatchSampler(SequentialSampler(data), 4, drop_last=False)))
-print(list(BatchSampler(SequentialSampler(data), 4, drop_last=True)))
-"""
-    return OrderResult(length, seed, orders, batches, code)
+
+def sampler_orders(length: int, seed: int) -> OrderResult:
+    """orders_and_batches at the visitor's settings, with the code that ran."""
+    _check("Dataset length", length, 2, MAX_ORDER_LENGTH)
+    _check("Seed", seed, 0, 10_000)
+    code = script(orders_and_batches, imports=ORDER_IMPORTS, settings={"length": length, "seed": seed},
+                  run=print_each("orders_and_batches(length, seed)"))
+    return OrderResult(length, seed, **orders_and_batches(length, seed), code=code)
+
+
+ORDER_IMPORTS = "import torch\nfrom torch.utils.data import BatchSampler, RandomSampler, SequentialSampler"
+WEIGHTED_IMPORTS = "import torch\nfrom torch.utils.data import DataLoader, WeightedRandomSampler"
 
 
 def parse_class_sizes(text: str) -> tuple[int, ...]:
@@ -103,12 +105,10 @@ def parse_class_sizes(text: str) -> tuple[int, ...]:
     return tuple(whole_in_range(v, f"Class sizes, entry {i + 1}", 1, MAX_CLASS_SIZE) for i, v in enumerate(values))
 
 
-def weighted_sampling(class_sizes_text: str, batch_size: int, seed: int = 0) -> WeightedResult:
-    """Draw one epoch of batches plainly shuffled and with inverse-frequency weights; count classes drawn."""
-    sizes = parse_class_sizes(class_sizes_text)
-    _check("Batch size", batch_size, 1, 256)
+def draw_both(sizes: tuple[int, ...], batch_size: int, seed: int) -> dict:
+    """One epoch of batches plainly shuffled and one with inverse-frequency weights: the classes each drew."""
     labels = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
-    weights = 1.0 / torch.tensor(sizes, dtype=torch.double)[labels]
+    weights = 1.0 / torch.tensor(sizes, dtype=torch.double)[labels]  # each class gets equal total weight
     g = torch.Generator().manual_seed(seed)
     plain = DataLoader(labels, batch_size=batch_size, shuffle=True, generator=g)
     sampler = WeightedRandomSampler(weights, num_samples=len(labels), replacement=True,
@@ -117,19 +117,19 @@ def weighted_sampling(class_sizes_text: str, batch_size: int, seed: int = 0) -> 
     rarest = min(range(len(sizes)), key=sizes.__getitem__)
     drawn_plain, rare_plain = _draw(plain, len(sizes), rarest)
     drawn_weighted, rare_weighted = _draw(weighted, len(sizes), rarest)
-    unique = len(set(list(sampler))) / len(labels)  # the same generator state replays: a fresh draw
-    code = f"""import torch
-from torch.utils.data import DataLoader, WeightedRandomSampler
+    return {"drawn_plain": drawn_plain, "drawn_weighted": drawn_weighted,
+            "batches_with_rarest": (rare_plain, rare_weighted),
+            "unique_fraction": len(set(list(sampler))) / len(labels)}  # the same generator state replays: a fresh draw
 
-sizes = {list(sizes)}
-labels = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
-weights = 1.0 / torch.tensor(sizes, dtype=torch.double)[labels]  # each class gets equal total weight
-sampler = WeightedRandomSampler(weights, num_samples=len(labels), replacement=True,
-                                generator=torch.Generator().manual_seed({seed}))
-drawn = torch.cat(list(DataLoader(labels, batch_size={batch_size}, sampler=sampler)))
-print(torch.bincount(drawn, minlength=len(sizes)).tolist())
-"""
-    return WeightedResult(sizes, batch_size, drawn_plain, drawn_weighted, (rare_plain, rare_weighted), unique, code)
+
+def weighted_sampling(class_sizes_text: str, batch_size: int, seed: int = 0) -> WeightedResult:
+    """draw_both for the visitor's class sizes, with the code that ran."""
+    sizes = parse_class_sizes(class_sizes_text)
+    _check("Batch size", batch_size, 1, 256)
+    code = script(_draw, draw_both, imports=WEIGHTED_IMPORTS,
+                  settings={"sizes": sizes, "batch_size": batch_size, "seed": seed},
+                  run=print_each("draw_both(sizes, batch_size, seed)"))
+    return WeightedResult(sizes, batch_size, **draw_both(sizes, batch_size, seed), code=code)
 
 
 def _draw(loader, n_classes: int, rarest: int) -> tuple[tuple[int, ...], float]:
@@ -139,27 +139,25 @@ def _draw(loader, n_classes: int, rarest: int) -> tuple[tuple[int, ...], float]:
     return tuple(counts.tolist()), with_rarest
 
 
-def distributed_partition(length: int, ranks: int, shuffle: bool = True, seed: int = 0) -> DistributedResult:
+def partition(length: int, ranks: int, shuffle: bool, seed: int) -> dict:
     """DistributedSampler for every simulated rank: epoch 0, epoch 1 without set_epoch, epoch 1 with it."""
-    _check("Dataset length", length, 1, MAX_DIST_LENGTH)
-    _check("Ranks", ranks, 1, MAX_RANKS)
     data = range(length)
     samplers = [DistributedSampler(data, num_replicas=ranks, rank=r, shuffle=shuffle, seed=seed) for r in range(ranks)]
     epochs = {"epoch 0": [list(s) for s in samplers], "epoch 1 without set_epoch": [list(s) for s in samplers]}
     for s in samplers:
-        s.set_epoch(1)
+        s.set_epoch(1)  # leave this out and every epoch repeats epoch 0's order
     epochs["epoch 1 after set_epoch(1)"] = [list(s) for s in samplers]
-    padding = samplers[0].total_size - length
-    code = f"""from torch.utils.data import DistributedSampler
+    return {"epochs": epochs, "padding": samplers[0].total_size - length}
 
-data = range({length})
-for epoch in (0, 1):
-    for rank in range({ranks}):
-        sampler = DistributedSampler(data, num_replicas={ranks}, rank=rank, shuffle={shuffle}, seed={seed})
-        sampler.set_epoch(epoch)  # leave this out and every epoch repeats epoch 0's order
-        print(epoch, rank, list(sampler))
-"""
-    return DistributedResult(length, ranks, shuffle, epochs, padding, code)
+
+def distributed_partition(length: int, ranks: int, shuffle: bool = True, seed: int = 0) -> DistributedResult:
+    """partition at the visitor's settings, with the code that ran."""
+    _check("Dataset length", length, 1, MAX_DIST_LENGTH)
+    _check("Ranks", ranks, 1, MAX_RANKS)
+    code = script(partition, imports="from torch.utils.data import DistributedSampler",
+                  settings={"length": length, "ranks": ranks, "shuffle": shuffle, "seed": seed},
+                  run=print_each("partition(length, ranks, shuffle, seed)"))
+    return DistributedResult(length, ranks, shuffle, **partition(length, ranks, shuffle, seed), code=code)
 
 
 def _check(name: str, value: int, low: int, high: int) -> None:

@@ -2,9 +2,12 @@
 
 from dataclasses import dataclass
 
+from torch.utils.data import DataLoader
+
 from demos.data.procs import worker_run
 from demos.data.workers import NaiveStream, ShardedStream
 from demos.errors import InputError
+from demos.shown import script
 
 MAX_LENGTH = 48
 MAX_WORKERS = 4
@@ -27,45 +30,44 @@ class StreamRun:
         return len(self.sharded) - len({i for i, _ in self.sharded})
 
 
+def read_streams(length: int, num_workers: int, loader=DataLoader, iterate=iter) -> dict:
+    """Which worker produced each sample id, in arrival order, for the naive and the sharded stream.
+
+    `loader` makes each DataLoader and `iterate` reads it (the page passes its worker run's, which hold the
+    server's process slot, fork workers from a fork server and stop them at a deadline)."""
+    seen = {}
+    for name, dataset in (("naive", NaiveStream(length)), ("sharded", ShardedStream(length))):
+        batches = iterate(loader(dataset, batch_size=None, num_workers=num_workers))
+        seen[name] = tuple((int(b["index"]), int(b["worker"])) for b in batches)
+    return seen
+
+
 def stream_demo(length: int, num_workers: int, time_limit_s: float = 10.0) -> StreamRun:
-    """Load both streams with real workers and record which worker produced each sample id."""
+    """read_streams with real workers, with the code that ran."""
     if not 1 <= num_workers <= MAX_WORKERS:
         raise InputError(f"num_workers must be between 1 and {MAX_WORKERS}; got {num_workers}.")
     if not 1 <= length <= MAX_LENGTH:
         raise InputError(f"Stream length must be between 1 and {MAX_LENGTH}; got {length}.")
+    code = script(NaiveStream, ShardedStream, read_streams, imports=IMPORTS,
+                  settings={"length": length, "num_workers": num_workers}, run=RUN)
     with worker_run(time_limit_s) as run:
-        naive = _drain(run, NaiveStream(length), num_workers)
-        sharded = _drain(run, ShardedStream(length), num_workers)
-    return StreamRun(length, num_workers, naive, sharded, stream_code(length, num_workers))
+        return StreamRun(length, num_workers, **read_streams(length, num_workers, run.loader,
+                                                             lambda loader: _within_deadline(run, loader)),
+                         code=code)
 
 
-def _drain(run, dataset, num_workers: int) -> tuple[tuple[int, int], ...]:
-    seen = []
-    for batch in run.iterate(run.loader(dataset, batch_size=None, num_workers=num_workers)):
-        seen.append((int(batch["index"]), int(batch["worker"])))
+def _within_deadline(run, loader):
+    """The loader's batches, stopping the run with a clear message once it passes its time limit."""
+    for batch in run.iterate(loader):
+        yield batch
         run.check_deadline()
-    return tuple(seen)
 
 
-def stream_code(length: int, num_workers: int) -> str:
-    return f'''from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+IMPORTS = """# Run from the repository root: the streams stamp each sample with demos.data.workers.worker_id.
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
+from demos.data.workers import worker_id"""
 
-class Stream(IterableDataset):
-    def __init__(self, length, shard):
-        self.length, self.shard = length, shard
-
-    def __iter__(self):
-        info = get_worker_info()
-        start, step = (info.id, info.num_workers) if self.shard and info else (0, 1)
-        for i in range(start, self.length, step):
-            yield i
-
-
-if __name__ == "__main__":
-    for shard in (False, True):
-        loader = DataLoader(Stream({length}, shard), batch_size=None, num_workers={num_workers},
-                            multiprocessing_context="forkserver")
-        ids = [int(i) for i in loader]
-        print("sharded" if shard else "naive", len(ids), "samples,", len(ids) - len(set(ids)), "duplicates")
-'''
+RUN = """if __name__ == "__main__":  # workers started by spawn or forkserver re-import this file
+    for name, seen in read_streams(length, num_workers).items():  # (sample id, worker id) in arrival order
+        print(f"{name}: {seen}")"""

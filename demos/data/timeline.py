@@ -10,6 +10,7 @@ from functools import cache
 from demos.data.procs import RunTimeout, worker_run
 from demos.data.workers import TimedDataset, transform
 from demos.errors import InputError
+from demos.shown import Script, script
 
 MAX_WORKERS = 4
 MAX_BATCH = 16
@@ -343,6 +344,15 @@ def _loader_error(err: Exception, limit_s: float) -> InputError:
     return InputError(f"A DataLoader worker failed with {last.rstrip('.')}.")
 
 
+def measure_loaders(w: Workload, configs: tuple[LoaderConfig, ...], epochs: int,
+            time_limit_s: float) -> tuple[list[LoaderRun], float]:
+    """Each configuration for `epochs` epochs, one after the other in one worker run (the server's process slot, a
+    fork server with torch imported, a deadline, every worker stopped afterwards); and the fork server's start-up
+    seconds, which no run's clock counts."""
+    with worker_run(time_limit_s) as run:
+        return [_record(run, w, c, epochs) for c in configs], run.startup_s
+
+
 def record_run(w: Workload, c: LoaderConfig, epochs: int = 1, time_limit_s: float = 10.0,
                fail_at: int = -1, hang_at: int = -1) -> LoaderRun:
     """One validated DataLoader run under the process rules (slot, fork server, deadline, cleanup)."""
@@ -356,14 +366,14 @@ def compare(w: Workload, a: LoaderConfig, b: LoaderConfig, time_limit_s: float =
     """Two configurations on one workload, plus the 0-worker baseline each speedup is measured against."""
     validate(w, a, budget_ms)
     validate(w, b, budget_ms)
-    with worker_run(time_limit_s) as run:
-        run_a = _record(run, w, a, 1)
-        run_b = _record(run, w, b, 1)
-        baselines = {r.config.batch_size: r.samples_per_s for r in (run_a, run_b) if r.config.num_workers == 0}
-        for size in sorted({a.batch_size, b.batch_size} - set(baselines)):
-            baselines[size] = _record(run, w, LoaderConfig(batch_size=size), 1).samples_per_s
-        fork_server_s = run.startup_s
-    return Comparison(run_a, run_b, baselines, fork_server_s, cores(), os.getloadavg()[0], timeline_code(w, a, b))
+    (run_a, run_b), fork_server_s = measure_loaders(w, (a, b), 1, time_limit_s)
+    baselines = {r.config.batch_size: r.samples_per_s for r in (run_a, run_b) if r.config.num_workers == 0}
+    sizes = sorted({a.batch_size, b.batch_size} - set(baselines))
+    if sizes:  # no workers: no fork server to start
+        runs, _ = measure_loaders(w, tuple(LoaderConfig(batch_size=size) for size in sizes), 1, time_limit_s)
+        baselines.update({r.config.batch_size: r.samples_per_s for r in runs})
+    return Comparison(run_a, run_b, baselines, fork_server_s, cores(), os.getloadavg()[0],
+                      timeline_code(w, (a, b), 1, time_limit_s))
 
 
 @dataclass(frozen=True)
@@ -394,74 +404,33 @@ def epoch_boundaries(w: Workload, c: LoaderConfig, time_limit_s: float = COMPARE
     """Two epochs with persistent_workers off, then on: the start-up gap at the epoch boundary."""
     if c.num_workers == 0:
         raise InputError("persistent_workers needs num_workers of at least 1; choose 1 to 4 workers.")
-    off, on = replace(c, persistent_workers=False), replace(c, persistent_workers=True)
+    configs = replace(c, persistent_workers=False), replace(c, persistent_workers=True)
     validate(w, c)
-    with worker_run(time_limit_s) as run:
-        runs = _record(run, w, off, 2), _record(run, w, on, 2)
-    return EpochRuns(*runs, timeline_code(w, off, on, epochs=2))
+    runs, _ = measure_loaders(w, configs, 2, time_limit_s)
+    return EpochRuns(*runs, timeline_code(w, configs, 2, time_limit_s))
 
 
-def timeline_code(w: Workload, a: LoaderConfig, b: LoaderConfig, epochs: int = 1) -> str:
-    """A standalone script that runs both configurations and prints samples/s, starved share and first-batch wait."""
-    reps = reps_for(w.transform_ms)
-    setup = (f"""
-    ready = False  # per process: a new worker gets a fresh copy from the main process
+def timeline_code(w: Workload, configs: tuple[LoaderConfig, ...], epochs: int, time_limit_s: float) -> Script:
+    """The code of measure_loaders for these settings: each configuration's samples/s, starved share, first batch."""
+    return script(_loader_kwargs, _add_sample_spans, _record, measure_loaders, imports=TIMELINE_IMPORTS,
+                  settings={"workload": w, "configs": configs, "epochs": epochs, "time_limit_s": time_limit_s},
+                  run=TIMELINE_RUN)
 
-    def setup(self):  # once per process: opening files, connecting to storage, loading an index
-        time.sleep({w.setup_ms / 1000!r})
-        self.ready = True
-""" if w.setup_ms else "")
-    first = "        if not self.ready:\n            self.setup()\n" if w.setup_ms else ""
-    return f'''import multiprocessing
+
+TIMELINE_IMPORTS = """# Run from the repository root: it uses this app's worker run and timed dataset.
 import time
+import warnings
+from dataclasses import replace
 
-import torch
-from torch.utils.data import DataLoader, Dataset, get_worker_info
+from demos.data.procs import worker_run
+from demos.data.timeline import MAIN, MAIN_LOADING, LoaderConfig, LoaderRun, Span, Workload, _loader_error, reps_for
+from demos.data.workers import TimedDataset"""
 
-
-class TimedDataset(Dataset):
-    """__getitem__ = a read (sleep) + CPU work; each sample carries timestamps taken in its worker."""
-
-    def __len__(self):
-        return {w.samples}
-{setup}
-    def __getitem__(self, i):
-{first}        t0 = time.perf_counter()  # CLOCK_MONOTONIC on Linux: comparable across processes
-        time.sleep({w.io_ms / 1000!r})
-        t1 = time.perf_counter()
-        x = torch.rand(3, 64, 64, generator=torch.Generator().manual_seed(i))
-        for _ in range({reps}):  # CPU work: about {w.transform_ms:g} ms on one idle core here
-            x = x * x * 0.9 + 0.05
-        info = get_worker_info()
-        return {{"x": x, "index": i, "worker": -1 if info is None else info.id,
-                "t": torch.tensor([t0, t1, time.perf_counter()], dtype=torch.float64)}}
-
-
-def run(epochs, **kwargs):
-    loader = DataLoader(TimedDataset(), multiprocessing_context="forkserver" if kwargs["num_workers"] else None,
-                        **kwargs)
-    for epoch in range(epochs):
-        start = t0 = time.perf_counter()
-        starved, first = 0.0, None
-        for batch in loader:  # iter(loader) starts the workers unless they are persistent
-            starved += time.perf_counter() - t0
-            first = first or time.perf_counter() - start
-            time.sleep({w.step_ms / 1000!r})  # the training step
-            t0 = time.perf_counter()
-        wall = time.perf_counter() - start
-        print(kwargs, f"epoch {{epoch}}: {{{w.samples} / wall:.1f}} samples/s, starved {{starved / wall:.0%}}, "
-              f"first batch after {{1000 * first:.0f}} ms")
-
-
-if __name__ == "__main__":
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch"])
-    warm = ctx.Process(target=len, args=((),))  # start the fork server (it imports torch) before any clock
-    warm.start()
-    warm.join()
-    run({epochs}, **{_loader_kwargs(a)!r})
-    run({epochs}, **{_loader_kwargs(b)!r})
-'''
+TIMELINE_RUN = """if __name__ == "__main__":
+    runs, fork_server_s = measure_loaders(workload, configs, epochs, time_limit_s)
+    for r in runs:
+        print(f"{r.config.label}: {len(r.loaded)} samples in {r.wall_s:.2f} s, {r.samples_per_s:.1f} samples/s, "
+              f"starved {r.starved_fraction:.0%}, first batch after {1000 * r.first_batch_s:.0f} ms")"""
 
 
 def io_bound_speedup(workers: int = 4) -> tuple[float, float]:

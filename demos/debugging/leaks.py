@@ -1,21 +1,21 @@
 """Memory leaks in a training loop, measured: graphs kept alive, outputs kept without detach, hooks piling up."""
 
+import functools
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from demos.errors import InputError
+from demos.shown import print_each, script
 
 MAX_STEPS = 100
-_SAVED_ATTRS: dict[type, tuple[str, ...]] = {}  # dir() is slow: look up each node class once
 
 
-def _saved_attrs(node) -> tuple[str, ...]:
-    kind = type(node)
-    if kind not in _SAVED_ATTRS:
-        _SAVED_ATTRS[kind] = tuple(a for a in dir(node) if a.startswith("_saved_"))
-    return _SAVED_ATTRS[kind]
+@functools.cache  # dir() is slow: look up each node class once
+def _saved_attrs(kind: type) -> tuple[str, ...]:
+    """The attributes through which a backward node class exposes what it saved."""
+    return tuple(a for a in dir(kind) if a.startswith("_saved_"))
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def graph_stats(roots: list) -> tuple[int, int]:
         if node is None or id(node) in seen:
             continue
         seen[id(node)] = node
-        for attr in _saved_attrs(node):
+        for attr in _saved_attrs(type(node)):
             try:
                 value = getattr(node, attr)
             except RuntimeError:  # already freed by backward(): no longer holds memory
@@ -130,56 +130,40 @@ def hooks_pile_up(steps: int, leak: bool) -> list[int]:
     return counts
 
 
+def trap_and_fix(steps: int) -> dict:
+    """Every pattern run twice for `steps` steps: (the trap, the fix), by the measurement that shows the leak."""
+    return {
+        "nodes": (accumulate_loss(steps, leak=True)[0], accumulate_loss(steps, leak=False)[0]),
+        "saved_bytes": (eval_accumulate(steps, True), eval_accumulate(steps, False)),
+        "outputs": (keep_outputs(steps, True), keep_outputs(steps, False)),
+        "hooks": (hooks_pile_up(steps, True), hooks_pile_up(steps, False)),
+    }
+
+
+SERIES = {  # report field: the trap's name, the unit of its measurement
+    "nodes": ("training: total_loss += loss", "autograd nodes alive"),
+    "saved_bytes": ("validation: total += loss (no torch.no_grad)", "bytes of saved activations alive"),
+    "outputs": ("outputs.append(out)", "autograd nodes alive"),
+    "hooks": ("register_forward_hook in the loop", "hook calls per forward"),
+}
+
+
 def leaks(steps: int) -> LeakResult:
-    """Every pattern run twice for `steps` steps: the trap and the fix."""
+    """trap_and_fix for `steps` steps, with the code that ran."""
     if not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
         raise InputError(f"Steps must be between 1 and {MAX_STEPS}; got {steps}.")
-    leak_nodes, _ = accumulate_loss(steps, leak=True)
-    ok_nodes, _ = accumulate_loss(steps, leak=False)
-    return LeakResult(
-        steps,
-        LeakSeries("training: total_loss += loss", tuple(leak_nodes), tuple(ok_nodes), "autograd nodes alive"),
-        LeakSeries("validation: total += loss (no torch.no_grad)", tuple(eval_accumulate(steps, True)),
-                   tuple(eval_accumulate(steps, False)), "bytes of saved activations alive"),
-        LeakSeries("outputs.append(out)", tuple(keep_outputs(steps, True)), tuple(keep_outputs(steps, False)),
-                   "autograd nodes alive"),
-        LeakSeries("register_forward_hook in the loop", tuple(hooks_pile_up(steps, True)),
-                   tuple(hooks_pile_up(steps, False)), "hook calls per forward"),
-        leak_code(steps),
-    )
+    code = script(_saved_attrs, graph_stats, _model, _batch, accumulate_loss, eval_accumulate, keep_outputs,
+                  hooks_pile_up, trap_and_fix, imports=IMPORTS, settings={"steps": steps},
+                  run=print_each("trap_and_fix(steps)"))
+    series = {field: LeakSeries(SERIES[field][0], tuple(trap), tuple(fix), SERIES[field][1])
+              for field, (trap, fix) in trap_and_fix(steps).items()}
+    return LeakResult(steps, **series, code=code)
 
 
-def leak_code(steps: int) -> str:
-    return f'''import torch
-from torch import nn
+IMPORTS = """import functools
 
-
-def graph_size(t):
-    """Autograd nodes reachable from t: what t keeps alive."""
-    seen, stack = set(), [t.grad_fn] if isinstance(t, torch.Tensor) and t.grad_fn else []
-    while stack:
-        node = stack.pop()
-        if node is not None and node not in seen:
-            seen.add(node)
-            stack.extend(fn for fn, _ in node.next_functions)
-    return len(seen)
-
-
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-g = torch.Generator().manual_seed(0)
-leaky, fixed = 0.0, 0.0
-for step in range({steps}):
-    x, y = torch.randn(16, 32, generator=g), torch.randn(16, 1, generator=g)
-    loss = nn.functional.mse_loss(model(x), y)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    leaky = leaky + loss        # keeps this step's whole graph (and its saved inputs) alive
-    fixed = fixed + loss.item()  # a Python float: nothing kept
-print("nodes kept by leaky:", graph_size(leaky), " by fixed:", graph_size(fixed))
-'''
+import torch
+from torch import nn"""
 
 
 # Heavy cases for `python -m bench`: the longest loops the slider allows.

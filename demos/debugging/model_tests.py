@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from demos.errors import InputError, quoted
+from demos.shown import Script, script
 
 BUGS = ("none", "unused_layer", "detached_branch", "squeeze_output", "softmax_before_ce", "dropout_always_on")
 BUG_LABELS = {
@@ -59,6 +60,7 @@ class TestReport:
     bug: str
     rows: tuple[TestRow, ...]
     overfit_losses: tuple[float, ...]
+    code: Script
 
     @property
     def passed(self) -> int:
@@ -121,10 +123,8 @@ def _timed(fn, bug):
     return result, (time.perf_counter() - start) * 1000
 
 
-def run_model_tests(bug: str) -> TestReport:
-    """Run the four tests against the model with the chosen bug (or none)."""
-    if bug not in BUGS:
-        raise InputError(f"The planted bug must be one of {', '.join(BUGS)}; got {quoted(bug)}.")
+def four_tests(bug: str) -> dict:
+    """Run the four tests against the model with the chosen bug (or none); a test that raises fails."""
     rows, losses = [], []
     for name, fn in (("output shape", test_output_shape), ("overfit one batch", overfit_one_batch),
                      ("every parameter gets a gradient", every_param_gets_grad),
@@ -133,70 +133,25 @@ def run_model_tests(bug: str) -> TestReport:
         if len(result) == 3:
             losses = result[2]
         rows.append(TestRow(name, bool(result[0]), result[1], ms))
-    return TestReport(bug, tuple(rows), tuple(losses))
+    return {"rows": tuple(rows), "overfit_losses": tuple(losses)}
 
 
-TEST_CODE = '''import torch
-from torch import nn
+def run_model_tests(bug: str) -> TestReport:
+    """four_tests for the chosen bug, with the code that ran."""
+    if bug not in BUGS:
+        raise InputError(f"The planted bug must be one of {', '.join(BUGS)}; got {quoted(bug)}.")
+    settings = {"bug": bug, "IN": IN, "HIDDEN": HIDDEN, "CLASSES": CLASSES, "OVERFIT_STEPS": OVERFIT_STEPS,
+                "OVERFIT_LOSS": OVERFIT_LOSS}
+    code = script(Classifier, TestRow, _make, test_output_shape, overfit_one_batch, every_param_gets_grad,
+                  deterministic_under_seed, _timed, four_tests, imports=IMPORTS, settings=settings, run=RUN)
+    return TestReport(bug, **four_tests(bug), code=code)
 
 
-class Classifier(nn.Module):  # the page's correct model: import yours here instead
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(10, 32)
-        self.fc2 = nn.Linear(32, 4)
+IMPORTS = """import time
+from dataclasses import dataclass
 
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
+import torch
+from torch import nn"""
 
-
-def test_output_shape():
-    model = Classifier().eval()
-    for batch in (1, 8):  # batch 1 catches a stray .squeeze()
-        assert model(torch.randn(batch, 10)).shape == (batch, 4)
-
-
-def test_overfits_one_batch():
-    torch.manual_seed(0)
-    model = Classifier()
-    g = torch.Generator().manual_seed(1)
-    x, y = torch.randn(8, 10, generator=g), torch.randint(0, 4, (8,), generator=g)
-    opt = torch.optim.Adam(model.parameters(), lr=0.02)
-    for _ in range(150):
-        loss = nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    print(f"final loss {loss.item():.4f}")
-    assert loss.item() < 0.05
-
-
-def test_every_parameter_gets_a_gradient():
-    model = Classifier()
-    nn.functional.cross_entropy(model(torch.randn(8, 10)), torch.randint(0, 4, (8,))).backward()
-    for name, p in model.named_parameters():
-        assert p.grad is not None and p.grad.abs().sum() > 0, name
-
-
-def test_deterministic_under_seed():
-    x = torch.randn(8, 10)
-    torch.manual_seed(0)
-    a = Classifier().eval()
-    torch.manual_seed(0)
-    b = Classifier().eval()
-    with torch.no_grad():
-        assert torch.equal(a(x), b(x)) and torch.equal(a(x), a(x))
-
-
-if __name__ == "__main__":  # pytest this_file.py runs the same four tests
-    tests = [test_output_shape, test_overfits_one_batch, test_every_parameter_gets_a_gradient,
-             test_deterministic_under_seed]
-    passed = 0
-    for test in tests:
-        try:
-            test()
-            passed += 1
-        except AssertionError as err:
-            print(test.__name__, "failed:", err)
-    print(f"{passed} of {len(tests)} passed")
-'''
+RUN = """for row in four_tests(bug)["rows"]:
+    print(f"{row.test}: {'pass' if row.passed else 'FAIL'} ({row.detail})")"""

@@ -12,6 +12,7 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from demos.errors import InputError, quoted
+from demos.shown import print_each, script
 
 SOURCES = ("log_zero", "div_zero", "sqrt_negative", "fp16_overflow")
 SOURCE_LABELS = {
@@ -126,8 +127,6 @@ def make_batch(seed: int = 0) -> torch.Tensor:
 
 
 def build(source: str, fixed: bool = False, seed: int = 0) -> NaNNet:
-    if source not in SOURCES:
-        raise InputError(f"The NaN source must be one of {', '.join(SOURCES)}; got {quoted(source)}.")
     torch.manual_seed(seed)
     return NaNNet(source, fixed)
 
@@ -229,7 +228,7 @@ def _short_traceback(text: str) -> str:
 
 def anomaly_run(model: nn.Module, x: torch.Tensor) -> tuple[float, str, str, str]:
     """Forward and backward under detect_anomaly; returns loss, node name, error text, forward traceback."""
-    with _ANOMALY_LOCK, warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             with torch.autograd.detect_anomaly():
@@ -243,8 +242,8 @@ def anomaly_run(model: nn.Module, x: torch.Tensor) -> tuple[float, str, str, str
     return loss.item(), "", "", ""
 
 
-def trace_nan(source: str) -> NaNTrace:
-    """Plant a NaN source, find it twice (anomaly mode, forward hooks), then run the fix."""
+def find_nan(source: str) -> dict:
+    """Plant a NaN source, find it three ways (anomaly mode, forward hooks, an op-level tracer), then run the fix."""
     model = build(source)
     x = make_batch()
     loss, node, error, tb = anomaly_run(model, x)
@@ -257,79 +256,28 @@ def trace_nan(source: str) -> NaNTrace:
     fixed.planted(h).mean().backward()  # the ReLU before it would otherwise mask a nan at the zeros
     grads_ok = torch.isfinite(h.grad).all().item() and all(torch.isfinite(p.grad).all().item()
                                                             for p in fixed.parameters())
-    return NaNTrace(source, loss, node, error, tb, tuple(rows), first, origin, fixed_loss.item(),
-                    grads_ok and math.isfinite(fixed_loss.item()), nan_code(source))
+    return {"source": source, "loss": loss, "node": node, "error": error, "traceback": tb,
+            "hook_rows": tuple(rows), "first_bad": first, "origin": origin, "fixed_loss": fixed_loss.item(),
+            "fixed_grads_finite": grads_ok and math.isfinite(fixed_loss.item())}
 
 
-def nan_code(source: str) -> str:
-    """A standalone script: the planted op, the hook tracer, anomaly mode, then the fix."""
-    return f'''import torch
+def trace_nan(source: str) -> NaNTrace:
+    """find_nan for one planted source, with the code that ran."""
+    if source not in SOURCES:
+        raise InputError(f"The NaN source must be one of {', '.join(SOURCES)}; got {quoted(source)}.")
+    code = script(Planted, NaNNet, HookRow, OpRow, make_batch, build, hook_trace, _FirstNonFinite, op_trace,
+                  _short_traceback, anomaly_run, find_nan, imports=IMPORTS, settings={"source": source},
+                  run=print_each("find_nan(source)"))
+    with _ANOMALY_LOCK:  # anomaly mode is process-wide
+        return NaNTrace(**find_nan(source), code=code)
+
+
+IMPORTS = """import math
+import re
+import traceback
+import warnings
+from dataclasses import dataclass
+
+import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
-
-
-class Planted(nn.Module):
-    def __init__(self, fixed=False):
-        super().__init__()
-        self.fixed = fixed
-
-    def forward(self, h):
-        if self.fixed:
-            {FIX_LINE[source]}
-        else:
-            {PLANTED_LINE[source]}
-        return out
-
-
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(8, 16, bias=False), nn.ReLU(), Planted())
-g = torch.Generator().manual_seed(0)
-x = torch.randn(6, 8, generator=g)
-x[0] = 0  # a padded, all-zero row
-
-
-def first_nonfinite(name):
-    def hook(module, args, output):
-        if not torch.isfinite(output).all():
-            print("first non-finite output:", name, type(module).__name__)
-            raise StopIteration  # stop at the first one
-    return hook
-
-
-handles = [m.register_forward_hook(first_nonfinite(n)) for n, m in model.named_modules() if n]
-try:
-    model(x)
-except StopIteration:
-    pass
-for h in handles:
-    h.remove()
-
-
-class FirstNonFiniteOp(TorchDispatchMode):  # op level: the origin, which anomaly mode does not name
-    first = None
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {{}}))
-        if (self.first is None and isinstance(out, torch.Tensor) and out.is_floating_point()
-                and not torch.isfinite(out).all()):
-            bad = int((~torch.isfinite(out)).sum())
-            self.first = func
-            print("first non-finite op:", func, bad, "of", out.numel(), "values,", int(out.isnan().sum()), "NaN")
-        return out
-
-
-with torch.no_grad(), FirstNonFiniteOp():
-    model(x)
-
-try:
-    with torch.autograd.detect_anomaly():  # prints the forward traceback of the failing node
-        model(x).mean().backward()
-except RuntimeError as err:
-    print(err)
-
-torch.manual_seed(0)
-fixed = nn.Sequential(nn.Linear(8, 16, bias=False), nn.ReLU(), Planted(fixed=True))
-loss = fixed(x).mean()
-loss.backward()
-print("fixed loss:", loss.item(), "grads finite:", all(torch.isfinite(p.grad).all().item() for p in fixed.parameters()))
-'''
+from torch.utils._python_dispatch import TorchDispatchMode"""

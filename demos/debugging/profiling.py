@@ -10,6 +10,7 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from demos.errors import InputError
+from demos.shown import script
 
 PHASES = ("forward", "backward", "optimizer")
 MAX_WIDTH, MAX_BATCH, TOP = 1024, 512, 12
@@ -75,69 +76,59 @@ def _spans(events) -> list[Span]:
     return spans
 
 
-def profile_step(width: int, batch: int) -> ProfileResult:
+def profile_one_step(width: int, batch: int) -> dict:
     """Warm up once, then profile one training step of a 3-layer MLP on CPU."""
-    if not isinstance(width, int) or not 8 <= width <= MAX_WIDTH:
-        raise InputError(f"Width must be between 8 and {MAX_WIDTH}; got {width}.")
-    if not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
-        raise InputError(f"Batch size must be between 1 and {MAX_BATCH}; got {batch}.")
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
                           nn.Linear(width, 10))
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     x, y = torch.randn(batch, width), torch.randint(0, 10, (batch,))
     train_step(model, opt, x, y)  # warm-up: the first step pays for lazy initialization
+    with profile(activities=[ProfilerActivity.CPU]) as prof:  # add ProfilerActivity.CUDA on a GPU
+        train_step(model, opt, x, y)
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)  # open in https://ui.perfetto.dev
+        with open(path, "rb") as f:
+            trace = f.read()
+    finally:
+        os.remove(path)
+    rows = sorted(prof.key_averages(), key=lambda a: a.self_cpu_time_total, reverse=True)[:TOP]
+    spans = _spans(list(prof.events()))
+    return {"top_ops": tuple(OpRow(a.key, a.self_cpu_time_total, a.cpu_time_total, a.count) for a in rows),
+            "spans": tuple(spans),
+            "phase_us": {s.name: s.end_us - s.start_us for s in spans if s.name in PHASES and s.depth == 0},
+            "trace_json": trace}
+
+
+def profile_step(width: int, batch: int) -> ProfileResult:
+    """profile_one_step at the visitor's size, with the code that ran."""
+    if not isinstance(width, int) or not 8 <= width <= MAX_WIDTH:
+        raise InputError(f"Width must be between 8 and {MAX_WIDTH}; got {width}.")
+    if not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
+        raise InputError(f"Batch size must be between 1 and {MAX_BATCH}; got {batch}.")
+    code = script(OpRow, Span, train_step, _spans, profile_one_step, imports=IMPORTS,
+                  settings={"width": width, "batch": batch, "PHASES": PHASES, "TOP": TOP}, run=RUN)
     with _PROFILER_LOCK:
         try:
-            with profile(activities=[ProfilerActivity.CPU]) as prof:
-                train_step(model, opt, x, y)
+            return ProfileResult(width, batch, **profile_one_step(width, batch), code=code)
         except RuntimeError as err:  # another page's profiler session is running in this process
             raise InputError("The profiler is busy with another run on this server; try again in a moment.") from err
-        averages = prof.key_averages()
-        events = list(prof.events())
-        fd, path = tempfile.mkstemp(suffix=".json")
-        os.close(fd)
-        try:
-            prof.export_chrome_trace(path)
-            with open(path, "rb") as f:
-                trace = f.read()
-        finally:
-            os.remove(path)
-    rows = sorted(averages, key=lambda a: a.self_cpu_time_total, reverse=True)[:TOP]
-    top = tuple(OpRow(a.key, a.self_cpu_time_total, a.cpu_time_total, a.count) for a in rows)
-    spans = _spans(events)
-    phase_us = {s.name: s.end_us - s.start_us for s in spans if s.name in PHASES and s.depth == 0}
-    return ProfileResult(width, batch, top, tuple(spans), phase_us, trace, profile_code(width, batch))
 
 
-def profile_code(width: int, batch: int) -> str:
-    return f'''import torch
+IMPORTS = """import os
+import tempfile
+from dataclasses import dataclass
+
+import torch
 from torch import nn
-from torch.profiler import ProfilerActivity, profile, record_function
+from torch.profiler import ProfilerActivity, profile, record_function"""
 
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear({width}, {width}), nn.ReLU(), nn.Linear({width}, {width}), nn.ReLU(),
-                      nn.Linear({width}, 10))
-opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-x, y = torch.randn({batch}, {width}), torch.randint(0, 10, ({batch},))
-
-
-def train_step():
-    with record_function("forward"):
-        loss = nn.functional.cross_entropy(model(x), y)
-    with record_function("backward"):
-        opt.zero_grad()
-        loss.backward()
-    with record_function("optimizer"):
-        opt.step()
-
-
-train_step()  # warm-up
-with profile(activities=[ProfilerActivity.CPU]) as prof:  # add ProfilerActivity.CUDA on a GPU
-    train_step()
-print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit={TOP}))
-prof.export_chrome_trace("trace.json")  # open in https://ui.perfetto.dev
-'''
+RUN = """step = profile_one_step(width, batch)
+for op in step["top_ops"]:
+    print(op)
+print("phase_us:", step["phase_us"])"""
 
 
 # Heavy cases for `python -m bench`: the largest step the widgets allow.

@@ -9,6 +9,7 @@ from torch import nn
 
 from demos.errors import InputError
 from demos.parsing import parse_int
+from demos.shown import print_each, script
 
 MAX_STEPS = 50
 MAX_SEED = 2**31 - 1
@@ -61,12 +62,8 @@ def digest(params: list[torch.Tensor]) -> str:
     return h.hexdigest()[:16]
 
 
-def seeded_runs(steps: int, seed: int) -> SeedResult:
+def four_runs(steps: int, seed: int) -> dict:
     """The same short run twice without a seed, then twice after torch.manual_seed(seed)."""
-    if not isinstance(steps, int) or not 2 <= steps <= MAX_STEPS:
-        raise InputError(f"Steps must be between 2 and {MAX_STEPS}; got {steps}.")
-    if not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise InputError(f"Seed: must be a whole number from 0 to {MAX_SEED}; got {seed!r}.")
     torch.seed()  # the unseeded runs start from fresh entropy, as a new process would
     ua, pa = short_run(steps, None)
     ub, pb = short_run(steps, None)
@@ -76,45 +73,28 @@ def seeded_runs(steps: int, seed: int) -> SeedResult:
     same = sa == sb and all(torch.equal(p, q) for p, q in zip(qa, qb, strict=True))
     runs = (Run("unseeded run A", tuple(ua), digest(pa)), Run("unseeded run B", tuple(ub), digest(pb)),
             Run(f"seed {seed}, run A", tuple(sa), digest(qa)), Run(f"seed {seed}, run B", tuple(sb), digest(qb)))
-    diff = max(abs(a - b) for a, b in zip(ua, ub, strict=True))
-    return SeedResult(runs, ua == ub, same, diff, seed_code(steps, seed))
+    return {"runs": runs, "unseeded_equal": ua == ub, "seeded_equal": same,
+            "unseeded_max_diff": max(abs(a - b) for a, b in zip(ua, ub, strict=True))}
 
 
-def seed_code(steps: int, seed: int) -> str:
-    return f'''import hashlib
+def seeded_runs(steps: int, seed: int) -> SeedResult:
+    """four_runs at the visitor's settings, with the code that ran."""
+    if not isinstance(steps, int) or not 2 <= steps <= MAX_STEPS:
+        raise InputError(f"Steps must be between 2 and {MAX_STEPS}; got {steps}.")
+    if not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise InputError(f"Seed: must be a whole number from 0 to {MAX_SEED}; got {seed!r}.")
+    code = script(Run, short_run, digest, four_runs, imports=SEED_IMPORTS, settings={"steps": steps, "seed": seed},
+                  run=print_each("four_runs(steps, seed)"))
+    return SeedResult(**four_runs(steps, seed), code=code)
+
+
+SEED_IMPORTS = """import hashlib
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-torch.set_num_threads(1)  # as the page runs: a different thread count can change float sums in the last bit
-
-
-def short_run(seed=None):
-    if seed is not None:
-        torch.manual_seed(seed)
-    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1))
-    x, y = torch.randn(64, 10), torch.randn(64, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    losses = []
-    for _ in range({steps}):
-        idx = torch.randint(0, 64, (16,))
-        loss = nn.functional.mse_loss(model(x[idx]), y[idx])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return losses, [p.detach().clone() for p in model.parameters()]
-
-
-a, _ = short_run()
-b, _ = short_run()
-print("unseeded identical:", a == b)
-a, pa = short_run({seed})
-b, pb = short_run({seed})
-print("seeded identical, bit for bit:", a == b and all(torch.equal(p, q) for p, q in zip(pa, pb)))
-print(f"seed {seed}: first loss {{a[0]:.6f}}, last loss {{a[-1]:.6f}}")
-print("parameter digest:", hashlib.sha256(b"".join(p.numpy().tobytes() for p in pa)).hexdigest()[:16])
-'''
+torch.set_num_threads(1)  # as the server runs its demos: a different thread count can change a sum's last bit"""
 
 
 @dataclass(frozen=True)
@@ -167,20 +147,24 @@ def _histc(device):
     return torch.histc(torch.rand(100, device=device), bins=10)
 
 
-# op, why it is here (what deterministic mode does with it)
-CHECKS = (
-    ("max_unpool2d", _max_unpool, "no deterministic kernel on any device: raises, CPU included"),
-    ("index_put_(accumulate=True)", _index_put_accumulate, "switches to a deterministic (sorted) kernel"),
-    ("adaptive_avg_pool2d backward", _adaptive_avg_pool_backward, "CUDA backward uses atomicAdd: raises on CUDA"),
-    ("interpolate(bilinear) backward", _bilinear_backward, "CUDA backward uses atomicAdd: raises on CUDA"),
-    ("scatter_add_", _scatter_add, "CUDA switches to a deterministic kernel"),
-    ("histc", _histc, "CUDA kernel uses atomics: raises on CUDA"),
-)
+def deterministic_checks() -> tuple[tuple, ...]:
+    """Each op checked: its name, the function that runs it, and what deterministic mode does with it."""
+    return (
+        ("max_unpool2d", _max_unpool, "no deterministic kernel on any device: raises, CPU included"),
+        ("index_put_(accumulate=True)", _index_put_accumulate, "switches to a deterministic (sorted) kernel"),
+        ("adaptive_avg_pool2d backward", _adaptive_avg_pool_backward, "CUDA backward uses atomicAdd: raises on CUDA"),
+        ("interpolate(bilinear) backward", _bilinear_backward, "CUDA backward uses atomicAdd: raises on CUDA"),
+        ("scatter_add_", _scatter_add, "CUDA switches to a deterministic kernel"),
+        ("histc", _histc, "CUDA kernel uses atomics: raises on CUDA"),
+    )
+
+
+CHECKS = deterministic_checks()
 
 
 def _run_checks(device: str) -> tuple[OpCheck, ...]:
     out = []
-    for name, fn, _why in CHECKS:
+    for name, fn, _why in deterministic_checks():
         try:
             fn(device)
             out.append(OpCheck(name, device, "ran", ""))
@@ -189,35 +173,36 @@ def _run_checks(device: str) -> tuple[OpCheck, ...]:
     return tuple(out)
 
 
+def deterministic_mode(cuda: bool) -> dict:
+    """torch.empty with the flag off and on, then each op with torch.use_deterministic_algorithms(True) on CPU,
+    and on CUDA when present; the flag is restored afterwards."""
+    before = torch.are_deterministic_algorithms_enabled()
+    try:
+        torch.use_deterministic_algorithms(False)
+        empty_default = str(torch.empty(4).tolist())
+        torch.use_deterministic_algorithms(True)
+        empty_det = str(torch.empty(4).tolist())
+        cpu = _run_checks("cpu")
+        gpu = _run_checks("cuda") if cuda else ()
+    finally:
+        torch.use_deterministic_algorithms(before)
+    return {"cuda": cuda, "empty_default": empty_default, "empty_deterministic": empty_det, "cpu_checks": cpu,
+            "cuda_checks": gpu}
+
+
 def determinism_checks() -> DeterminismResult:
-    """Run each op with torch.use_deterministic_algorithms(True) on CPU, and on CUDA when present."""
+    """deterministic_mode on this host, with the code that ran."""
     cuda = torch.cuda.is_available()
-    with _DETERMINISM_LOCK:
-        before = torch.are_deterministic_algorithms_enabled()
-        try:
-            torch.use_deterministic_algorithms(False)
-            empty_default = str(torch.empty(4).tolist())
-            torch.use_deterministic_algorithms(True)
-            empty_det = str(torch.empty(4).tolist())
-            cpu = _run_checks("cpu")
-            gpu = _run_checks("cuda") if cuda else ()
-        finally:
-            torch.use_deterministic_algorithms(before)
-    return DeterminismResult(cuda, empty_default, empty_det, cpu, gpu, DETERMINISM_CODE)
+    code = script(OpCheck, _max_unpool, _index_put_accumulate, _adaptive_avg_pool_backward, _bilinear_backward,
+                  _scatter_add, _histc, deterministic_checks, _run_checks, deterministic_mode, imports=DET_IMPORTS,
+                  settings={"cuda": cuda}, run=print_each("deterministic_mode(cuda)"))
+    with _DETERMINISM_LOCK:  # the flag is process-wide
+        return DeterminismResult(**deterministic_mode(cuda), code=code)
 
 
-DETERMINISM_CODE = '''import os
+DET_IMPORTS = """from dataclasses import dataclass
+
 import torch
 from torch import nn
 
-os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # needed for deterministic cuBLAS on CUDA >= 10.2
-torch.use_deterministic_algorithms(True)
-print(torch.empty(4))  # uninitialized memory is filled with NaN so reads of it are reproducible
-x = torch.rand(1, 1, 4, 4)
-pooled, idx = nn.functional.max_pool2d(x, 2, return_indices=True)
-try:
-    nn.functional.max_unpool2d(pooled, idx, 2)
-except RuntimeError as err:
-    print("raised:", str(err).split(". ")[0])
-# torch.backends.cudnn.benchmark = False  # also needed on CUDA: autotuning can pick different kernels per run
-'''
+# On CUDA also set CUBLAS_WORKSPACE_CONFIG=:4096:8 before CUDA starts and torch.backends.cudnn.benchmark = False"""

@@ -10,8 +10,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from demos.data.procs import WorkerRun, worker_run
+from demos.data.procs import worker_run
 from demos.errors import InputError
+from demos.shown import script
 
 ITEMS, WORKERS, TIMEOUT_S = 8, 2, 60
 
@@ -33,11 +34,11 @@ class AugmentDataset(Dataset):
         seed = info.seed if info is not None else -1
         return (i, wid, seed, float(self.rng.random()), float(np.random.random()), float(torch.rand(()).item()))
 
-
-def seed_worker(worker_id: int) -> None:
-    """worker_init_fn: give the dataset's copy of the generator a per-worker seed derived from torch's."""
-    info = get_worker_info()
-    info.dataset.rng = np.random.default_rng(info.seed)
+    @staticmethod
+    def seed_worker(worker_id: int) -> None:
+        """worker_init_fn: give the dataset's copy of the generator a per-worker seed derived from torch's."""
+        info = get_worker_info()
+        info.dataset.rng = np.random.default_rng(info.seed)  # info.seed = base seed + worker id
 
 
 @dataclass(frozen=True)
@@ -56,26 +57,26 @@ class WorkerResult:
     code: str
 
 
-def make_loader(run: WorkerRun, fixed: bool) -> DataLoader:
-    """Two workers from the run's fork server; the fix adds worker_init_fn and a seeded generator."""
-    return run.loader(
-        AugmentDataset(), batch_size=None, num_workers=WORKERS,
-        worker_init_fn=seed_worker if fixed else None,
-        generator=torch.Generator().manual_seed(0) if fixed else None,
-    )
+def read_both(loader=DataLoader, iterate=iter) -> tuple[list[tuple], list[tuple]]:
+    """One epoch from the buggy loader and one from the fixed one (worker_init_fn and a seeded generator).
+
+    `loader` makes each DataLoader and `iterate` starts its workers: both loaders' workers start before either is
+    read."""
+    bug = loader(AugmentDataset(), batch_size=None, num_workers=WORKERS)
+    fixed = loader(AugmentDataset(), batch_size=None, num_workers=WORKERS, worker_init_fn=AugmentDataset.seed_worker,
+                   generator=torch.Generator().manual_seed(0))
+    iterators = [iterate(bug), iterate(fixed)]
+    return [tuple(r) for r in iterators[0]], [tuple(r) for r in iterators[1]]
 
 
 def load_both() -> tuple[list[tuple], list[tuple]]:
-    """Start both loaders' workers at once, read one epoch from each; the run stops every worker afterwards.
-
-    The workers are forked from a fork server that imported torch once (demos.data.procs), not spawned: each
-    spawned worker imports torch again (about 250 MB apiece). The dataset is pickled into each worker either
-    way, so the copied generator is the same lesson.
-    """
+    """read_both with two workers per loader, forked from a fork server that imported torch once
+    (demos.data.procs), not spawned: each spawned worker imports torch again (about 250 MB apiece). The dataset is
+    pickled into each worker either way, so the copied generator is the same lesson. The run stops every worker
+    afterwards."""
     with worker_run(TIMEOUT_S) as run:
         try:
-            iterators = [run.iterate(make_loader(run, False)), run.iterate(make_loader(run, True))]
-            return [tuple(r) for r in iterators[0]], [tuple(r) for r in iterators[1]]
+            return read_both(run.loader, run.iterate)
         except RuntimeError as err:
             raise InputError(f"The DataLoader workers failed on this host: {str(err).splitlines()[0]}") from None
 
@@ -97,47 +98,26 @@ def worker_seeds(workers: int = WORKERS) -> WorkerResult:
     """Run the buggy and the fixed loader (the worker run holds the server-wide process slot)."""
     if workers != WORKERS:
         raise InputError(f"This demo always uses {WORKERS} workers; got {workers}.")
+    code = script(AugmentDataset, read_both, base_seeds, imports=IMPORTS, settings={"ITEMS": ITEMS, "WORKERS": WORKERS},
+                  run=RUN)
     start = time.perf_counter()
     bug, fixed = load_both()
     return WorkerResult(_rows("bug: generator created in __init__", bug),
                         _rows("fix: worker_init_fn + generator", fixed),
-                        base_seeds(), time.perf_counter() - start, WORKER_CODE)
+                        base_seeds(), time.perf_counter() - start, code)
 
 
-WORKER_CODE = '''import numpy as np
+IMPORTS = """import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, get_worker_info"""
 
-
-class AugmentDataset(Dataset):
-    def __init__(self, n=8, seed=0):
-        self.n = n
-        self.rng = np.random.default_rng(seed)  # every worker gets a copy of this exact state
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        info = get_worker_info()
-        return i, info.id, info.seed, self.rng.random(), np.random.random(), torch.rand(()).item()
-
-
-def seed_worker(worker_id):
-    info = get_worker_info()
-    info.dataset.rng = np.random.default_rng(info.seed)  # info.seed = base_seed + worker_id
-
-
-if __name__ == "__main__":  # required with forkserver and spawn: workers re-import this file
-    bug = DataLoader(AugmentDataset(), batch_size=None, num_workers=2, multiprocessing_context="forkserver")
-    for i, worker, seed, dataset_rng, global_np, torch_rand in bug:
-        # items 0 and 1 (workers 0 and 1) share the same dataset_rng value: the copied Generator.
-        # This loader has no generator=, so its worker seeds (and np.random, torch.rand) change from run to run.
-        print("bug", i, worker, dataset_rng)
-    fixed = DataLoader(AugmentDataset(), batch_size=None, num_workers=2, multiprocessing_context="forkserver",
-                       worker_init_fn=seed_worker, generator=torch.Generator().manual_seed(0))
+RUN = """if __name__ == "__main__":  # workers started by spawn or forkserver re-import this file
+    bug, fixed = read_both()
+    for row in bug:  # index, worker, worker seed, dataset's generator, np.random, torch.rand
+        print("bug", row)  # no generator=: the worker seeds (and np.random, torch.rand) change from run to run
     for row in fixed:
         print("fixed", row)
-'''
+    print("base seeds of two loaders with generator=manual_seed(0):", base_seeds())"""
 
 
 # Heavy cases for `python -m bench`: starting the two loaders' workers.

@@ -6,7 +6,6 @@ under torchrun. Both return a `DistRun`; the `*_view` functions turn one into wh
 
 import ast
 import functools
-import inspect
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,6 +19,7 @@ from demos.distributed.results import check_ranks, load_result
 from demos.errors import InputError, quoted
 from demos.memory.models import GPT, GPT2_CONTEXT  # the Memory page's model: one parameter count for both pages
 from demos.parsing import parse_int, parse_number
+from demos.shown import print_each, script
 from demos.traps import TrapPair
 
 # name: (low, high) for whole-number parameters of each demo
@@ -130,26 +130,34 @@ _SNIPPET_PARTS = {
 _SOURCES = ("models.py", "workers.py", "reports.py")  # read as text: the server never imports the ranks' DDP/FSDP
 
 
+def _module_nodes(file: str) -> tuple[str, list]:
+    text = (Path(__file__).parent / file).read_text(encoding="utf-8")
+    return text, ast.parse(text).body
+
+
 @functools.cache
 def _definitions() -> dict[str, str]:
     """Source of every top-level function and class in the workers' modules, by name."""
     out = {}
     for file in _SOURCES:
-        text = (Path(__file__).parent / file).read_text(encoding="utf-8")
-        for node in ast.parse(text).body:
+        text, nodes = _module_nodes(file)
+        for node in nodes:
             if isinstance(node, ast.FunctionDef | ast.ClassDef):
                 out[node.name] = ast.get_source_segment(text, node)
     return out
 
 
-_HEADER = (
-    "import os\nimport time\nimport warnings\n\nimport torch\nimport torch.distributed as dist\n"
-    "import torch.nn as nn\nimport torch.nn.functional as F\n"
-    "from torch.distributed.device_mesh import init_device_mesh\nfrom torch.distributed.fsdp import fully_shard\n"
-    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
-    "from torch.utils._python_dispatch import TorchDispatchMode\nfrom torch.utils.data import DistributedSampler\n\n"
-    "ENV_KEYS = ('RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT')\n"
-)
+@functools.cache
+def _header() -> str:
+    """The workers' own imports (torch's; this app's own are the definitions the script holds) and ENV_KEYS."""
+    text, nodes = _module_nodes("workers.py")
+    imports = [ast.get_source_segment(text, n) for n in nodes if isinstance(n, ast.Import | ast.ImportFrom)
+               and not (isinstance(n, ast.ImportFrom) and n.module.startswith("demos"))
+               and not any(alias.name == "torch._dynamo" for alias in n.names)]
+    models, model_nodes = _module_nodes("models.py")
+    env = next(ast.get_source_segment(models, n) for n in model_nodes
+               if isinstance(n, ast.Assign) and n.targets[0].id == "ENV_KEYS")
+    return "\n".join(imports) + "\n\n" + env + "\n"
 
 
 def backend_note() -> str:
@@ -172,7 +180,7 @@ def snippet(demo: str, world: int, params: dict) -> str:
         f"# Run with: torchrun --nproc-per-node {world} this_file.py\n"
         f"# or, in this repository: torchrun --nproc-per-node {world} -m demos.distributed.run --demo {demo} "
         f"{cli} --out result.json\n"
-        f"{_HEADER}\n\n{parts}\n\n"
+        f"{_header()}\n\n{parts}\n\n"
         "if __name__ == '__main__':\n"
         "    dist.init_process_group('gloo')\n"
         "    rank, world = dist.get_rank(), dist.get_world_size()\n"
@@ -704,26 +712,24 @@ def _stage_order(kind: str, p: int, m: int, s: int) -> list[tuple[str, int]]:
     return order
 
 
-def pipeline_schedule(stages: int, micro: int, kind: str) -> Schedule:
+def simulate_schedule(kind: str, p: int, m: int) -> dict:
     """Simulate a schedule with unit-time forward and backward; measure the idle fraction of every stage."""
+    tasks = run_schedule([_stage_order(kind, p, m, s) for s in range(p)])
+    makespan = max(start + 1 for _, start, _, _ in tasks)
+    return {"tasks": tuple(sorted(tasks, key=lambda t: (t[1], t[0]))), "makespan": makespan,
+            "bubble": 1 - (2 * m) / makespan, "formula": (p - 1) / (m + p - 1),
+            "peak_in_flight": tuple(peak_in_flight(tasks, p))}
+
+
+def pipeline_schedule(stages: int, micro: int, kind: str) -> Schedule:
+    """simulate_schedule for the visitor's pipeline, with the code that ran."""
     p = parse_int(str(stages), "Stages", 2, 8)
     m = parse_int(str(micro), "Micro-batches", 1, 16)
     if kind not in ("GPipe", "1F1B"):
         raise InputError(f"Unknown schedule {quoted(kind)}; choose GPipe or 1F1B.")
-    orders = [_stage_order(kind, p, m, s) for s in range(p)]
-    tasks = run_schedule(orders)
-    makespan = max(start + 1 for _, start, _, _ in tasks)
-    peak = peak_in_flight(tasks, p)
-    code = (inspect.getsource(_stage_order) + "\n\n" + inspect.getsource(run_schedule) + "\n\n"
-            + inspect.getsource(peak_in_flight) + "\n\n"
-            f"orders = [_stage_order({kind!r}, {p}, {m}, s) for s in range({p})]\n"
-            "tasks = run_schedule(orders)\n"
-            "makespan = max(start + 1 for _, start, _, _ in tasks)\n"
-            f"print('makespan', makespan, 'time units; bubble', 1 - 2 * {m} / makespan, "
-            f"'; formula (p-1)/(m+p-1) =', ({p} - 1) / ({m} + {p} - 1))\n"
-            f"print('peak micro-batches in flight per stage', peak_in_flight(tasks, {p}))\n")
-    return Schedule(kind, p, m, tuple(sorted(tasks, key=lambda t: (t[1], t[0]))), makespan, 1 - (2 * m) / makespan,
-                    (p - 1) / (m + p - 1), tuple(peak), code)
+    code = script(_stage_order, run_schedule, peak_in_flight, simulate_schedule, imports="",
+                  settings={"kind": kind, "p": p, "m": m}, run=print_each("simulate_schedule(kind, p, m)"))
+    return Schedule(kind, p, m, **simulate_schedule(kind, p, m), code=code)
 
 
 def run_schedule(orders: list) -> list[tuple[int, int, str, int]]:

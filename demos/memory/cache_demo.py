@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from demos.errors import InputError, quoted
 from demos.memory.allocator import BlockView, CachingAllocator, OutOfMemory, fmt_bytes
 from demos.parsing import MAX_TEXT
+from demos.shown import script
 
 MAX_ACTIONS = 40
 MAX_SCRIPT = 40 * MAX_TEXT // 10
@@ -87,11 +88,8 @@ def _parse_line(line: str, i: int, live: set) -> Action:
     raise InputError(f"Line {i} ({quoted(line)}) is not `name = 40 MiB`, `del name` or `empty_cache()`.")
 
 
-def run_script(text: str, capacity_mib: int, expandable: bool) -> AllocatorRun:
-    """Play the script through the allocator model, recording memory after each action."""
-    actions = parse_script(text)
-    if not MIN_CAPACITY_MIB <= capacity_mib <= MAX_CAPACITY_MIB:
-        raise InputError(f"Capacity must be between {MIN_CAPACITY_MIB} and {MAX_CAPACITY_MIB} MiB; got {capacity_mib}.")
+def play(actions: tuple[Action, ...], capacity_mib: int, expandable: bool) -> dict:
+    """Play the actions through the allocator model, recording memory after each; an OOM stops the run."""
     alloc = CachingAllocator(capacity=capacity_mib * 2**20, expandable=expandable)
     labels, allocated, reserved, snaps, released = ["start"], [0], [0], [()], [0]
     oom = None
@@ -116,32 +114,28 @@ def run_script(text: str, capacity_mib: int, expandable: bool) -> AllocatorRun:
         released.append(max(before - alloc.reserved, 0) if a.kind != "free" else 0)
         if oom:
             break
-    return AllocatorRun(actions, tuple(labels), tuple(allocated), tuple(reserved), tuple(snaps), tuple(released),
-                        capacity_mib * 2**20, expandable, oom, script_code(actions, expandable))
+    return {"labels": tuple(labels), "allocated": tuple(allocated), "reserved": tuple(reserved),
+            "snapshots": tuple(snaps), "released": tuple(released), "oom": oom}
 
 
-def script_code(actions: tuple[Action, ...], expandable: bool) -> str:
-    """The same script as real CUDA code (uint8 tensors of the requested sizes)."""
-    lines = [
-        "import os",
-        f"os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:{expandable}'  # before CUDA starts",
-        "import torch",
-        "",
-        "if not torch.cuda.is_available():",
-        "    raise SystemExit('No CUDA GPU here: this script measures the CUDA caching allocator; run it on a machine "
-        "with an NVIDIA GPU.')",
-        "",
-        "def show(what):",
-        "    allocated, reserved = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()",
-        "    print(f'{what:24s} allocated {allocated:>12,}  reserved {reserved:>12,}')",
-        "",
-    ]
-    for a in actions:
-        if a.kind == "alloc":
-            lines.append(f"{a.name} = torch.empty({a.nbytes}, dtype=torch.uint8, device='cuda'); show('{a.name}')")
-        elif a.kind == "free":
-            lines.append(f"del {a.name}; show('del {a.name}')")
-        else:
-            lines.append("torch.cuda.empty_cache(); show('empty_cache()')")
-    lines.append("print(torch.cuda.memory_summary())")
-    return "\n".join(lines) + "\n"
+def run_script(text: str, capacity_mib: int, expandable: bool) -> AllocatorRun:
+    """Parse the visitor's script and play it through the allocator model, with the code that ran."""
+    actions = parse_script(text)
+    if not MIN_CAPACITY_MIB <= capacity_mib <= MAX_CAPACITY_MIB:
+        raise InputError(f"Capacity must be between {MIN_CAPACITY_MIB} and {MAX_CAPACITY_MIB} MiB; got {capacity_mib}.")
+    settings = {"text": text, "capacity_mib": capacity_mib, "expandable": expandable}
+    code = script(play, imports=IMPORTS, settings=settings, run=RUN)
+    return AllocatorRun(actions, **play(actions, capacity_mib, expandable), capacity=capacity_mib * 2**20,
+                        expandable=expandable, code=code)
+
+
+IMPORTS = """# Run from the repository root: it plays the script through this app's model of the CUDA caching allocator.
+from demos.memory.allocator import CachingAllocator, OutOfMemory, fmt_bytes
+from demos.memory.cache_demo import Action, parse_script"""
+
+RUN = """run = play(parse_script(text), capacity_mib, expandable)
+for label, allocated, reserved, released in zip(run["labels"], run["allocated"], run["reserved"], run["released"],
+                                               strict=True):
+    print(f"{label:24s} allocated {allocated:>12,}  reserved {reserved:>12,}  released {released:>12,}")
+if run["oom"]:
+    print(run["oom"])"""

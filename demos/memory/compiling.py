@@ -17,6 +17,7 @@ from demos.errors import InputError, quoted
 from demos.guests import process_slot
 from demos.isolated import compiler_in_use
 from demos.parsing import count_range, format_shape, parse_shape, text_field
+from demos.shown import print_each, script
 from demos.timing import median_ms
 
 MAX_SIZE = 1024
@@ -49,8 +50,13 @@ def clean(x):
     return y.cos() * 2
 
 
-PLANTED = {"print": with_print, "data-dependent branch": data_dependent_branch, ".item()": with_item,
-           "no break (control)": clean}
+def planted() -> dict:
+    """The functions with a planted graph break (and one without), by the name the page gives them."""
+    return {"print": with_print, "data-dependent branch": data_dependent_branch, ".item()": with_item,
+            "no break (control)": clean}
+
+
+PLANTED = planted()
 
 
 @dataclass(frozen=True)
@@ -134,36 +140,33 @@ def parse_shapes(text: str) -> tuple[tuple[int, ...], ...]:
     return shapes
 
 
-def count_recompiles(shapes_text: str) -> Recompiles:
-    """Compile one function three ways and call it on each shape; count frames dynamo compiled.
+def recompile_counts(shapes: tuple[tuple[int, ...], ...]) -> dict:
+    """Compile one function three ways and call it on each shape; the graphs dynamo compiled for each way.
 
     Guards and recompiles depend on shapes, dtypes and devices, not on values, so the inputs are meta tensors:
     a 1024 x 1024 x 1024 input costs no memory and sin/cos on it no time, and the counts are those of real
     tensors of the same shapes (tests/test_memory_compiling.py compares them).
     """
-    shapes = parse_shapes(shapes_text)
-    inputs = [torch.empty(s, device=INPUT_DEVICE) for s in shapes]  # made before the compiler lock is taken
+    inputs = [torch.empty(s, device=INPUT_DEVICE) for s in shapes]
     compiles, graphs = {}, {}
-    with process_slot():
-        for label, dynamic in (("dynamic=None (default)", None), ("dynamic=False", False), ("dynamic=True", True)):
-            seen = _compiled_graphs(inputs, dynamic)
-            compiles[label] = len(seen)
-            graphs[label] = tuple(seen)
-    code = (
-        "import torch\n\n"
-        "def f(x):\n    y = x.sin()\n    return y.cos() * 2\n\n"
-        "for dynamic in (None, False, True):\n"
-        "    torch._dynamo.reset()\n"
-        "    compiled = []\n"
-        "    def backend(gm, example_inputs):\n"
-        "        compiled.append([getattr(t, 'shape', t) for t in example_inputs])\n"
-        "        return gm.forward\n"
-        "    g = torch.compile(f, backend=backend, dynamic=dynamic)\n"
-        f"    for shape in {list(shapes)}:\n"
-        f"        g(torch.empty(shape, device={INPUT_DEVICE!r}))  # shapes matter, not values\n"
-        "    print(f'dynamic={dynamic}: {len(compiled)} compiles', compiled)\n"
-    )
-    return Recompiles(shapes, compiles, graphs, code)
+    for label, dynamic in (("dynamic=None (default)", None), ("dynamic=False", False), ("dynamic=True", True)):
+        seen = _compiled_graphs(inputs, dynamic)
+        compiles[label] = len(seen)
+        graphs[label] = tuple(seen)
+    return {"compiles": compiles, "graphs": graphs}
+
+
+def count_recompiles(shapes_text: str) -> Recompiles:
+    """recompile_counts for the visitor's shapes, with the code that ran."""
+    shapes = parse_shapes(shapes_text)
+    code = script(clean, _describe, _compiled_graphs, recompile_counts, settings=_shape_settings(shapes),
+                  run=print_each("recompile_counts(shapes)"))
+    with process_slot(), fresh_dynamo():
+        return Recompiles(shapes, **recompile_counts(shapes), code=code)
+
+
+def _shape_settings(shapes: tuple[tuple[int, ...], ...]) -> dict:
+    return {"shapes": shapes, "INPUT_DEVICE": INPUT_DEVICE}
 
 
 def _compiled_graphs(inputs: list[torch.Tensor], dynamic: bool | None, fn=clean) -> list[str]:
@@ -174,10 +177,10 @@ def _compiled_graphs(inputs: list[torch.Tensor], dynamic: bool | None, fn=clean)
         seen.append(", ".join(_describe(t) for t in example_inputs))
         return gm.forward
 
-    with fresh_dynamo():
-        compiled = torch.compile(fn, backend=backend, dynamic=dynamic)
-        for x in inputs:
-            compiled(x)
+    torch._dynamo.reset()  # an empty cache: count this call's compiles only
+    compiled = torch.compile(fn, backend=backend, dynamic=dynamic)
+    for x in inputs:
+        compiled(x)
     return seen
 
 
@@ -197,51 +200,46 @@ class Strict:
     code: str
 
 
-def strict_compile(shapes_text: str) -> Strict:
+def fullgraph_and_limit(shapes: tuple[tuple[int, ...], ...]) -> dict:
     """fullgraph=True on each planted function (a graph break becomes an error), then the shapes under a recompile
     limit one below their count with dynamic=False: the last shape finds the limit hit and runs eagerly."""
-    shapes = parse_shapes(shapes_text)
     x = torch.randn(8, generator=torch.Generator().manual_seed(0))
+    fullgraph = {name: _fullgraph(fn, x) for name, fn in planted().items()}
     inputs = [torch.empty(s, device=INPUT_DEVICE) for s in shapes]
     limit = max(1, len(shapes) - 1)
-    with process_slot():
-        with fresh_dynamo():
-            fullgraph = {name: _fullgraph(fn, x) for name, fn in PLANTED.items()}
-        with torch._dynamo.config.patch(recompile_limit=limit):
-            compiled = len(_compiled_graphs(inputs, dynamic=False))
-    code = (
-        "import torch\n\n" + "".join(textwrap.dedent(inspect.getsource(fn)) + "\n" for fn in PLANTED.values())
-        + "for fn in (with_print, data_dependent_branch, with_item, clean):\n"
-        "    torch._dynamo.reset()\n"
-        "    try:\n"
-        "        torch.compile(fn, backend='eager', fullgraph=True)(torch.randn(8))\n"
-        "        print(fn.__name__, 'one graph')\n"
-        "    except torch._dynamo.exc.Unsupported as e:\n"
-        "        print(fn.__name__, 'raises', type(e).__name__, str(e).splitlines()[0])\n\n"
-        "print('default recompile_limit', torch._dynamo.config.recompile_limit)\n"
-        "torch._dynamo.reset()\n"
-        "compiled = []\n"
-        "def backend(gm, example_inputs):\n"
-        "    compiled.append(example_inputs[0].shape)\n"
-        "    return gm.forward\n"
-        f"with torch._dynamo.config.patch(recompile_limit={limit}):\n"
-        "    g = torch.compile(clean, backend=backend, dynamic=False)\n"
-        f"    for shape in {list(shapes)}:\n"
-        f"        g(torch.empty(shape, device={INPUT_DEVICE!r}))  # past the limit: runs eagerly, a warning logged\n"
-        f"print(len(compiled), 'of {len(shapes)} shapes compiled under recompile_limit={limit}')\n"
-    )
-    return Strict(fullgraph, torch._dynamo.config.recompile_limit, limit, shapes, compiled, code)
+    with torch._dynamo.config.patch(recompile_limit=limit):
+        compiled = len(_compiled_graphs(inputs, dynamic=False))
+    return {"fullgraph": fullgraph, "default_limit": torch._dynamo.config.recompile_limit, "limit": limit,
+            "compiled": compiled}
+
+
+def strict_compile(shapes_text: str) -> Strict:
+    """fullgraph_and_limit for the visitor's shapes, with the code that ran."""
+    shapes = parse_shapes(shapes_text)
+    code = script(with_print, data_dependent_branch, with_item, clean, planted, _fullgraph, _describe,
+                  _compiled_graphs, fullgraph_and_limit, imports=COMPILE_IMPORTS, settings=_shape_settings(shapes),
+                  run=print_each("fullgraph_and_limit(shapes)"))
+    with process_slot(), fresh_dynamo():
+        return Strict(shapes=shapes, **fullgraph_and_limit(shapes), code=code)
+
+
+COMPILE_IMPORTS = """import contextlib
+import io
+
+import torch"""
 
 
 def _fullgraph(fn, x: torch.Tensor) -> str:
+    """What torch.compile(fn, fullgraph=True) does on x; a graph it compiles must give eager's output."""
     with contextlib.redirect_stdout(io.StringIO()):  # the planted print goes nowhere
+        expected = fn(x)  # eager runs every one of them
         try:
-            torch.compile(fn, backend="eager", fullgraph=True)(x)
+            got = torch.compile(fn, backend="eager", fullgraph=True)(x)
         except torch._dynamo.exc.Unsupported as e:
             return f"raises {type(e).__name__}: {str(e).strip().splitlines()[0]}"
         finally:
             torch._dynamo.reset()
-    return "one graph, no error"
+    return "one graph, no error" if torch.allclose(got, expected) else "one graph, but its output differs from eager"
 
 
 def mlp_block(x, w1, w2):
@@ -250,35 +248,33 @@ def mlp_block(x, w1, w2):
     return torch.nn.functional.layer_norm(h @ w2, (w2.shape[1],))
 
 
-def time_compile(size: int, repeats: int = 20) -> CompileTiming:
+def eager_vs_compiled(size: int, repeats: int) -> dict:
     """Inductor on CPU: compile time once, then median time per call for eager and compiled (after warm-up)."""
-    if not 16 <= size <= MAX_SIZE:
-        raise InputError(f"Size must be between 16 and {MAX_SIZE}; got {size}.")
     g = torch.Generator().manual_seed(0)
     x, w1, w2 = (torch.randn(size, size, generator=g) / size**0.5 for _ in range(3))
+    compiled = torch.compile(mlp_block)
+    t0 = time.perf_counter()
+    expected, got = mlp_block(x, w1, w2), compiled(x, w1, w2)
+    compile_s = time.perf_counter() - t0
+    return {"eager_ms": median_ms(lambda: mlp_block(x, w1, w2), repeats, warmup=3),
+            "compiled_ms": median_ms(lambda: compiled(x, w1, w2), repeats, warmup=3),
+            "compile_s": compile_s, "max_abs_diff": float((expected - got).abs().max())}
+
+
+def time_compile(size: int, repeats: int = 20) -> CompileTiming:
+    """eager_vs_compiled at the visitor's size, with the code that ran."""
+    if not 16 <= size <= MAX_SIZE:
+        raise InputError(f"Size must be between 16 and {MAX_SIZE}; got {size}.")
+    code = script(mlp_block, median_ms, eager_vs_compiled, imports=TIMING_IMPORTS,
+                  settings={"size": size, "repeats": repeats}, run=print_each("eager_vs_compiled(size, repeats)"))
     with fresh_dynamo():
-        compiled = torch.compile(mlp_block)
-        t0 = time.perf_counter()
-        expected, got = mlp_block(x, w1, w2), compiled(x, w1, w2)
-        compile_s = time.perf_counter() - t0
-        eager_ms = median_ms(lambda: mlp_block(x, w1, w2), repeats, warmup=3)
-        compiled_ms = median_ms(lambda: compiled(x, w1, w2), repeats, warmup=3)
-    code = (
-        "import time, torch\n\n" + textwrap.dedent(inspect.getsource(mlp_block)) + "\n"
-        f"g = torch.Generator().manual_seed(0)\n"
-        f"x, w1, w2 = (torch.randn({size}, {size}, generator=g) / {size}**0.5 for _ in range(3))\n"
-        "compiled = torch.compile(mlp_block)\n"
-        "t0 = time.perf_counter(); got = compiled(x, w1, w2); print('first call (compiles)', time.perf_counter() - t0, "
-        "'s')\n"
-        "diff = (mlp_block(x, w1, w2) - got).abs().max()\n"
-        "print(f'largest difference between eager and compiled outputs: {diff:.2e}')\n"
-        "for name, fn in (('eager', mlp_block), ('compiled', compiled)):\n"
-        "    for _ in range(3): fn(x, w1, w2)  # warm-up\n"
-        "    t0 = time.perf_counter()\n"
-        f"    for _ in range({repeats}): fn(x, w1, w2)\n"
-        f"    print(name, (time.perf_counter() - t0) / {repeats} * 1e3, 'ms')\n"
-    )
-    return CompileTiming(size, eager_ms, compiled_ms, compile_s, float((expected - got).abs().max()), code)
+        return CompileTiming(size, **eager_vs_compiled(size, repeats), code=code)
+
+
+TIMING_IMPORTS = """import statistics
+import time
+
+import torch"""
 
 
 def dynamo_report(shapes_text: str) -> tuple[tuple[BreakReport, ...], Recompiles, Strict]:

@@ -304,5 +304,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def recorder_script() -> str:
+    """This whole file, as the page shows it (a demos.shown.Script): the recorder that made the recording it draws."""
+    from demos.shown import script  # imported here: the file itself runs alone on a machine with a GPU
+
+    return script(sys.modules[__name__], imports="")
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

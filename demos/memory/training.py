@@ -18,6 +18,7 @@ from demos.memory.allocator import CachingAllocator, GiB, MiB, fmt_bytes, round_
 from demos.memory.autocast import SimulatedAutocast
 from demos.memory.models import MODELS, build_model, loss_of, make_batch
 from demos.memory.tracker import CATEGORIES, StorageTracker
+from demos.shown import Script, script
 
 # cuDNN allocates a workspace inside each convolution (forward and backward) that no dispatch mode sees; its size
 # depends on the algorithm cuDNN picks at run time. Estimate, fitted to one measurement: the Small CNN at batch
@@ -464,54 +465,31 @@ def largest_fitting(batches: tuple[int, ...], peaks: tuple[int, ...], capacity: 
     return b0 + (capacity - p0) * (b1 - b0) / (p1 - p0)
 
 
-def snippet(spec: RunSpec, card: str = next(iter(CARDS))) -> str:
-    """A runnable script that reproduces the timeline with the same tracker, on meta tensors or CUDA, and the
-    headroom it leaves on `card`."""
-    return f'''# Run from the repository root: it uses this app's storage tracker (demos/memory/tracker.py).
+def snippet(spec: RunSpec, card: str = next(iter(CARDS))) -> Script:
+    """The training steps that made the timeline, run under the same tracker on meta tensors (CUDA where present),
+    then the allocator model's replay and the headroom the peak leaves on `card`."""
+    return script(run_steps, _replay, imports=TIMELINE_IMPORTS, settings={"spec": spec, "card": card},
+                  run=TIMELINE_RUN)
+
+
+TIMELINE_IMPORTS = """# Run from the repository root: it uses this app's storage tracker and allocator model.
 import torch
-from demos.memory.allocator import fmt_bytes
-from demos.memory.training import (CARDS, CUDA_CONTEXT_ESTIMATE, WORKSPACE_RESERVED, RunSpec, default_device,
-                                   reserved_model_error, simulate, usable)
 
-spec = RunSpec(model={spec.model!r}, batch={spec.batch}, seq_len={spec.seq_len}, dtype={spec.dtype!r},
-               optimizer={spec.optimizer!r}, checkpointing={spec.checkpointing}, set_to_none={spec.set_to_none},
-               steps={spec.steps})
-t = simulate(spec, device=default_device())  # meta tensors without CUDA: no memory is used
-print(f"{{t.n_params / 1e6:,.1f}} M parameters, peak (tracked tensors) {{fmt_bytes(t.peak)}} at op "
-      f"{{t.op_index[t.peak_event]}}")
-for category, nbytes in t.peak_by_category.items():
-    print(f"  {{category:16s}} {{nbytes / 2**20:10.1f}} MiB")
-print(f"allocator model: peak allocated {{fmt_bytes(t.predicted_peak_allocated)}}, "
-      f"peak reserved {{fmt_bytes(max(t.reserved))}}")
-e = reserved_model_error(spec.model)  # the model's peak reserved against max_memory_reserved() on an H200
-print(f"  known error of peak reserved: {{e.low_pct:+.1f}}% to {{e.high_pct:+.1f}}% ({{e.rows}} runs, {{e.scope}})")
-card = {card!r}  # headroom: capacity less the CUDA context, the workspace segments and the peak reserved
-print(f"  headroom on the {{card}}: {{fmt_bytes(usable(CARDS[card]) - max(t.reserved))}} (CUDA context "
-      f"{{fmt_bytes(CUDA_CONTEXT_ESTIMATE)}} estimated, workspaces {{fmt_bytes(WORKSPACE_RESERVED)}} measured)")
-if t.measured:  # CUDA only: the real allocator at each phase boundary, counted from the start of the run
-    measured = max(peak for *_, peak in t.measured)
-    print(f"measured peak above the start {{fmt_bytes(measured)}} (allocated before it, cuBLAS workspaces "
-          f"included: {{fmt_bytes(t.baseline[0])}}), "
-          f"{{100 * (t.predicted_peak_allocated - measured) / measured:+.1f}}% predicted vs measured")
+from demos.memory.allocator import CachingAllocator, fmt_bytes
+from demos.memory.models import MODELS, build_model, make_batch
+from demos.memory.tracker import CATEGORIES, StorageTracker
+from demos.memory.training import CARDS, RunSpec, _forward, _Measure, _optimizer, conv_workspace, usable"""
 
-# The core idea, in plain torch: see each op's output storages and hear when each storage dies.
-from torch.utils._python_dispatch import TorchDispatchMode
-import weakref
-
-class Allocations(TorchDispatchMode):
-    def __init__(self):
-        super().__init__(); self.live, self.now, self.peak, self.refs = set(), 0, 0, []
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {{}}))
-        for t in torch.utils._pytree.tree_leaves(out):
-            if isinstance(t, torch.Tensor) and t.untyped_storage()._cdata not in self.live:
-                st = t.untyped_storage(); key, size = st._cdata, -(-st.nbytes() // 512) * 512
-                self.live.add(key); self.now += size; self.peak = max(self.peak, self.now)
-                self.refs.append(weakref.ref(st, lambda _, k=key, s=size: self._free(k, s)))
-        return out
-    def _free(self, key, size):
-        self.live.discard(key); self.now -= size
-'''
+TIMELINE_RUN = """device = "cuda" if torch.cuda.is_available() else "meta"  # meta tensors: no memory is used
+tracker, phases, n_params, measure = run_steps(spec, device)
+series, total, allocated, reserved, ops, peak, live = _replay(tracker)
+print(f"{n_params / 1e6:,.1f} M parameters, peak (tracked tensors) {fmt_bytes(total[peak])} at op {ops[peak]}")
+for category in CATEGORIES:
+    print(f"  {category:16s} {series[category][peak] / 2**20:10.1f} MiB")
+print(f"allocator model: peak allocated {fmt_bytes(max(allocated))}, peak reserved {fmt_bytes(max(reserved))}")
+print(f"headroom on the {card}: {fmt_bytes(usable(CARDS[card]) - max(reserved))}")
+for phase, _op, alloc, reserv, _peak in measure.rows:  # CUDA only: the real allocator at each phase's end
+    print(f"  measured after {phase}: allocated {fmt_bytes(alloc)}, reserved {fmt_bytes(reserv)}")"""
 
 
 @dataclass(frozen=True)
@@ -522,6 +500,7 @@ class LoggingTrap:
 
 
 def live_after_batches(model_name: str, batch: int, batches: int, grad: bool) -> tuple[int, ...]:
+    """Live bytes (allocator-rounded) after each batch of a validation loop that keeps summing loss tensors."""
     preset = MODELS[model_name]
     torch.manual_seed(0)
     tracker = StorageTracker("meta")
@@ -540,23 +519,22 @@ def live_after_batches(model_name: str, batch: int, batches: int, grad: bool) ->
 def logging_trap(model_name: str = "MLP (4 x 2048)", batch: int = 256, batches: int = 3) -> LoggingTrap:
     """A validation loop that sums loss tensors with grad on keeps every batch's graph; under no_grad it does not."""
     validate(RunSpec(model=model_name, batch=batch))
-    code = (
-        "# Run from the repository root: it uses this app's storage tracker on meta tensors (no memory is used).\n"
-        "from demos.memory.allocator import fmt_bytes\n"
-        "from demos.memory.training import live_after_batches\n\n"
-        "# The two validation loops it measures, in your code:\n"
-        "#   total = 0.0\n"
-        "#   for x, y in val_loader:                    # trap: grad is on and the loss tensor is kept\n"
-        "#       total = total + loss_fn(model(x), y)   # each batch's graph (and its saved activations) stays\n"
-        "#   with torch.no_grad():                      # correct: no graph is recorded\n"
-        "#       total = sum(loss_fn(model(x), y).item() for x, y in val_loader)\n"
-        "for name, grad in (('trap', True), ('no_grad', False)):\n"
-        f"    live = live_after_batches({model_name!r}, {batch}, {batches}, grad)\n"
-        "    growth = fmt_bytes(live[-1] - live[0])\n"
-        "    print(f'{name}: live after {len(live)} batches {fmt_bytes(live[-1])}, +{growth} since batch 1')\n"
-    )
+    code = script(live_after_batches, imports=TRAP_IMPORTS,
+                  settings={"model_name": model_name, "batch": batch, "batches": batches}, run=TRAP_RUN)
     return LoggingTrap(live_after_batches(model_name, batch, batches, True),
                        live_after_batches(model_name, batch, batches, False), code)
+
+
+TRAP_IMPORTS = """# Run from the repository root: it uses this app's storage tracker on meta tensors.
+import torch
+
+from demos.memory.allocator import fmt_bytes
+from demos.memory.models import MODELS, build_model, loss_of, make_batch
+from demos.memory.tracker import StorageTracker"""
+
+TRAP_RUN = """for name, grad in (("trap: grad on, total = total + loss", True), ("correct: torch.no_grad()", False)):
+    live = live_after_batches(model_name, batch, batches, grad)
+    print(f"{name}: live after {len(live)} batches {fmt_bytes(live[-1])}, +{fmt_bytes(live[-1] - live[0])}")"""
 
 
 BENCH_CASES = {

@@ -13,6 +13,7 @@ import torch
 from demos.errors import InputError
 from demos.saving.models import MLP
 from demos.saving.state import saved_bytes
+from demos.shown import Script, script
 
 CRASH_FRACTIONS = (0.1, 0.9)
 
@@ -72,12 +73,12 @@ def _checkpoint(step: int, width: int) -> dict:
     return {"model": MLP(width=width).state_dict(), "step": step}
 
 
-def crash_during_save(fraction: float, width: int = 128) -> tuple[CrashResult, CrashResult]:
-    """Save step 1 cleanly, then crash while saving step 2 after `fraction` of its bytes, both ways."""
-    if not 0.0 < fraction < 1.0:
-        raise InputError(f"The crash point must be strictly between 0 and 1 of the file; got {fraction}.")
+def crash_both_ways(fraction: float, width: int) -> list[tuple]:
+    """Save step 1 cleanly, then crash while saving step 2 after `fraction` of its bytes, naively and atomically.
+
+    One row per strategy: its name, the bytes on disk after the crash, the new file's size, what torch.load says."""
     size = saved_bytes(_checkpoint(2, width))
-    results = []
+    rows = []
     with tempfile.TemporaryDirectory(prefix="wb-ckpt-") as folder:
         strategies = (("naive: open(path, 'wb')", naive_save), ("atomic: temp file + os.replace", atomic_save))
         for strategy, save in strategies:
@@ -87,17 +88,24 @@ def crash_during_save(fraction: float, width: int = 128) -> tuple[CrashResult, C
                 save(_checkpoint(2, width), path, opener=lambda p, mode: CrashingFile(p, int(size * fraction)))
             except (OSError, RuntimeError):
                 pass  # the crash; torch's zip writer may re-raise it as a RuntimeError
-            results.append(_inspect(strategy, path, size))
-    return tuple(results)
+            rows.append((strategy, path.stat().st_size, size, *_load_outcome(path)))
+    return rows
 
 
-def _inspect(strategy: str, path: Path, new_file_bytes: int) -> CrashResult:
+def _load_outcome(path: Path) -> tuple[str, int | None]:
+    """What torch.load says about the file, and the step of the checkpoint it loads (None if it cannot)."""
     try:
         step = torch.load(path)["step"]
-        outcome = f"loads: the checkpoint of step {step}"
+        return f"loads: the checkpoint of step {step}", step
     except Exception as err:  # a truncated zip archive: RuntimeError from the reader
-        step, outcome = None, f"{type(err).__name__}: {str(err).splitlines()[0]}"
-    return CrashResult(strategy, path.stat().st_size, new_file_bytes, outcome, step)
+        return f"{type(err).__name__}: {str(err).splitlines()[0]}", None
+
+
+def crash_during_save(fraction: float, width: int = 128) -> tuple[CrashResult, CrashResult]:
+    """Save step 1 cleanly, then crash while saving step 2 after `fraction` of its bytes, both ways."""
+    if not 0.0 < fraction < 1.0:
+        raise InputError(f"The crash point must be strictly between 0 and 1 of the file; got {fraction}.")
+    return tuple(CrashResult(*row) for row in crash_both_ways(fraction, width))
 
 
 @dataclass(frozen=True)
@@ -105,8 +113,8 @@ class CheckpointContents:
     rows: tuple[dict, ...]  # item, needed for resume, needed for serving, bytes
 
 
-def checkpoint_contents(width: int = 128) -> CheckpointContents:
-    """The bytes of each item a resumable checkpoint holds, and which of them serving needs."""
+def checkpoint_items(width: int) -> dict[str, tuple[object, bool]]:
+    """Each item a resumable checkpoint holds (after one training step), and whether serving needs it."""
     torch.manual_seed(0)
     model = MLP(width=width)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -114,125 +122,45 @@ def checkpoint_contents(width: int = 128) -> CheckpointContents:
     model(torch.randn(8, 16)).sum().backward()
     opt.step()
     sched.step()
-    items = {
+    return {
         "model.state_dict()": (model.state_dict(), True),
         "optimizer.state_dict()": (opt.state_dict(), False),
         "scheduler.state_dict()": (sched.state_dict(), False),
         "GradScaler.state_dict() (fp16 AMP only)": (torch.amp.GradScaler("cpu").state_dict(), False),
         "step / epoch / sampler epoch": ({"step": 1, "epoch": 0, "sampler_epoch": 0}, False),
         "torch RNG state": (torch.get_rng_state(), False),
-        # the states a script that seeded both with 0 holds (as the snippet does): their pickled size depends on
-        # the state's values, and this server's global generators must not be reseeded
+        # the states of generators seeded with 0: their pickled size depends on the state's values, and a server's
+        # global generators must not be reseeded
         "NumPy and Python RNG states": ({"numpy": np.random.RandomState(0).get_state(),
                                          "python": random.Random(0).getstate()}, False),
     }
+
+
+def checkpoint_contents(width: int = 128) -> CheckpointContents:
+    """The bytes of each item a resumable checkpoint holds, and which of them serving needs."""
     rows = tuple({"item": name, "resume": "yes", "serving": "yes" if serve else "no", "bytes": saved_bytes(obj)}
-                 for name, (obj, serve) in items.items())
+                 for name, (obj, serve) in checkpoint_items(width).items())
     return CheckpointContents(rows)
 
 
-def checkpoint_code(width: int, fraction: float) -> str:
+def checkpoint_code(width: int, fraction: float) -> Script:
     """The section as one script: the bytes of each checkpoint item, then the crash, naive and atomic."""
-    return f'''import io
+    return script(
+        MLP, saved_bytes, checkpoint_items, CrashingFile, atomic_save, naive_save, _checkpoint, crash_both_ways,
+        _load_outcome, imports=IMPORTS, settings={"width": width, "fraction": fraction}, run=RUN)
+
+
+IMPORTS = """import io
 import os
 import random
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
+from torch import nn"""
 
-
-def atomic_save(obj, path, opener=open):
-    """Readers see the old file or the new one, never half of one."""
-    tmp = path + ".tmp"                 # same folder: os.replace is atomic within one filesystem
-    with opener(tmp, "wb") as f:
-        torch.save(obj, f)
-        if opener is open:
-            f.flush()
-            os.fsync(f.fileno())        # the bytes are on disk before the rename
-    os.replace(tmp, path)
-
-
-def naive_save(obj, path, opener=open):
-    with opener(path, "wb") as f:
-        torch.save(obj, f)
-
-
-class MLP(nn.Module):
-    def __init__(self, width):
-        super().__init__()
-        self.body = nn.Sequential(nn.Linear(16, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU())
-        self.head = nn.Linear(width, 4)
-
-    def forward(self, x):
-        return self.head(self.body(x))
-
-
-def saved_bytes(obj):
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    return buf.tell()
-
-
-# What a resumable checkpoint holds (serving needs only the model's state_dict)
-torch.manual_seed(0)
-np.random.seed(0)
-random.seed(0)
-model = MLP({width})
-optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=100)
-model(torch.randn(8, 16)).sum().backward()
-optimizer.step()
-scheduler.step()
-checkpoint = {{
-    "model": model.state_dict(),
-    "optimizer": optimizer.state_dict(),
-    "scheduler": scheduler.state_dict(),
-    "scaler": torch.amp.GradScaler("cpu").state_dict(),   # fp16 autocast only
-    "step": {{"step": 1, "epoch": 0, "sampler_epoch": 0}},
-    "torch_rng": torch.get_rng_state(),
-    "other_rng": {{"numpy": np.random.get_state(), "python": random.getstate()}},
-}}
-for name, item in checkpoint.items():
-    print(name, saved_bytes(item), "bytes")
-atomic_save(checkpoint, "last.pt")
-torch.save(model.state_dict(), "serve.pt")
-
-
-# A crash after {fraction:g} of the new file is written
-class CrashingFile(io.RawIOBase):
-    def __init__(self, path, limit):
-        self.f, self.left = open(path, "wb"), limit
-
-    def writable(self):
-        return True
-
-    def write(self, data):
-        self.f.write(bytes(data)[: max(self.left, 0)])
-        self.left -= len(data)
-        if self.left < 0:
-            self.f.close()
-            raise OSError("the process died in the middle of torch.save")
-        return len(data)
-
-
-def weights(step):
-    torch.manual_seed(step)
-    return {{"model": MLP({width}).state_dict(), "step": step}}
-
-
-size = saved_bytes(weights(2))
-print("the new checkpoint:", size, "bytes")
-for save in (naive_save, atomic_save):
-    path = save.__name__ + ".pt"
-    save(weights(1), path)
-    try:
-        save(weights(2), path, opener=lambda p, mode: CrashingFile(p, int(size * {fraction!r})))
-    except (OSError, RuntimeError):
-        pass
-    try:
-        outcome = f"loads the checkpoint of step {{torch.load(path)['step']}}"
-    except Exception as err:
-        outcome = f"{{type(err).__name__}}: {{str(err).splitlines()[0]}}"
-    print(save.__name__, os.path.getsize(path), "bytes on disk;", outcome)
-'''
+RUN = """for name, (item, serving) in checkpoint_items(width).items():
+    print(f"{name}: {saved_bytes(item)} bytes", "(serving needs it)" if serving else "")
+for strategy, on_disk, new_size, outcome, _step in crash_both_ways(fraction, width):
+    print(f"{strategy}: {on_disk} of {new_size} bytes on disk; torch.load {outcome}")"""

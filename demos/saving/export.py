@@ -11,6 +11,7 @@ from demos.errors import InputError
 from demos.guests import process_slot
 from demos.isolated import compiler_in_use
 from demos.saving.models import Branchy, BranchyCond
+from demos.shown import print_each, script
 
 MAX_ABS_INPUT = 100.0
 
@@ -42,10 +43,8 @@ def _warnings_of(fn):
     return out, tuple(dict.fromkeys(f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught))
 
 
-def trace_vs_script(test_value: float) -> TraceScriptResult:
+def trace_and_script(test_value: float) -> dict:
     """Trace with a positive example, script the same model, and run both on a positive and a chosen input."""
-    if not -MAX_ABS_INPUT <= test_value <= MAX_ABS_INPUT:
-        raise InputError(f"The test input must be between -{MAX_ABS_INPUT:g} and {MAX_ABS_INPUT:g}; got {test_value}.")
     model = _branchy()
     example = example_inputs(+1)
     traced, trace_warnings = _warnings_of(lambda: torch.jit.trace(model, example))
@@ -61,7 +60,17 @@ def trace_vs_script(test_value: float) -> TraceScriptResult:
                 "traced correct": bool(torch.allclose(eager, t_out)),
                 "scripted correct": bool(torch.allclose(eager, s_out)),
             })
-    return TraceScriptResult(tuple(rows), trace_warnings, script_warnings, traced.code, scripted.code, TRACE_CODE)
+    return {"rows": tuple(rows), "trace_warnings": trace_warnings, "script_warnings": script_warnings,
+            "traced_code": traced.code, "scripted_code": scripted.code}
+
+
+def trace_vs_script(test_value: float) -> TraceScriptResult:
+    """trace_and_script at the visitor's input, with the code that ran."""
+    if not -MAX_ABS_INPUT <= test_value <= MAX_ABS_INPUT:
+        raise InputError(f"The test input must be between -{MAX_ABS_INPUT:g} and {MAX_ABS_INPUT:g}; got {test_value}.")
+    code = script(Branchy, _branchy, example_inputs, _warnings_of, trace_and_script, imports=TRACE_IMPORTS,
+                  settings={"test_value": test_value}, run=print_each("trace_and_script(test_value)"))
+    return TraceScriptResult(**trace_and_script(test_value), code=code)
 
 
 @dataclass(frozen=True)
@@ -79,77 +88,56 @@ def _short_error(err: Exception) -> str:
     return f"{type(err).__name__}: " + "\n".join(lines[:3])
 
 
+def export_with_cond() -> dict:
+    """torch.export fails on the `if`, succeeds with torch.cond and a dynamic batch Dim; outputs checked."""
+    model = _branchy()
+    x = example_inputs(+1)
+    try:
+        torch.export.export(model, (x,))
+        branch_error = ""
+    except Exception as err:  # torch raises a data-dependent guard error (a UserError subclass)
+        branch_error = _short_error(err)
+    cond_model = BranchyCond().eval()
+    cond_model.load_state_dict(model.state_dict())
+    batch = torch.export.Dim("batch", min=1, max=64)
+    start = time.perf_counter()
+    program = torch.export.export(cond_model, (x,), dynamic_shapes={"x": {0: batch}})
+    seconds = time.perf_counter() - start
+    exported = program.module()
+    checks = []
+    with torch.no_grad():
+        for n in (1, 8, 64):
+            for sign in (+1, -1):
+                xi = example_inputs(sign)[:1].expand(n, 4).contiguous()
+                diff = (exported(xi) - model(xi)).abs().max().item()
+                checks.append({"batch": n, "branch": "h * 2" if sign > 0 else "-h", "max |exported - eager|": diff})
+    try:
+        exported(torch.ones(65, 4))
+        dynamic_error = ""
+    except Exception as err:  # the guard on the Dim's range
+        dynamic_error = _short_error(err)
+    graph = re.sub(r"\n\s*\n", "\n", program.graph_module.code.strip())
+    return {"branch_error": branch_error, "graph_code": graph, "checks": tuple(checks), "seconds": seconds,
+            "dynamic_error": dynamic_error}
+
+
 @process_slot()  # seconds of CPU: one heavy run at a time on the server (demos.guests)
 def export_demo() -> ExportResult:
-    """torch.export fails on the `if`, succeeds with torch.cond and a dynamic batch Dim; outputs checked."""
+    """export_with_cond, with the code that ran."""
+    code = script(Branchy, BranchyCond, _branchy, example_inputs, _short_error, export_with_cond,
+                  imports=EXPORT_IMPORTS, run=print_each("export_with_cond()"))
     with compiler_in_use():  # a fork for an isolated run waits until export is done (demos/isolated.py)
-        model = _branchy()
-        x = example_inputs(+1)
-        try:
-            torch.export.export(model, (x,))
-            branch_error = ""
-        except Exception as err:  # torch raises a data-dependent guard error (a UserError subclass)
-            branch_error = _short_error(err)
-        cond_model = BranchyCond().eval()
-        cond_model.load_state_dict(model.state_dict())
-        batch = torch.export.Dim("batch", min=1, max=64)
-        start = time.perf_counter()
-        program = torch.export.export(cond_model, (x,), dynamic_shapes={"x": {0: batch}})
-        seconds = time.perf_counter() - start
-        exported = program.module()
-        checks = []
-        with torch.no_grad():
-            for n in (1, 8, 64):
-                for sign in (+1, -1):
-                    xi = example_inputs(sign)[:1].expand(n, 4).contiguous()
-                    diff = (exported(xi) - model(xi)).abs().max().item()
-                    checks.append({"batch": n, "branch": "h * 2" if sign > 0 else "-h", "max |exported - eager|": diff})
-        try:
-            exported(torch.ones(65, 4))
-            dynamic_error = ""
-        except Exception as err:  # the guard on the Dim's range
-            dynamic_error = _short_error(err)
-        graph = re.sub(r"\n\s*\n", "\n", program.graph_module.code.strip())
-        return ExportResult(branch_error, graph, tuple(checks), seconds, dynamic_error, EXPORT_CODE)
+        return ExportResult(**export_with_cond(), code=code)
 
 
-TRACE_CODE = '''import torch
-from torch import nn
+TRACE_IMPORTS = """import warnings
 
-class Branchy(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-    def forward(self, x):
-        h = self.lin(x)
-        if x.sum() > 0:          # data-dependent: trace records only the branch it saw
-            return h * 2
-        return -h
+import torch
+from torch import nn"""
 
-torch.manual_seed(0)
-model = Branchy().eval()
-traced = torch.jit.trace(model, torch.ones(2, 4))   # TracerWarning: a tensor converted to a Python bool
-scripted = torch.jit.script(model)                  # deprecated in this PyTorch, but keeps the `if`
-x = torch.full((2, 4), -3.0)                        # a negative input: the other branch
-print(model(x).sum(), traced(x).sum(), scripted(x).sum())
-print(traced.code)
-'''
+EXPORT_IMPORTS = """import re
+import time
 
-EXPORT_CODE = '''import torch
-from torch import nn
+import torch
+from torch import nn"""
 
-class BranchyCond(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-    def forward(self, x):
-        h = self.lin(x)
-        return torch.cond(x.sum() > 0, lambda h: h * 2, lambda h: -h, (h,))
-
-model = BranchyCond().eval()
-batch = torch.export.Dim("batch", min=1, max=64)
-program = torch.export.export(model, (torch.randn(2, 4),), dynamic_shapes={"x": {0: batch}})
-print(program.graph_module.code)
-x = torch.randn(8, 4)
-print((program.module()(x) - model(x)).abs().max())
-'''

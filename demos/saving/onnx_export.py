@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 from demos.saving.models import MLP, check_size
+from demos.shown import print_each, script
 from demos.timing import median_ms
 
 LATENCY_RUNS = 50
@@ -42,12 +43,11 @@ def _node_dot(nodes) -> str:
     return "\n".join(lines)
 
 
-def onnx_roundtrip(width: int = 64, depth: int = 2) -> OnnxResult:
+def export_and_run(width: int, depth: int) -> dict:
     """Export an MLP with a dynamic batch, run batches 1 and 8 in onnxruntime, compare with eager, time both."""
     import onnx
     import onnxruntime as ort
 
-    check_size(width, depth)
     torch.manual_seed(0)
     model = MLP(width=width, depth=depth).eval()
     example = torch.randn(2, 16)
@@ -62,8 +62,6 @@ def onnx_roundtrip(width: int = 64, depth: int = 2) -> OnnxResult:
         proto = onnx.load(str(path))
         session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
         file_bytes = path.stat().st_size
-    nodes = tuple({"op_type": n.op_type, "inputs": tuple(n.input), "outputs": tuple(n.output)}
-                  for n in proto.graph.node)
     name = session.get_inputs()[0].name
     checks = []
     with torch.no_grad():
@@ -76,30 +74,27 @@ def onnx_roundtrip(width: int = 64, depth: int = 2) -> OnnxResult:
         eager_ms = median_ms(lambda: model(x), LATENCY_RUNS)
     x_np = x.numpy()
     ort_ms = median_ms(lambda: session.run(None, {name: x_np}), LATENCY_RUNS)
-    return OnnxResult(nodes, _node_dot(nodes), file_bytes, tuple(checks), eager_ms, ort_ms, export_s,
-                      str(session.get_inputs()[0].shape), ONNX_CODE.format(width=width, depth=depth))
+    return {"nodes": tuple({"op_type": n.op_type, "inputs": tuple(n.input), "outputs": tuple(n.output)}
+                           for n in proto.graph.node),
+            "file_bytes": file_bytes, "checks": tuple(checks), "eager_ms": eager_ms, "ort_ms": ort_ms,
+            "export_s": export_s, "input_shape": str(session.get_inputs()[0].shape)}
 
 
-ONNX_CODE = '''import onnxruntime as ort
+def onnx_roundtrip(width: int = 64, depth: int = 2) -> OnnxResult:
+    """export_and_run at the visitor's size, with its graph drawn and the code that ran."""
+    check_size(width, depth)
+    code = script(MLP, median_ms, export_and_run, imports=IMPORTS, settings={"width": width, "depth": depth},
+                  run=print_each("export_and_run(width, depth)"))
+    result = export_and_run(width, depth)
+    return OnnxResult(**result, dot=_node_dot(result["nodes"]), code=code)
+
+
+IMPORTS = """import statistics
+import tempfile
+import time
+from pathlib import Path
+
 import torch
 from torch import nn
 
-def mlp(width={width}, depth={depth}, d_in=16, classes=4):
-    layers, d = [], d_in
-    for _ in range(depth):
-        layers += [nn.Linear(d, width), nn.ReLU()]
-        d = width
-    return nn.Sequential(*layers, nn.Linear(d, classes))
-
-torch.manual_seed(0)
-model = mlp().eval()
-batch = torch.export.Dim("batch", min=1, max=1024)
-program = torch.onnx.export(model, (torch.randn(2, 16),), input_names=["x"],
-                            dynamic_shapes=({{0: batch}},), dynamo=True)  # one entry per input, by position
-program.save("mlp.onnx")
-session = ort.InferenceSession("mlp.onnx", providers=["CPUExecutionProvider"])
-for n in (1, 8):
-    x = torch.randn(n, 16, generator=torch.Generator().manual_seed(n))
-    out = session.run(None, {{"x": x.numpy()}})[0]
-    print(n, out.shape, abs(out - model(x).detach().numpy()).max())
-'''
+LATENCY_RUNS = 50"""

@@ -1,7 +1,6 @@
 """Dynamic int8 quantization of a trained MLP's Linear layers: size, accuracy and latency, all measured."""
 
 import copy
-import inspect
 import logging
 import warnings
 from dataclasses import dataclass
@@ -9,8 +8,9 @@ from dataclasses import dataclass
 import torch
 
 from demos.guests import process_slot
-from demos.saving.models import MLP, accuracy, synthetic_task, train_mlp
+from demos.saving.models import MLP, accuracy, check_size, synthetic_task, train_mlp
 from demos.saving.state import saved_bytes
+from demos.shown import Script, script
 from demos.timing import median_ms
 
 QMIN, QMAX = -128, 127
@@ -39,8 +39,7 @@ class QuantResult:
     code: str
 
 
-@process_slot()  # seconds of CPU: one heavy run at a time on the server (demos.guests)
-def quantize_and_measure(width: int = 256, depth: int = 2) -> QuantResult:
+def quantize_two_ways(width: int, depth: int) -> dict:
     """Train, then quantize with torchao (and, for comparison, the deprecated torch.ao API); measure each."""
     version, quantize_, int8_config = _torchao()
     model = train_mlp(width, depth)
@@ -60,9 +59,22 @@ def quantize_and_measure(width: int = 256, depth: int = 2) -> QuantResult:
     ):
         rows.append({"variant": variant, "API": api, "file bytes": saved_bytes(m.state_dict()),
                      "held-out accuracy": accuracy(m, x_test, y_test), "latency ms (batch 256)": _latency_ms(m, batch)})
-    ratio = rows[0]["file bytes"] / rows[1]["file bytes"]
-    code = QUANT_CODE.format(width=width, depth=depth, model_class=inspect.getsource(MLP))  # the page's own MLP
-    return QuantResult(tuple(rows), ratio, version, legacy_warning, code)
+    return {"rows": tuple(rows), "size_ratio": rows[0]["file bytes"] / rows[1]["file bytes"],
+            "torchao_version": version, "legacy_warning": legacy_warning}
+
+
+@process_slot()  # seconds of CPU: one heavy run at a time on the server (demos.guests)
+def quantize_and_measure(width: int = 256, depth: int = 2) -> QuantResult:
+    """quantize_two_ways at the visitor's size; its code also holds the scale comparison of scale_schemes."""
+    check_size(width, depth)
+    return QuantResult(**quantize_two_ways(width, depth), code=quant_code(width, depth))
+
+
+def quant_code(width: int, depth: int) -> Script:
+    """Both measurements of the section as one script: the quantized models, then one layer's int8 scales."""
+    return script(MLP, synthetic_task, train_mlp, accuracy, saved_bytes, median_ms, _latency_ms, _torchao,
+                  quantize_two_ways, symmetric_params, fake_quantize, compare_scales, imports=IMPORTS,
+                  settings={"width": width, "depth": depth, "layer": 0}, run=QUANT_RUN)
 
 
 @dataclass(frozen=True)
@@ -92,8 +104,7 @@ def fake_quantize(w: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor
     return (q - zero_point) * scale
 
 
-@process_slot()  # seconds of CPU: one heavy run at a time on the server (demos.guests)
-def scale_schemes(width: int = 256, depth: int = 2, layer: int = 0) -> SchemeResult:
+def compare_scales(width: int, depth: int, layer: int) -> dict:
     """Per-tensor vs per-channel (per output row) symmetric int8 of one trained weight, with the error of each."""
     model = train_mlp(width, depth)
     w = model.body[2 * layer].weight.detach()
@@ -101,62 +112,38 @@ def scale_schemes(width: int = 256, depth: int = 2, layer: int = 0) -> SchemeRes
     c_scale, c_zp = symmetric_params(w.abs().amax(dim=1))
     t_err = fake_quantize(w, t_scale, t_zp) - w
     c_err = fake_quantize(w, c_scale[:, None], c_zp[:, None]) - w
-    return SchemeResult(
-        tuple(w.flatten().tolist()), t_scale.item(), int(t_zp), tuple(c_scale.tolist()), tuple(c_zp.tolist()),
-        tuple(t_err.flatten().tolist()), tuple(c_err.flatten().tolist()),
-        t_err.abs().mean().item(), c_err.abs().mean().item(),
-    )
+    return {"weights": tuple(w.flatten().tolist()), "tensor_scale": t_scale.item(), "tensor_zero_point": int(t_zp),
+            "channel_scales": tuple(c_scale.tolist()), "channel_zero_points": tuple(c_zp.tolist()),
+            "tensor_error": tuple(t_err.flatten().tolist()), "channel_error": tuple(c_err.flatten().tolist()),
+            "tensor_mae": t_err.abs().mean().item(), "channel_mae": c_err.abs().mean().item()}
 
 
-QUANT_CODE = '''import io
+@process_slot()  # seconds of CPU: one heavy run at a time on the server (demos.guests)
+def scale_schemes(width: int = 256, depth: int = 2, layer: int = 0) -> SchemeResult:
+    """compare_scales at the visitor's size."""
+    check_size(width, depth)
+    return SchemeResult(**compare_scales(width, depth, layer))
+
+
+IMPORTS = """import copy
+import io
+import logging
+import statistics
+import time
+import warnings
+
 import torch
 from torch import nn
-from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
 
+QMIN, QMAX = -128, 127"""
 
-{model_class}
-
-def synthetic_task(n, seed):  # Gaussian inputs labelled by a fixed random linear teacher
-    teacher = torch.randn(16, 4, generator=torch.Generator().manual_seed(1234))
-    x = torch.randn(n, 16, generator=torch.Generator().manual_seed(seed))
-    return x, (x @ teacher).argmax(dim=1)
-
-
-def file_bytes(model):
-    buf = io.BytesIO()
-    torch.save(model.state_dict(), buf)
-    return buf.tell()
-
-
-torch.manual_seed(0)
-model = MLP(width={width}, depth={depth})
-x, y = synthetic_task(2048, seed=0)
-optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-for step in range(150):
-    idx = torch.arange(step * 64, step * 64 + 64) % len(x)
-    loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-model.eval()
-
-x_test, y_test = synthetic_task(2000, seed=1)
-
-
-def accuracy(model):
-    with torch.no_grad():
-        return (model(x_test).argmax(dim=1) == y_test).float().mean().item()
-
-
-before = file_bytes(model)
-print("float32", before, "bytes, held-out accuracy", accuracy(model))
-quantize_(model, Int8DynamicActivationInt8WeightConfig())   # int8 weights, activations quantized per call
-print("int8", file_bytes(model), "bytes, held-out accuracy", accuracy(model))
-w = model.body[0].weight   # torchao's Int8Tensor: int8 data, one scale per output row, symmetric (zero point 0)
-print(f"layer 0: {{w.scale.numel()}} scales from {{w.scale.min().item():.2e}} to {{w.scale.max().item():.2e}}, "
-      f"zero points {{w.zero_point.unique().tolist()}}")
-print(f"{{before / file_bytes(model):.1f}}x smaller")
-'''
+QUANT_RUN = """for row in quantize_two_ways(width, depth)["rows"]:
+    print(row)
+s = compare_scales(width, depth, layer)
+print(f"per-tensor: scale {s['tensor_scale']:.2e}, zero point {s['tensor_zero_point']}, "
+      f"mean |error| {s['tensor_mae']:.3e}")
+print(f"per-channel: {len(s['channel_scales'])} scales from {min(s['channel_scales']):.2e} to "
+      f"{max(s['channel_scales']):.2e}, mean |error| {s['channel_mae']:.3e}")"""
 
 
 def quant_report(width: int = 256, depth: int = 2) -> tuple[QuantResult, SchemeResult]:

@@ -9,6 +9,7 @@ from torch import nn
 from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
 
 from demos.saving.models import WithBuffer
+from demos.shown import print_each, script
 
 
 @dataclass
@@ -169,74 +170,41 @@ def _reason(message: str) -> str:
     return next((line.strip() for line in plain.splitlines() if "Unsupported global" in line), plain.splitlines()[0])
 
 
-def state_dict_report() -> StateDictReport:
-    """Everything the state_dict section shows, read from torch."""
+def state_dict_anatomy() -> dict:
+    """Everything the state_dict section shows, read from torch, by the name of the report field that shows it."""
     model, opt = _model_and_optimizer()
-    hidden = tuple(n for n, _ in model.named_buffers() if n not in model.state_dict())
     state, groups = _optimizer_layout(opt)
     strict_error, missing, unexpected = _strict_load(model.state_dict())
     prefixed, prefix_error, fixed = _prefix_demo(model)
     locations, note = _map_location_demo(model)
     weights_error, config = _weights_only_demo()
-    return StateDictReport(
-        _rows(model), hidden, state, groups, saved_bytes(model.state_dict()),
-        saved_bytes({"model": model.state_dict(), "optimizer": opt.state_dict()}),
-        strict_error, missing, unexpected, prefixed, prefix_error, fixed, locations, note, weights_error, config,
-        STATE_CODE,
-    )
+    return {
+        "model_rows": _rows(model),
+        "hidden": tuple(n for n, _ in model.named_buffers() if n not in model.state_dict()),
+        "optimizer_state": state, "param_groups": groups,
+        "file_bytes_model": saved_bytes(model.state_dict()),
+        "file_bytes_checkpoint": saved_bytes({"model": model.state_dict(), "optimizer": opt.state_dict()}),
+        "strict_error": strict_error, "missing": missing, "unexpected": unexpected,
+        "prefixed_keys": prefixed, "prefix_error": prefix_error, "prefix_fixed": fixed,
+        "locations": locations, "device_note": note,
+        "weights_only_error": weights_error, "safe_globals_config": config,
+    }
 
 
-STATE_CODE = '''import io
+def state_dict_report() -> StateDictReport:
+    """Everything the state_dict section shows, with the code that read it."""
+    code = script(
+        WithBuffer, WithBufferRenamed, Wrapped, TrainingConfig, saved_bytes, _model_and_optimizer, _rows,
+        _optimizer_layout, _strict_load, _prefix_demo, _map_location_demo, _weights_only_demo, _reason,
+        state_dict_anatomy, imports=IMPORTS,
+        run=print_each("state_dict_anatomy()"))
+    return StateDictReport(**state_dict_anatomy(), code=code)
+
+
+IMPORTS = """import io
+import re
 from dataclasses import dataclass
+
 import torch
 from torch import nn
-from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
-
-class WithBuffer(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(8, 4)
-        self.norm = nn.BatchNorm1d(4)
-        self.register_buffer("scale", torch.ones(4), persistent=False)
-    def forward(self, x):
-        return self.norm(self.lin(x)) * self.scale
-
-class WithBufferRenamed(nn.Module):  # `norm` renamed `bn`
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(8, 4)
-        self.bn = nn.BatchNorm1d(4)
-
-class Wrapped(nn.Module):  # holds the model as self.module, as DataParallel and DDP do (and moves nothing)
-    def __init__(self, module):
-        super().__init__()
-        self.module = module
-
-torch.manual_seed(0)
-model = WithBuffer()
-opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-model(torch.randn(16, 8)).pow(2).mean().backward()
-opt.step()
-for k, v in model.state_dict().items():          # 'scale' is absent: non-persistent
-    print(k, tuple(v.shape), v.dtype)
-print(opt.state_dict()["state"][0].keys())       # step, exp_avg, exp_avg_sq
-print(WithBufferRenamed().load_state_dict(model.state_dict(), strict=False))
-
-sd = Wrapped(model).state_dict()                 # keys start with 'module.', as under DataParallel or DDP
-consume_prefix_in_state_dict_if_present(sd, "module.")
-WithBuffer().load_state_dict(sd)
-
-@dataclass
-class TrainingConfig:
-    lr: float = 1e-3
-buf = io.BytesIO()
-torch.save({"weights": torch.ones(2), "config": TrainingConfig()}, buf)
-buf.seek(0)
-try:
-    torch.load(buf)                              # weights_only=True by default
-except Exception as err:
-    print(type(err).__name__)
-buf.seek(0)
-with torch.serialization.safe_globals([TrainingConfig]):
-    print(torch.load(buf)["config"])
-'''
+from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present"""
