@@ -179,7 +179,9 @@ PEN_COLORS = {
 
 PRESENTER_FONT = 20  # px: body type of a figure on a shared screen
 PRESENTER_TITLE_CHARS = 64  # a 24 px title wraps before this many characters (a full-width 1280 px figure)
-PRESENTER_MIN_HEIGHT = 560  # px: a figure fills most of a 720 px screen, or keeps its own larger height
+# px: a figure's height on a 1280x720 shared screen, where it sits whole under the header strip, the tab labels
+# and its tools bar (whiteboard.css keeps those short)
+PRESENTER_HEIGHT = 430
 _MARKUP = re.compile(r"<(?!br\b|/?b>|/?i>|/?sup>|/?sub>)[^>]*>")  # tags other than <br>, <b>, <i>, <sup>, <sub>
 
 
@@ -195,13 +197,14 @@ def wrap_label(text: str, width: int) -> str:
 
 
 def presenter_figure(fig: go.Figure) -> go.Figure:
-    """A copy of `fig` for a shared screen: 20 px type, a height that fills a 720 px screen, wrapped titles."""
+    """A copy of `fig` for a shared screen: 20 px type, the presenter height (whole on a 720 px screen), wrapped
+    titles."""
     out = go.Figure(fig)
     size = PRESENTER_FONT
     title = wrap_label(out.layout.title.text, PRESENTER_TITLE_CHARS) if out.layout.title.text else None
     out.update_layout(
         font_size=size, legend_font_size=size - 2, hoverlabel_font_size=size,
-        height=max(out.layout.height or 450, PRESENTER_MIN_HEIGHT),
+        height=PRESENTER_HEIGHT,
     )
     if title:  # pinned to the top edge, below it the legend when that sits above the plot: room for both
         out.update_layout(title=dict(text=title, font_size=size + 4, yref="container", y=1, yanchor="top",

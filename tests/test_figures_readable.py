@@ -24,7 +24,7 @@ from demos.style import (
     COLORS,
     PEN_COLORS,
     PRESENTER_FONT,
-    PRESENTER_MIN_HEIGHT,
+    PRESENTER_HEIGHT,
     REFERENCE,
     contrast,
     over,
@@ -143,7 +143,7 @@ def test_presenter_figure_is_large_and_leaves_the_original_alone():
     fig.update_layout(title="A title long enough to need two lines when the type is twenty pixels high on a screen",
                       height=300)
     big = presenter_figure(fig)
-    assert big.layout.font.size == PRESENTER_FONT and big.layout.height == PRESENTER_MIN_HEIGHT
+    assert big.layout.font.size == PRESENTER_FONT and big.layout.height == PRESENTER_HEIGHT
     assert "<br>" in big.layout.title.text and big.layout.title.yanchor == "top"
     assert big.layout.margin.t >= 2 * (PRESENTER_FONT + 12), "two title lines fit above the plot"
     assert big.data[0].textfont.size > 12 and big.layout.xaxis.tickfont.size >= PRESENTER_FONT - 2
