@@ -30,9 +30,12 @@ def predict_then_run(question: Question, key: str, mark: str = CARD_MARK) -> Ver
         st.code(question.snippet, language="python", wrap_lines=True)
         if question.model:
             st.caption(f"Answered by {question.model}, not by torch on a GPU.")
-        prediction = _prediction_widget(question, key)
+        # in whiteboard mode the prediction and its buttons share one row, so the card fits a 720 px screen whole
+        row = st.container(horizontal=True, vertical_alignment="bottom") if whiteboard_on() else st.container()
+        with row:
+            prediction = _prediction_widget(question, key)
         verdict_key = f"{key}_verdict"
-        buttons = st.container(horizontal=True)
+        buttons = row if whiteboard_on() else st.container(horizontal=True)
         if buttons.button("Run it", key=f"{key}_run", icon=":material/play_arrow:", type="primary"):
             try:
                 # questions that start DataLoader workers wait for the process slot
