@@ -1,12 +1,15 @@
-"""Whiteboard (presenter) mode in the real browser: drawing on each kind of figure, downloads, keys, screenshots."""
+"""Whiteboard (presenter) mode in the real browser: every view opens on its figure whole on a 1280x720 screen, drawing
+on each kind of figure, downloads, keys that reveal and frame figure by figure, the board, screenshots."""
 
 import io
 import json
 import re
 import urllib.parse
+from contextlib import contextmanager
 
 import pytest
 from PIL import Image
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from demos.registry import registered
 from demos.style import PEN_COLORS
@@ -247,12 +250,34 @@ def test_presenter_keys_move_steps_and_sections_and_open_the_board(server, brows
         context.close()
 
 
+def card_step_caption(key: str) -> str:
+    return f"[class*=st-key-wbsteps-{key}_reveal] [data-testid=stCaptionContainer]"
+
+
 def card_step(page, key: str) -> str:
-    return page.locator(f"[class*=st-key-wbsteps-{key}_reveal] [data-testid=stCaptionContainer]").inner_text()
+    return page.locator(card_step_caption(key)).inner_text()
 
 
-def press_for_a_run(page, key: str) -> None:
-    act_and_wait_run(page, lambda: page.keyboard.press(key))
+def press_until_shown(page, key: str, selector: str, text: str, tries: int = 3) -> None:
+    """Press `key` until the element at `selector` reads `text`. The frontend can drop the click a key makes right
+    after another run, and then the run waited on was not the key's: a press is repeated only when no change came
+    within 10 s of a finished run, so a press that worked is never doubled."""
+    for _ in range(tries):
+        act_and_wait_run(page, lambda: page.keyboard.press(key))
+        try:
+            page.wait_for_function("([sel, text]) => document.querySelector(sel)?.innerText.startsWith(text)",
+                                   arg=[selector, text], timeout=10_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError(f"{key} did not show {text!r}: {page.locator(selector).inner_text()!r}")
+
+
+def reveal_with_right_arrow(page, key: str) -> None:
+    """→ twice on a question card at its first step: torch's answer, then why (each a run)."""
+    assert card_step(page, key).startswith("Step 1 of 3")
+    for expected in ("Step 2 of 3", "Step 3 of 3"):
+        press_until_shown(page, "ArrowRight", card_step_caption(key), expected)
 
 
 def press_to_scroll(page, key: str) -> None:
@@ -271,43 +296,38 @@ def press_to_scroll(page, key: str) -> None:
              tick(); })""")
 
 
-def test_right_arrow_reveals_question_cards_step_by_step_and_frames_figure_by_figure(server, browser):
-    """→ on Practice and Home reveals the card's steps (predict out loud, torch's answer, why); on Home it first
-    frames the card under the figure; on a tab with two figures it frames the second, ← brings back the first."""
-    context, page = open_view(browser, f"{server}/practice?whiteboard=true")
-    try:
-        wait_loaded(page, 30_000)
-        card = boxes_on_screen_order(page)[0]
-        assert "st-key-wbcard-" in card["what"] and whole_on_screen(card), card
-        key = card["what"].removeprefix("st-key-wbcard-")
-        assert card_step(page, key).startswith("Step 1 of 3")
-        for expected in ("Step 2 of 3", "Step 3 of 3"):
-            press_for_a_run(page, "ArrowRight")
-            assert card_step(page, key).startswith(expected)
-        assert "returned" in page.locator(f"[class*=st-key-wbcard-{key}]").inner_text()
-    finally:
-        context.close()
-
-    context, page = open_view(browser, f"{server}/home?whiteboard=true")
+@contextmanager
+def presenting(browser, address: str):
+    """A 1280x720 whiteboard-mode view, loaded with every chart drawn; closed afterwards."""
+    context, page = open_view(browser, address)
     try:
         wait_loaded(page, 30_000)
         wait_every_chart_drawn(page)
+        yield page
+    finally:
+        context.close()
+
+
+def test_right_arrow_reveals_question_cards_step_by_step_and_frames_figure_by_figure(server, browser):
+    """→ on Practice and Home reveals the card's steps (predict out loud, torch's answer, why); on Home it first
+    frames the card under the figure; on a tab with two figures it frames the second, ← brings back the first."""
+    with presenting(browser, f"{server}/practice?whiteboard=true") as page:
+        card = boxes_on_screen_order(page)[0]
+        assert "st-key-wbcard-" in card["what"] and whole_on_screen(card), card
+        key = card["what"].removeprefix("st-key-wbcard-")
+        reveal_with_right_arrow(page, key)
+        assert "returned" in page.locator(f"[class*=st-key-wbcard-{key}]").inner_text()
+
+    with presenting(browser, f"{server}/home?whiteboard=true") as page:
         figure, card = boxes_on_screen_order(page)[:2]
         assert figure["what"] == "stVegaLiteChart" and whole_on_screen(figure), figure
         assert card["what"] == "st-key-wbcard-home_quiz" and card["top"] > SCREEN["height"] / 2, card
         press_to_scroll(page, "ArrowRight")  # frames the next figure: the quiz card
         card = boxes_on_screen_order(page, "[class*=st-key-wbcard-home_quiz]")[0]
         assert whole_on_screen(card, top=FRAME_TOP) and card["top"] <= FRAME_TOP + 30, card
-        for expected in ("Step 2 of 3", "Step 3 of 3"):
-            press_for_a_run(page, "ArrowRight")
-            assert card_step(page, "home_quiz").startswith(expected)
-    finally:
-        context.close()
+        reveal_with_right_arrow(page, "home_quiz")
 
-    context, page = open_view(browser, f"{server}/tensors?whiteboard=true")
-    try:
-        wait_loaded(page, 30_000)
-        wait_every_chart_drawn(page)
+    with presenting(browser, f"{server}/tensors?whiteboard=true") as page:
         first, second = boxes_on_screen_order(page, "[data-testid=stPlotlyChart]")[:2]
         assert whole_on_screen(first) and second["top"] > SCREEN["height"], (first, second)
         press_to_scroll(page, "ArrowRight")
@@ -318,8 +338,6 @@ def test_right_arrow_reveals_question_cards_step_by_step_and_frames_figure_by_fi
         press_to_scroll(page, "ArrowLeft")
         first = boxes_on_screen_order(page, "[data-testid=stPlotlyChart]")[0]
         assert whole_on_screen(first, top=FRAME_TOP), first
-    finally:
-        context.close()
 
 
 def _metric_and_table_sizes(page) -> dict:
