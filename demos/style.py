@@ -179,7 +179,10 @@ PEN_COLORS = {
 
 PRESENTER_FONT = 20  # px: body type of a figure on a shared screen
 PRESENTER_TITLE_CHARS = 64  # a 24 px title wraps before this many characters (a full-width 1280 px figure)
-PRESENTER_MIN_HEIGHT = 560  # px: a figure fills most of a 720 px screen, or keeps its own larger height
+# px: a figure's height on a 1280x720 shared screen, where it sits whole under the header strip, the tab labels
+# and its tools bar (whiteboard.css keeps those short)
+PRESENTER_HEIGHT = 430
+HEATMAP_FRAME = 170  # px of the presenter height that a heatmap's title and column labels take, about
 _MARKUP = re.compile(r"<(?!br\b|/?b>|/?i>|/?sup>|/?sub>)[^>]*>")  # tags other than <br>, <b>, <i>, <sup>, <sub>
 
 
@@ -195,13 +198,14 @@ def wrap_label(text: str, width: int) -> str:
 
 
 def presenter_figure(fig: go.Figure) -> go.Figure:
-    """A copy of `fig` for a shared screen: 20 px type, a height that fills a 720 px screen, wrapped titles."""
+    """A copy of `fig` for a shared screen: 20 px type, the presenter height (whole on a 720 px screen), wrapped
+    titles."""
     out = go.Figure(fig)
     size = PRESENTER_FONT
     title = wrap_label(out.layout.title.text, PRESENTER_TITLE_CHARS) if out.layout.title.text else None
     out.update_layout(
         font_size=size, legend_font_size=size - 2, hoverlabel_font_size=size,
-        height=max(out.layout.height or 450, PRESENTER_MIN_HEIGHT),
+        height=PRESENTER_HEIGHT,
     )
     if title:  # pinned to the top edge, below it the legend when that sits above the plot: room for both
         out.update_layout(title=dict(text=title, font_size=size + 4, yref="container", y=1, yanchor="top",
@@ -212,6 +216,7 @@ def presenter_figure(fig: go.Figure) -> go.Figure:
     out.update_annotations(font_size=size)
     if any(a.yref == "paper" and (a.y or 0) >= 0.98 for a in out.layout.annotations):
         out.update_layout(margin_t=max(out.layout.margin.t or 0, 2 * size + 10))  # subplot titles fit above
+    _keep_every_row_label(out, size)
     for trace in out.data:
         if "textfont" in trace:
             trace.textfont.size = round((trace.textfont.size or 12) * 1.4)
@@ -219,6 +224,18 @@ def presenter_figure(fig: go.Figure) -> go.Figure:
             trace.colorbar.tickfont.size = size - 4
             trace.colorbar.title.font.size = size - 2
     return out
+
+
+def _keep_every_row_label(fig: go.Figure, size: int) -> None:
+    """A heatmap whose named rows are denser than its labels at the presenter height keeps every row's label, in a
+    type that fits its row, instead of plotly dropping every other one."""
+    for trace in fig.data:
+        rows = trace.y if trace.type == "heatmap" and trace.y is not None else ()
+        if not 1 < len(rows) <= 40 or not all(isinstance(r, str) for r in rows):
+            continue
+        row = (PRESENTER_HEIGHT - HEATMAP_FRAME) / len(rows)
+        if row < 1.25 * (size - 2):
+            fig.layout["yaxis" + (trace.yaxis or "y")[1:]].update(dtick=1, tickfont_size=max(10, int(row / 1.25)))
 
 
 def _top_room(fig: go.Figure, title: str, size: int) -> int:

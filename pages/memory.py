@@ -268,7 +268,8 @@ def training_section() -> None:
         "gradient, optimizer state, activation (still alive at the end of forward: held by autograd for "
         "backward) or temporary, and sized as the CUDA allocator would (rounded up to 512 bytes)."
     )
-    spec, card = step_ui()
+    with ui.settings("mem_step"):
+        spec, card = step_ui()
     device, why = run_device(spec)
     device_note(device, why)
     with ui.input_errors():

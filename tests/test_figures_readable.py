@@ -24,7 +24,7 @@ from demos.style import (
     COLORS,
     PEN_COLORS,
     PRESENTER_FONT,
-    PRESENTER_MIN_HEIGHT,
+    PRESENTER_HEIGHT,
     REFERENCE,
     contrast,
     over,
@@ -138,12 +138,22 @@ def test_long_titles_wrap_and_markup_is_left_alone():
     assert wrap_label("short", 40) == "short"
 
 
+def test_presenter_figure_keeps_every_row_label_of_a_dense_heatmap():
+    rows = [f"row {i}" for i in range(12)]
+    fig = go.Figure(go.Heatmap(z=[[i] for i in range(12)], x=["a"], y=rows), layout_height=560)
+    big = presenter_figure(fig)
+    assert big.layout.height == PRESENTER_HEIGHT and big.layout.yaxis.dtick == 1, "every row labelled"
+    assert 10 <= big.layout.yaxis.tickfont.size < PRESENTER_FONT - 2, "in a type that fits a row"
+    few = presenter_figure(go.Figure(go.Heatmap(z=[[1], [2]], x=["a"], y=["p", "q"])))
+    assert few.layout.yaxis.dtick is None and few.layout.yaxis.tickfont.size == PRESENTER_FONT - 2
+
+
 def test_presenter_figure_is_large_and_leaves_the_original_alone():
     fig = go.Figure(go.Bar(x=[1, 2], y=[3, 4], text=["a", "b"]))
     fig.update_layout(title="A title long enough to need two lines when the type is twenty pixels high on a screen",
                       height=300)
     big = presenter_figure(fig)
-    assert big.layout.font.size == PRESENTER_FONT and big.layout.height == PRESENTER_MIN_HEIGHT
+    assert big.layout.font.size == PRESENTER_FONT and big.layout.height == PRESENTER_HEIGHT
     assert "<br>" in big.layout.title.text and big.layout.title.yanchor == "top"
     assert big.layout.margin.t >= 2 * (PRESENTER_FONT + 12), "two title lines fit above the plot"
     assert big.data[0].textfont.size > 12 and big.layout.xaxis.tickfont.size >= PRESENTER_FONT - 2

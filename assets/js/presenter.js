@@ -1,36 +1,68 @@
 // The presenter bar, mounted once at the top of a page in whiteboard mode: keyboard shortcuts for the step reveal
-// and the page's sections, and a blank board that opens beside the page.
+// and the page's figures and sections, and a blank board that opens over the right of the page.
 // data: {page, colors: [{name, hex}]}
-// Keys (ignored while typing in a field or moving a slider): → / PageDown next step, or the next section once every
-// step is shown; ← / PageUp previous step, or the previous section at the first step; ] and [ next and previous
-// section; B opens or closes the board.
+// Keys (ignored while typing in a field or moving a slider): → / PageDown the next step of the step-by-step block in
+// view (a question card's reveal included), else the next figure framed at the top of the screen, else the next
+// section; ← / PageUp the same backwards; ] and [ next and previous section; B opens or closes the board.
 
 const IGNORE_INSIDE = "input, textarea, select, [contenteditable=true], [role=slider], [role=radiogroup], " +
   "[role=listbox], [role=combobox], [role=menu], [role=tablist]";
+
+const FRAME_TOP = 90; // px: below the app's header strip
 
 function keyedChild(scope, suffix) {
   return [...scope.querySelectorAll("[class*='st-key-']")]
     .find((n) => [...n.classList].some((c) => c.startsWith("st-key-") && c.endsWith(suffix)));
 }
 
-// The step-by-step block most in view (steps are marked by ui.steps with an st-key-wbsteps-… container).
-function stepsInView() {
-  const blocks = [...document.querySelectorAll("[class*='st-key-wbsteps-']")];
-  let best = null, bestShown = 0;
-  for (const b of blocks) {
+// The step-by-step blocks on screen (ui.steps marks them with an st-key-wbsteps-… container; a question card's
+// reveal is one), in screen order: → reveals the next step of the first that has one, ← goes back in the last.
+function clickStep(direction) {
+  const onScreen = [...document.querySelectorAll("[class*='st-key-wbsteps-']")].filter((b) => {
     const r = b.getBoundingClientRect();
-    const shown = Math.min(r.bottom, innerHeight) - Math.max(r.top, 0);
-    if (shown > bestShown) { best = b; bestShown = shown; }
+    return r.height > 0 && r.bottom > FRAME_TOP && r.top < innerHeight;
+  }).sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top);
+  if (direction < 0) onScreen.reverse();
+  for (const block of onScreen) {
+    const control = keyedChild(block, direction > 0 ? "_next" : "_prev");
+    const b = control && control.querySelector("button:not([disabled])");
+    if (b) { b.click(); return true; }
   }
-  return best;
+  return false;
 }
 
-function clickStep(direction) {
-  const block = stepsInView();
-  const control = block && keyedChild(block, direction > 0 ? "_next" : "_prev");
-  const b = control && control.querySelector("button:not([disabled])");
-  if (!b) return false;
-  b.click();
+// Figures and question cards, marked by pages/ui (figures.py, quiz.py), in the order they show on screen.
+const FIGURES = "[class*='st-key-wbfig-'], [class*='st-key-wbcard-'], [class*='st-key-wbcorner-']";
+
+function figuresOnScreenOrder() {
+  return [...document.querySelectorAll(FIGURES)]
+    .filter((f) => f.getClientRects().length && !f.parentElement.closest(FIGURES))
+    .map((f) => ({ f, top: f.getBoundingClientRect().top }))
+    .sort((a, b) => a.top - b.top);
+}
+
+function scroller(node) {
+  for (let n = node.parentElement; n; n = n.parentElement) {
+    const overflow = getComputedStyle(n).overflowY;
+    if ((overflow === "auto" || overflow === "scroll") && n.scrollHeight > n.clientHeight) return n;
+  }
+  return document.scrollingElement;
+}
+
+// Frame the next (or previous) figure: its top just under the header strip, so it owns the screen; a first figure
+// that fits under the page's title and tabs is framed with them (the page's top).
+function frameFigure(direction) {
+  const figures = figuresOnScreenOrder();
+  if (!figures.length) return false;
+  const box = scroller(figures[0].f);
+  const now = box.scrollTop, end = box.scrollHeight - box.clientHeight;
+  const stops = figures.map((x, i) => {
+    const fitsAtTop = i === 0 && now + x.f.getBoundingClientRect().bottom <= innerHeight;
+    return fitsAtTop ? 0 : Math.min(end, Math.max(0, now + x.top - FRAME_TOP));
+  });
+  const stop = direction > 0 ? stops.find((y) => y > now + 5) : stops.filter((y) => y < now - 5).pop();
+  if (stop === undefined) return false;
+  box.scrollTo({ top: stop });
   return true;
 }
 
@@ -43,10 +75,9 @@ function sectionTabs() {
 // A page without section tabs: its next or previous header (st.header) scrolled to the top of the screen.
 function scrollToHeader(direction) {
   const headers = [...document.querySelectorAll("[data-testid=stMain] h2")];
-  const top = 90; // below the app's header strip
   const ahead = direction > 0
-    ? headers.find((h) => h.getBoundingClientRect().top > top + 5)
-    : headers.filter((h) => h.getBoundingClientRect().top < top - 5).pop();
+    ? headers.find((h) => h.getBoundingClientRect().top > FRAME_TOP + 5)
+    : headers.filter((h) => h.getBoundingClientRect().top < FRAME_TOP - 5).pop();
   if (!ahead) return false;
   ahead.scrollIntoView({ block: "start" }); // whiteboard.css keeps it clear of the header strip
   return true;
@@ -60,7 +91,7 @@ function switchSection(direction) {
   const next = tabs[i + direction];
   if (!next) return false;
   next.click();
-  list.scrollIntoView({ block: "start" });
+  scroller(list).scrollTo({ top: 0 }); // the new section opens on its figure, under the title and tabs
   return true;
 }
 
@@ -94,7 +125,6 @@ function mountBoard(colors, page) {
     document.body.classList.toggle("wb-board-open", on);
     sessionStorage.setItem("wb-board-open", on ? "1" : "");
     resize();
-    window.dispatchEvent(new Event("resize")); // charts re-fit the narrower page
   };
   board.destroy = () => { document.body.classList.remove("wb-board-open"); panel.remove(); };
   return board;
@@ -104,11 +134,11 @@ function mountPresenter(root, data) {
   const p = { alive: true };
   const bar = el("div", { class: "wb-presenter", "data-testid": "wbPresenter" });
   const keys = el("span", { class: "wb-keys" });
-  keys.innerHTML = "<kbd>→</kbd> next step <kbd>←</kbd> previous <kbd>]</kbd> next section " +
+  keys.innerHTML = "<kbd>→</kbd> next step or figure <kbd>←</kbd> previous <kbd>]</kbd> next section " +
     "<kbd>[</kbd> previous section <kbd>B</kbd> board";
   p.page = data.page;
   p.board = mountBoard(data.colors, data.page);
-  const boardButton = button("Board", "Open a blank board beside the page (B)", () => p.board.toggle());
+  const boardButton = button("Board", "Open a blank board over the page (B)", () => p.board.toggle());
   bar.append(keys, boardButton);
   root.appendChild(bar);
 
@@ -118,8 +148,8 @@ function mountPresenter(root, data) {
     if (e.target.closest && e.target.closest(".wb-ink-editing")) return;
     const k = e.key;
     let handled = false;
-    if (k === "ArrowRight" || k === "PageDown") handled = clickStep(+1) || switchSection(+1);
-    else if (k === "ArrowLeft" || k === "PageUp") handled = clickStep(-1) || switchSection(-1);
+    if (k === "ArrowRight" || k === "PageDown") handled = clickStep(+1) || frameFigure(+1) || switchSection(+1);
+    else if (k === "ArrowLeft" || k === "PageUp") handled = clickStep(-1) || frameFigure(-1) || switchSection(-1);
     else if (k === "]") handled = switchSection(+1);
     else if (k === "[") handled = switchSection(-1);
     else if (k === "b" || k === "B") { p.board.toggle(); handled = true; }

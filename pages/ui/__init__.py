@@ -3,7 +3,7 @@
 from pages.ui.code import show_code
 from pages.ui.errors import input_errors
 from pages.ui.figures import graph, legend, plot, vega
-from pages.ui.layout import page_header, prose, section_tabs, sidebar_controls, steps, whiteboard_on
+from pages.ui.layout import page_header, prose, section_tabs, settings, sidebar_controls, steps, whiteboard_on
 from pages.ui.queue import queued, queued_status
 from pages.ui.quiz import interview_corner, predict_then_run
 from pages.ui.runs import ran_with, run_button
@@ -24,6 +24,7 @@ __all__ = [
     "ran_with",
     "run_button",
     "section_tabs",
+    "settings",
     "show_code",
     "sidebar_controls",
     "steps",

@@ -14,7 +14,7 @@ from collections import OrderedDict
 import plotly.graph_objects as go
 import streamlit as st
 
-from demos.style import COLORS, PRESENTER_FONT, presenter_figure
+from demos.style import COLORS, PRESENTER_FONT, PRESENTER_HEIGHT, presenter_figure
 from demos.style import page_figure as _page_figure
 from pages.ui.ink import figure_tools
 from pages.ui.layout import whiteboard_on
@@ -23,6 +23,13 @@ PLOTLY_CONFIG = {"displaylogo": False}
 _VIEWS: OrderedDict[tuple, tuple] = OrderedDict()  # (id(fig), whiteboard) -> (fig, view, fingerprint)
 _VIEWS_MAX = 64
 _lock = threading.Lock()
+VEGA_FRAME = 60  # px a Vega-Lite chart adds around its plot height in the browser: axis labels, legend
+FIGURE_MARK = "wbfig-"  # the key prefix of a figure's container: whiteboard.css puts it first, the keys step by it
+
+
+def figure_box(key: str):
+    """The container a figure and its tools sit in, marked so whiteboard mode can show it first and frame it."""
+    return st.container(key=FIGURE_MARK + key)
 
 
 def _fingerprint(text: str) -> str:
@@ -53,7 +60,7 @@ def plot(fig: go.Figure, key: str) -> None:
     """Show a plotly figure in the page theme with its tools; larger and drawable in whiteboard mode."""
     whiteboard = whiteboard_on()
     view, fingerprint = _view(fig, whiteboard)
-    with st.container():
+    with figure_box(key):
         st.plotly_chart(view, key=key, theme="streamlit", config=PLOTLY_CONFIG)
         figure_tools("plotly", key, fingerprint, whiteboard)
 
@@ -63,10 +70,10 @@ def vega(spec: dict, key: str) -> None:
     whiteboard = whiteboard_on()
     if whiteboard:
         big = {"labelFontSize": PRESENTER_FONT - 2, "titleFontSize": PRESENTER_FONT}
-        spec = {**spec, "height": max(int(spec.get("height", 320) * 1.4), 440),
+        spec = {**spec, "height": PRESENTER_HEIGHT - VEGA_FRAME,
                 "config": {**spec.get("config", {}), "axis": big, "legend": big,
                            "title": {"fontSize": PRESENTER_FONT + 4}}}
-    with st.container():
+    with figure_box(key):
         st.vega_lite_chart(spec, key=key, theme="streamlit")
         fingerprint = _fingerprint(json.dumps(spec, sort_keys=True, default=str)) if whiteboard else ""
         figure_tools("vega", key, fingerprint, whiteboard)
@@ -82,7 +89,7 @@ def graph(dot: str, key: str | None = None) -> None:
     if key is None:
         caller = sys._getframe(1)
         key = "graph_" + _fingerprint(f"{caller.f_code.co_filename}:{caller.f_lineno}:{dot}")[:10]
-    with st.container():
+    with figure_box(key):
         st.graphviz_chart(dot, width="stretch" if whiteboard else "content")
         figure_tools("graphviz", key, fingerprint if whiteboard else "", whiteboard)
 

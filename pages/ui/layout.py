@@ -1,5 +1,6 @@
-"""Page skeleton and whiteboard (presenter) mode: the sidebar folded, the full width, large type, prose folded
-away, explanations one step at a time, and keys for the next step and section (pages/ui/ink.py)."""
+"""Page skeleton and whiteboard (presenter) mode: the sidebar folded, the full width, each section's figure first
+(whiteboard.css), large type, prose and settings folded away, explanations one step at a time, and keys for the
+next step, figure and section (pages/ui/ink.py)."""
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,8 +32,9 @@ def sidebar_controls(page: str = "") -> None:
     with st.sidebar:
         st.toggle(
             "Whiteboard mode", key=WHITEBOARD_KEY, bind="query-params",
-            help="For a shared screen: the sidebar folds, figures and type grow, prose folds away, explanations "
-                 "reveal step by step (→ and ← keys), ] and [ switch sections, and every figure has Draw.",
+            help="For a shared screen: the sidebar folds, each section opens on its figure with the controls and "
+                 "prose folded under it, type grows, → and ← reveal explanations step by step and move figure by "
+                 "figure, ] and [ switch sections, and every figure has Draw.",
         )
         st.caption("The open tab and its settings are kept in the address bar: copy the URL to share this view. "
                    "A result behind a button waits for its press.")
@@ -71,6 +73,14 @@ def prose(markdown: str, label: str = "Explanation") -> None:
             st.markdown(markdown)
     else:
         st.markdown(markdown)
+
+
+def settings(key: str, label: str = "Settings"):
+    """A block of controls: in place on the page; in whiteboard mode folded into one line under the figure (an
+    expander), so the figure and its few key controls own the screen. Use as `with ui.settings(key): ...`."""
+    if whiteboard_on():
+        return st.expander(label, icon=":material/tune:", key=f"wbsettings-{key}")
+    return st.container(key=f"settings-{key}")
 
 
 def steps(items: list[str], key: str) -> None:

@@ -9,15 +9,20 @@ from demos.quiz import Question, Verdict, check, format_answer, validate_predict
 from pages.ui.layout import read_asset, steps, whiteboard_on
 from pages.ui.queue import queued
 
+# Key prefixes of a question card's container: whiteboard.css shows a card first as it does a figure; an interview
+# corner's card stays in place (a view without a figure keeps its tabs on top). The presenter keys frame both.
+CARD_MARK = "wbcard-"
+CORNER_MARK = "wbcorner-"
 
-def predict_then_run(question: Question, key: str) -> Verdict | None:
+
+def predict_then_run(question: Question, key: str, mark: str = CARD_MARK) -> Verdict | None:
     """Prompt and snippet, a prediction widget, Run it / Try again, then torch's verdict and the explanation.
 
     A verdict belongs to the prediction it judged: change the prediction and the verdict goes away until the
     next Run. Returns the verdict on screen (None when there is none). In whiteboard mode the prompt is large
     and torch's answer can be revealed as a step, with no prediction typed (a class answers out loud).
     """
-    with st.container(border=True):
+    with st.container(border=True, key=mark + key):
         if whiteboard_on():
             st.subheader(question.prompt, anchor=False)
         else:
@@ -25,9 +30,12 @@ def predict_then_run(question: Question, key: str) -> Verdict | None:
         st.code(question.snippet, language="python", wrap_lines=True)
         if question.model:
             st.caption(f"Answered by {question.model}, not by torch on a GPU.")
-        prediction = _prediction_widget(question, key)
+        # in whiteboard mode the prediction and its buttons share one row, so the card fits a 720 px screen whole
+        row = st.container(horizontal=True, vertical_alignment="bottom") if whiteboard_on() else st.container()
+        with row:
+            prediction = _prediction_widget(question, key)
         verdict_key = f"{key}_verdict"
-        buttons = st.container(horizontal=True)
+        buttons = row if whiteboard_on() else st.container(horizontal=True)
         if buttons.button("Run it", key=f"{key}_run", icon=":material/play_arrow:", type="primary"):
             try:
                 # questions that start DataLoader workers wait for the process slot
@@ -115,7 +123,7 @@ def interview_corner(slug: str, questions: list[Question]) -> None:
         f"Question (of {len(questions)})", range(len(questions)), horizontal=True, key=f"{slug}_q_pick",
         bind="query-params", format_func=lambda i: str(i + 1), captions=[_mark(k) for k in keys],
     )
-    predict_then_run(questions[picked], key=keys[picked])
+    predict_then_run(questions[picked], key=keys[picked], mark=CORNER_MARK)
     st.subheader("Model answers")
     for i, (asked, answer) in enumerate(model_answers(slug)):
         panel = st.expander(asked, key=f"{slug}_answer_{i}", on_change="rerun")

@@ -1,12 +1,15 @@
-"""Whiteboard (presenter) mode in the real browser: drawing on each kind of figure, downloads, keys, screenshots."""
+"""Whiteboard (presenter) mode in the real browser: every view opens on its figure whole on a 1280x720 screen, drawing
+on each kind of figure, downloads, keys that reveal and frame figure by figure, the board, screenshots."""
 
 import io
 import json
 import re
 import urllib.parse
+from contextlib import contextmanager
 
 import pytest
 from PIL import Image
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from demos.registry import registered
 from demos.style import PEN_COLORS
@@ -222,9 +225,13 @@ def test_presenter_keys_move_steps_and_sections_and_open_the_board(server, brows
         act_and_wait_run(page, lambda: page.keyboard.press("["))
         assert selected.inner_text().startswith("Broadcasting")
 
+        widths = "() => [...document.querySelectorAll('[data-testid=stMainBlockContainer], [role=tab]')]" \
+                 ".map(n => Math.round(n.getBoundingClientRect().width))"
+        before = page.evaluate(widths)
         page.keyboard.press("b")
         board = page.get_by_test_id("wbBoard")
         assert board.is_visible()
+        assert page.evaluate(widths) == before, "the board opens over the page: the page and its tabs keep their width"
         area = board.get_by_test_id("wbInkCanvas").bounding_box()
         drag(page, area, (0.2, 0.2), (0.8, 0.6))
         board.get_by_role("button", name="Arrow", exact=True).click()
@@ -241,6 +248,96 @@ def test_presenter_keys_move_steps_and_sections_and_open_the_board(server, brows
         assert board.is_hidden()
     finally:
         context.close()
+
+
+def card_step_caption(key: str) -> str:
+    return f"[class*=st-key-wbsteps-{key}_reveal] [data-testid=stCaptionContainer]"
+
+
+def card_step(page, key: str) -> str:
+    return page.locator(card_step_caption(key)).inner_text()
+
+
+def press_until_shown(page, key: str, selector: str, text: str, tries: int = 3) -> None:
+    """Press `key` until the element at `selector` reads `text`. The frontend can drop the click a key makes right
+    after another run, and then the run waited on was not the key's: a press is repeated only when no change came
+    within 10 s of a finished run, so a press that worked is never doubled."""
+    for _ in range(tries):
+        act_and_wait_run(page, lambda: page.keyboard.press(key))
+        try:
+            page.wait_for_function("([sel, text]) => document.querySelector(sel)?.innerText.startsWith(text)",
+                                   arg=[selector, text], timeout=10_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError(f"{key} did not show {text!r}: {page.locator(selector).inner_text()!r}")
+
+
+def reveal_with_right_arrow(page, key: str) -> None:
+    """→ twice on a question card at its first step: torch's answer, then why (each a run)."""
+    assert card_step(page, key).startswith("Step 1 of 3")
+    for expected in ("Step 2 of 3", "Step 3 of 3"):
+        press_until_shown(page, "ArrowRight", card_step_caption(key), expected)
+
+
+def press_to_scroll(page, key: str) -> None:
+    """A key that only scrolls: press it and wait for the scroll position to settle."""
+    page.keyboard.press(key)
+    page.wait_for_function(
+        """() => new Promise(done => {
+             const scrolled = () => [...document.querySelectorAll('*')].reduce((s, n) => s + n.scrollTop, 0);
+             let last = null, same = 0;
+             const tick = () => {
+               const y = scrolled();
+               same = y === last ? same + 1 : 0;
+               last = y;
+               if (same >= 3) done(true); else requestAnimationFrame(tick);
+             };
+             tick(); })""")
+
+
+@contextmanager
+def presenting(browser, address: str):
+    """A 1280x720 whiteboard-mode view, loaded with every chart drawn; closed afterwards."""
+    context, page = open_view(browser, address)
+    try:
+        wait_loaded(page, 30_000)
+        wait_every_chart_drawn(page)
+        yield page
+    finally:
+        context.close()
+
+
+def test_right_arrow_reveals_question_cards_step_by_step_and_frames_figure_by_figure(server, browser):
+    """→ on Practice and Home reveals the card's steps (predict out loud, torch's answer, why); on Home it first
+    frames the card under the figure; on a tab with two figures it frames the second, ← brings back the first."""
+    with presenting(browser, f"{server}/practice?whiteboard=true") as page:
+        card = boxes_on_screen_order(page)[0]
+        assert "st-key-wbcard-" in card["what"] and whole_on_screen(card), card
+        key = card["what"].removeprefix("st-key-wbcard-")
+        reveal_with_right_arrow(page, key)
+        assert "returned" in page.locator(f"[class*=st-key-wbcard-{key}]").inner_text()
+
+    with presenting(browser, f"{server}/home?whiteboard=true") as page:
+        figure, card = boxes_on_screen_order(page)[:2]
+        assert figure["what"] == "stVegaLiteChart" and whole_on_screen(figure), figure
+        assert card["what"] == "st-key-wbcard-home_quiz" and card["top"] > SCREEN["height"] / 2, card
+        press_to_scroll(page, "ArrowRight")  # frames the next figure: the quiz card
+        card = boxes_on_screen_order(page, "[class*=st-key-wbcard-home_quiz]")[0]
+        assert whole_on_screen(card, top=FRAME_TOP) and card["top"] <= FRAME_TOP + 30, card
+        reveal_with_right_arrow(page, "home_quiz")
+
+    with presenting(browser, f"{server}/tensors?whiteboard=true") as page:
+        first, second = boxes_on_screen_order(page, "[data-testid=stPlotlyChart]")[:2]
+        assert whole_on_screen(first) and second["top"] > SCREEN["height"], (first, second)
+        press_to_scroll(page, "ArrowRight")
+        first, second = boxes_on_screen_order(page, "[data-testid=stPlotlyChart]")[:2]
+        assert first["bottom"] <= FRAME_TOP, "the second figure replaces the first on the screen"
+        assert whole_on_screen(second, top=FRAME_TOP) and second["top"] <= FRAME_TOP + 40, second
+        page.screenshot(path=str(artifacts_dir("screenshots") / "presenter-second-figure.png"))
+        press_to_scroll(page, "ArrowLeft")
+        first = boxes_on_screen_order(page, "[data-testid=stPlotlyChart]")[0]
+        assert whole_on_screen(first, top=FRAME_TOP), first
 
 
 def _metric_and_table_sizes(page) -> dict:
@@ -275,12 +372,38 @@ def _view_name(topic, query: dict) -> str:
 
 # Every page at its defaults and each of its section tabs (the views the readability test runs in AppTest).
 VIEWS = [(t, q) for t in registered() for q in t.views()]
+# What a presenter frames: a figure, or a question card (Practice, Home); an interview corner's card (wbcorner-)
+# sits below its view's figure and does not count as the view's first figure.
+FIGURE_OR_CARD = ("[data-testid=stPlotlyChart], [data-testid=stVegaLiteChart], [data-testid=stGraphVizChart], "
+                  "[class*=st-key-wbcard-]")
+FRAME_TOP = 90  # px: the app's header strip is above this line (assets/js/presenter.js)
+
+
+def boxes_on_screen_order(page, selector: str = FIGURE_OR_CARD) -> list[dict]:
+    """The boxes of the shown elements matching `selector`, top first, in viewport pixels (as the browser laid
+    them out after whiteboard.css reordered the page)."""
+    return page.evaluate(
+        """sel => [...document.querySelectorAll(sel)]
+             .filter(e => e.getClientRects().length && e.getBoundingClientRect().height > 0)
+             .map(e => { const r = e.getBoundingClientRect();
+                         return {top: r.top, bottom: r.bottom, left: r.left, right: r.right,
+                                 what: (e.className.match(/st-key-wb\\S+/) || [e.dataset.testid])[0]}; })
+             .sort((a, b) => a.top - b.top)""",
+        selector,
+    )
+
+
+def whole_on_screen(box: dict, top: float = 0) -> bool:
+    return box["top"] >= top - 1 and box["bottom"] <= SCREEN["height"] + 1 and box["left"] >= 0 \
+        and box["right"] <= SCREEN["width"]
 
 
 @pytest.mark.parametrize(("topic", "query"), VIEWS, ids=[_view_name(t, q) for t, q in VIEWS])
-def test_every_view_in_whiteboard_mode_reads_from_the_back_of_the_room(server, browser, topic, query):
-    """At 1280x720 in whiteboard mode: nothing sideways, metrics and tables at least body size, no metric label or
-    figure title cut off. Saves the screen as a presenter sees it and the whole page."""
+def test_every_view_in_whiteboard_mode_opens_on_its_figure_and_reads_from_the_back_of_the_room(
+        server, browser, topic, query):
+    """At 1280x720 in whiteboard mode: the first figure (or question card) whole on the first screen, nothing
+    sideways, metrics and tables at least body size, no metric label or figure title cut off. Saves the screen as
+    a presenter sees it and the whole page."""
     name = _view_name(topic, query)
     address = f"{server}/{topic.slug}?{urllib.parse.urlencode({**query, 'whiteboard': 'true'})}"
     context, page = open_view(browser, address)
@@ -290,6 +413,9 @@ def test_every_view_in_whiteboard_mode_reads_from_the_back_of_the_room(server, b
         wait_every_chart_drawn(page)  # and every chart of this view drawn before measuring
         assert page.locator("[data-testid=stException]").count() == 0
         page.screenshot(path=str(artifacts_dir("screenshots") / f"{name}-whiteboard-screen.png"))
+        figures = boxes_on_screen_order(page)
+        assert figures, "the view opens on a figure or a question card"
+        assert whole_on_screen(figures[0]), f"the first figure is whole on the 1280x720 screen: {figures[0]}"
         sizes = _metric_and_table_sizes(page)
         assert sizes["overflow"] <= 1, "nothing sticks out sideways at 1280 px"
         assert all(m >= sizes["body"] for m in sizes["metrics"]), sizes
