@@ -147,9 +147,9 @@ def test_logging_the_tensor_keeps_the_graph(loops):
 
 def test_mistake_snippets_name_their_mistake(loops):
     for run in loops.runs.values():
-        assert "for step in range(120)" in run.code
+        assert "steps = 120" in run.code
         assert mistakes.symptom(run, loops.runs["correct"])
-    assert "running = running + loss" in loops.runs["accumulate_tensor"].code
+    assert "return loss  # <- a tensor" in loops.runs["accumulate_tensor"].code
 
 
 # 3. Optimizers -------------------------------------------------------------------------------------------------

@@ -35,6 +35,9 @@ def one_thread():
 ONE_THREAD_LINE = "torch.set_num_threads(1)  # as on the page: one thread adds every sum in the same order"
 
 
+IMPORTS = f"import math\n\nimport torch\nfrom torch import nn\n\n{ONE_THREAD_LINE}"  # a training script's head
+
+
 def with_one_thread(code: str) -> str:
     """A snippet that pins one intra-op thread right after its imports, as the demo that made its numbers did.
 
