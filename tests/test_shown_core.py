@@ -2,7 +2,7 @@
 snippet shows must run, tests/provenance.py), then run the snippet alone (tests/snippet_runner.py) and check it
 prints the figure's numbers."""
 
-from demos.training import mistakes
+from demos.training import mistakes, step
 from tests.provenance import assert_shows_what_ran
 from tests.snippet_runner import run_alone
 
@@ -20,3 +20,10 @@ def printed(code: str, tmp_path, snippet_server) -> str:
 def test_mistake_loop(tmp_path, snippet_server):
     run = assert_shows_what_ran(mistakes.run_loop, "no_train_after_eval", 20, 0.5, 3)
     assert printed(run.code, tmp_path, snippet_server) == f"validation loss {run.val_loss}\n"
+
+
+def test_one_step_walk(tmp_path, snippet_server):
+    r = assert_shows_what_ran(step.walk, 2 * len(step.SUBSTEPS) + 6, "SGD + momentum", 0.1, 0.5, 2)
+    last = printed(r.code, tmp_path, snippet_server).splitlines()[-1].split(" ", 3)
+    assert [int(last[0]), float(last[1]), float(last[2])] == [r.iteration, r.after.loss, r.after.grad_norm]
+    assert last[3] == f"[{r.after.lr}]"
