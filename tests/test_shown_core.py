@@ -2,7 +2,7 @@
 snippet shows must run, tests/provenance.py), then run the snippet alone (tests/snippet_runner.py) and check it
 prints the figure's numbers."""
 
-from demos.training import mistakes, step
+from demos.training import mistakes, resume, step
 from tests.provenance import assert_shows_what_ran
 from tests.snippet_runner import run_alone
 
@@ -27,3 +27,10 @@ def test_one_step_walk(tmp_path, snippet_server):
     last = printed(r.code, tmp_path, snippet_server).splitlines()[-1].split(" ", 3)
     assert [int(last[0]), float(last[1]), float(last[2])] == [r.iteration, r.after.loss, r.after.grad_norm]
     assert last[3] == f"[{r.after.lr}]"
+
+
+def test_exact_resume(tmp_path, snippet_server):
+    r = assert_shows_what_ran(resume.resume_demo, 24, 12, 1)
+    said = printed(r.code, tmp_path, snippet_server)
+    assert said == f"max |difference| vs the straight run: {r.resumed['full'].max_diff}\n" == (
+        "max |difference| vs the straight run: 0.0\n")
