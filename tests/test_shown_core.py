@@ -2,7 +2,7 @@
 snippet shows must run, tests/provenance.py), then run the snippet alone (tests/snippet_runner.py) and check it
 prints the figure's numbers."""
 
-from demos.training import mistakes, resume, step
+from demos.training import mistakes, resume, schedulers, step
 from tests.provenance import assert_shows_what_ran
 from tests.snippet_runner import run_alone
 
@@ -34,3 +34,16 @@ def test_exact_resume(tmp_path, snippet_server):
     said = printed(r.code, tmp_path, snippet_server)
     assert said == f"max |difference| vs the straight run: {r.resumed['full'].max_diff}\n" == (
         "max |difference| vs the straight run: 0.0\n")
+
+
+def test_scheduler_curves(tmp_path, snippet_server):
+    r = assert_shows_what_ran(schedulers.schedules, 40, 0.2, 7, 0.3, 5)
+    expected = "".join(f"{name} {r.curves[name][::4]}\n" for name in schedulers.SCHEDULERS)
+    assert printed(r.code, tmp_path, snippet_server) == expected
+
+
+def test_reduce_lr_on_plateau(tmp_path, snippet_server):
+    r = assert_shows_what_ran(schedulers.plateau, 12, 0.5, 0.5, 0, 3)
+    assert r.reductions, "the run shows a cut"
+    expected = "".join(f"{e} {lr} {val}\n" for e, (lr, val) in enumerate(zip(r.lrs, r.val_losses, strict=True)))
+    assert printed(r.code, tmp_path, snippet_server) == expected

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from demos.errors import InputError, quoted
+from demos.shown import Script
 
 _THREADS_LOCK = threading.Lock()
 _THREADS_USERS = [0, 0]  # [active demos, thread count to restore]
@@ -50,7 +51,9 @@ def with_one_thread(code: str) -> str:
     lines = code.split("\n")
     body = next(i for i, line in enumerate(lines)
                 if line.strip() and not line.startswith(("import ", "from ", "#")))
-    return "\n".join([*lines[:body], ONE_THREAD_LINE, "", *lines[body:]])
+    pinned = Script("\n".join([*lines[:body], ONE_THREAD_LINE, "", *lines[body:]]))
+    pinned.origins = getattr(code, "origins", ())  # a Script stays one, naming the same code that ran
+    return pinned
 
 
 def _pin_snippets(result):
