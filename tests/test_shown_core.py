@@ -2,7 +2,7 @@
 snippet shows must run, tests/provenance.py), then run the snippet alone (tests/snippet_runner.py) and check it
 prints the figure's numbers."""
 
-from demos.training import mistakes, resume, schedulers, step
+from demos.training import losses, mistakes, resume, schedulers, step
 from tests.provenance import assert_shows_what_ran
 from tests.snippet_runner import run_alone
 
@@ -47,3 +47,29 @@ def test_reduce_lr_on_plateau(tmp_path, snippet_server):
     assert r.reductions, "the run shows a cut"
     expected = "".join(f"{e} {lr} {val}\n" for e, (lr, val) in enumerate(zip(r.lrs, r.val_losses, strict=True)))
     assert printed(r.code, tmp_path, snippet_server) == expected
+
+
+def test_cross_entropy(tmp_path, snippet_server):
+    r = assert_shows_what_ran(losses.cross_entropy, "2, -1, 0.5", 2, 0.1, 4)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{r.loss} {r.loss_by_hand}", f"trap, softmax fed in: {r.loss_on_probs}",
+        f"{r.batch_loss} {r.batch_loss_by_hand} {r.ignored_row_grad}"]
+
+
+def test_bce_three_ways(tmp_path, snippet_server):
+    r = assert_shows_what_ran(losses.bce_compare, 90.0, 1)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{fn.__name__} {loss} {grad}"
+        for fn, (loss, grad) in zip(losses.BCE_WAYS.values(), (r.manual, r.bce, r.with_logits), strict=True)]
+
+
+def test_robust_fits(tmp_path, snippet_server):
+    r = assert_shows_what_ran(losses.robust_fit, 3, 10.0, 2, 40)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{name} slope, intercept {a} {b}" for name, (a, b) in r.fits.items()]
+
+
+def test_reduction(tmp_path, snippet_server):
+    r = assert_shows_what_ran(losses.reduction_scaling, 16, 1)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{b} {m} {s}" for b, m, s in zip(r.batch_sizes, r.grad_mean, r.grad_sum, strict=True)]
