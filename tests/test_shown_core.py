@@ -2,7 +2,7 @@
 snippet shows must run, tests/provenance.py), then run the snippet alone (tests/snippet_runner.py) and check it
 prints the figure's numbers."""
 
-from demos.training import losses, mistakes, resume, schedulers, step
+from demos.training import losses, mistakes, optimizers, resume, schedulers, step
 from tests.provenance import assert_shows_what_ran
 from tests.snippet_runner import run_alone
 
@@ -73,3 +73,10 @@ def test_reduction(tmp_path, snippet_server):
     r = assert_shows_what_ran(losses.reduction_scaling, 16, 1)
     assert printed(r.code, tmp_path, snippet_server).splitlines() == [
         f"{b} {m} {s}" for b, m, s in zip(r.batch_sizes, r.grad_mean, r.grad_sum, strict=True)]
+
+
+def test_optimizer_race(tmp_path, snippet_server):
+    r = assert_shows_what_ran(optimizers.race, "rosenbrock", 30, sgd_lr=0.01, extra="NAdam")
+    assert any(run.diverged_at for run in r.runs), "a diverging run is part of the case"
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{run.name} {[run.xs[-1], run.ys[-1]]} {run.losses[-1]} {run.diverged_at}" for run in r.runs]
