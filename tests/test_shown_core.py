@@ -2,7 +2,9 @@
 snippet shows must run, tests/provenance.py), then run the snippet alone (tests/snippet_runner.py) and check it
 prints the figure's numbers."""
 
-from demos.training import losses, mistakes, optimizers, resume, schedulers, step
+import math
+
+from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from tests.provenance import assert_shows_what_ran
 from tests.snippet_runner import run_alone
 
@@ -80,3 +82,28 @@ def test_optimizer_race(tmp_path, snippet_server):
     assert any(run.diverged_at for run in r.runs), "a diverging run is part of the case"
     assert printed(r.code, tmp_path, snippet_server).splitlines() == [
         f"{run.name} {[run.xs[-1], run.ys[-1]]} {run.losses[-1]} {run.diverged_at}" for run in r.runs]
+
+
+def test_autocast_ops(tmp_path, snippet_server):
+    r = assert_shows_what_ran(amp.autocast_ops, 8, 2)
+    lines = printed(r.code, tmp_path, snippet_server).splitlines()
+    assert lines[:-1] == [f"{phase} {op} {inputs} -> {output}" for phase, op, inputs, output in r.ops]
+    assert lines[-1] == f"torch.{r.dtype} torch.float32 torch.float32"
+
+
+def test_autocast_time_and_memory(tmp_path, snippet_server):
+    r = assert_shows_what_ran(amp.measure, 16, 4, 1)
+    lines = printed(r.code, tmp_path, snippet_server).splitlines()
+    saved = [f"saved for backward {b} bytes" for b in r.saved_bytes.values()]
+    assert [line.split(" ms ")[1] for line in lines] == saved
+    assert [line.split(" ")[0] for line in lines] == [name.split(" ")[0] for name in r.ms]
+
+
+def test_grad_scaler(tmp_path, snippet_server):
+    r = assert_shows_what_ran(amp.scaler_run, 12, 20, 3, "5", 1)
+    assert r.skipped[5] and not r.skipped[4]
+    expected = [f"{i} scale 2^{math.log2(b):g} -> 2^{math.log2(a):g} {'skipped' if s else ''} {loss}"
+                for i, (b, a, s, loss) in enumerate(zip(r.scale_before, r.scale_after, r.skipped, r.losses,
+                                                        strict=True))]
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        *expected, f"bfloat16 without a scaler: every gradient finite: {r.bf16_finite}"]
