@@ -103,28 +103,6 @@ for phase, op, inputs, output in ops:
 print(out_dtype, loss_dtype, grad_dtype)  # parameters and their grads stay float32""")
 
 
-OPS_IMPORTS = "import torch\nfrom torch import nn\nfrom torch.utils._python_dispatch import TorchDispatchMode"
-
-
-def ops_script(hidden: int, batch: int) -> Script:
-    return script(amp_device, OpRecorder, mlp, recorded_step, imports=OPS_IMPORTS,
-                  settings={"QUIET_OPS": QUIET_OPS, "hidden": hidden, "batch": batch}, run="""
-device, dtype = amp_device()
-ops, out_dtype, loss_dtype, grad_dtype = recorded_step(hidden, batch, device, dtype)
-for phase, op, inputs, output in ops:
-    print(phase, op, inputs, "->", output)
-print(out_dtype, loss_dtype, grad_dtype)  # parameters and their grads stay float32""")
-
-
-def loss_dtypes(ops) -> str:
-    """What cross_entropy's two ops wrote in the recorded forward: CPU autocast runs log_softmax in float32; CUDA
-    autocast has no rule for cross_entropy, so its log_softmax keeps the autocast dtype and only nll_loss is
-    float32."""
-    forward = {op: out for phase, op, _, out in ops if phase == "forward"}
-    return f"log_softmax ran in {forward.get('_log_softmax', 'no recorded dtype')}, " \
-           f"nll_loss in {forward.get('nll_loss_forward', 'no recorded dtype')}"
-
-
 @dataclass(frozen=True)
 class SpeedResult:
     device: str

@@ -137,34 +137,6 @@ class SpiralNet(nn.Module):
         return self.out(x)
 
 
-SPIRAL_SOURCE = '''def spiral(n, seed, noise=0.1):
-    g = torch.Generator().manual_seed(seed)
-    y = torch.arange(n) % 2
-    t = torch.rand(n, generator=g) * 2 * math.pi + 0.5
-    angle = t + math.pi * y
-    x = torch.stack([t * torch.cos(angle), t * torch.sin(angle)], dim=1) / math.pi
-    return x + noise * torch.randn(n, 2, generator=g), y
-
-
-class SpiralNet(nn.Module):
-    def __init__(self, hidden=16, dropout=0.0, batchnorm=False):
-        super().__init__()
-        self.fc1 = nn.Linear(2, hidden)
-        self.norm = nn.BatchNorm1d(hidden) if batchnorm else nn.Identity()
-        self.drop = nn.Dropout(dropout)
-        self.fc2 = nn.Linear(hidden, hidden)
-        self.out = nn.Linear(hidden, 2)
-
-    def forward(self, x):
-        x = torch.tanh(self.norm(self.fc1(x)))
-        x = self.drop(x)
-        x = torch.tanh(self.fc2(x))
-        return self.out(x)
-'''
-
-HEADER = "import math\n\nimport torch\nfrom torch import nn\n\n"
-
-
 def short(values, n: int = 4) -> str:
     """The first n entries of a tensor as text, for tables."""
     flat = values.detach().flatten()[:n].tolist()
