@@ -4,6 +4,7 @@ prints the figure's numbers."""
 
 import math
 
+from demos.gradient_flow import clipping, dead_relu, flow
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from tests.provenance import assert_shows_what_ran
 from tests.snippet_runner import run_alone
@@ -107,3 +108,38 @@ def test_grad_scaler(tmp_path, snippet_server):
                                                         strict=True))]
     assert printed(r.code, tmp_path, snippet_server).splitlines() == [
         *expected, f"bfloat16 without a scaler: every gradient finite: {r.bf16_finite}"]
+
+
+
+# Gradient flow ----------------------------------------------------------------------------------------------------
+
+
+def test_gradient_flow(tmp_path, snippet_server):
+    r = assert_shows_what_ran(flow.gradient_flow, 6, 16, "tanh", "normal", "layer", True, 1)
+    norms, p = r.yours.grad_norms, r.yours
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"loss {p.loss}", f"layer 1: {norms[0]}  last layer: {norms[-1]}  ratio: {norms[0] / max(norms[-1], 1e-45)}"]
+
+
+def test_clipping_compare(tmp_path, snippet_server):
+    r = assert_shows_what_ran(clipping.compare_clipping, 1.0, 0.01)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"norm before {r.norm_before} returned {r.returned_norm}",
+        f"after norm clip {r.norm_after_norm_clip} after value clip {r.norm_after_value_clip}",
+        f"cosine kept: {r.cosine_norm_clip} {r.cosine_value_clip}"]
+
+
+def test_clipping_run(tmp_path, snippet_server):
+    r = assert_shows_what_ran(clipping.clipping_run, "0.5", 1.0)
+    assert r.plain_diverged, "the case shows the rescue"
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"clip_grad_norm_ {clip} steps {len(losses)} last loss {losses[-1]}"
+        for clip, losses in ((None, r.loss_plain), (r.max_norm, r.loss_clipped))]
+
+
+def test_dead_relus(tmp_path, snippet_server):
+    dead_relu.dead_run.cache_clear()  # a cached run would not run again
+    r = assert_shows_what_ran(dead_relu.dead_relus, 0.3, "default")
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"dead before: {r.yours.dead_before}", f"dead after: {r.yours.dead_after}",
+        f"final loss: {r.yours.final_loss}"]
