@@ -2,8 +2,10 @@
 snippet shows must run, tests/provenance.py), then run the snippet alone (tests/snippet_runner.py) and check it
 prints the figure's numbers."""
 
+import dataclasses
 import math
 
+from demos.autograd import accumulate, modes
 from demos.gradient_flow import clipping, dead_relu, flow
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from tests.provenance import assert_shows_what_ran
@@ -143,3 +145,54 @@ def test_dead_relus(tmp_path, snippet_server):
     assert printed(r.code, tmp_path, snippet_server).splitlines() == [
         f"dead before: {r.yours.dead_before}", f"dead after: {r.yours.dead_after}",
         f"final loss: {r.yours.final_loss}"]
+
+
+
+# Autograd ---------------------------------------------------------------------------------------------------------
+
+
+def test_grad_accumulates(tmp_path, snippet_server):
+    r = assert_shows_what_ran(accumulate.repeated_backward, 3)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"not zeroed: {[list(g) for g in r.accumulated]}", f"zeroed first: {[list(g) for g in r.zeroed]}"]
+
+
+def test_micro_batches(tmp_path, snippet_server):
+    r = assert_shows_what_ran(accumulate.micro_batches, 12, 3)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{r.max_diff}", f"{[f / u for f, u in zip(r.forgot, r.full, strict=True)]}"]
+
+
+def test_retain_graph(tmp_path, snippet_server):
+    r = assert_shows_what_ran(accumulate.freed_graph)
+    lines = printed(r.code, tmp_path, snippet_server).splitlines()
+    assert lines[0] == f"{list(r.first_grad)}" and lines[1].startswith(r.second_error[:-1])
+    assert lines[-1] == f"{[list(g) for g in r.retained_grads]}"
+
+
+def test_gradient_penalty(tmp_path, snippet_server):
+    r = assert_shows_what_ran(accumulate.gradient_penalty)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{list(r.second)} {list(r.analytic)}", f"gradgradcheck: {r.gradgradcheck_ok}", r.no_create_graph_error]
+
+
+def test_autograd_modes(tmp_path, snippet_server):
+    r = assert_shows_what_ran(modes.compare_modes, 16)
+    facts = printed(r.code, tmp_path, snippet_server).splitlines()[::2]
+    rows = r.table.to_dict("records")
+    assert facts == [f"{row['mode']} " + str({
+        "grad_fn": row["out.grad_fn"], "requires_grad": bool(row["out.requires_grad"]),
+        "is_inference": bool(row["out.is_inference()"]), "saved_bytes": saved,
+        "later": row["later: (out * W).sum().backward()"]}) for row, saved in zip(rows, r.saved_bytes, strict=True)]
+
+
+def test_detach_shares_storage(tmp_path, snippet_server):
+    r = assert_shows_what_ran(modes.detach_shares_storage)
+    assert printed(r.code, tmp_path, snippet_server) == f"{dataclasses.astuple(r)[:-1]}\n"
+
+
+def test_inplace_version(tmp_path, snippet_server):
+    r = assert_shows_what_ran(modes.version_counter_trap)
+    lines = printed(r.code, tmp_path, snippet_server).splitlines()
+    assert lines[0] == f"version {r.version_before} -> {r.version_after}" and lines[1].startswith(r.trap_error)
+    assert lines[-1] == f"{list(r.correct_grad)}"
