@@ -33,6 +33,9 @@ def code_objects(obj) -> set[types.CodeType]:
     members = vars(obj).values()
     if inspect.ismodule(obj):
         members = [m for m in members if getattr(m, "__module__", None) == obj.__name__]
+    else:  # a class: its own methods and the classes written inside it, not classes it merely refers to (an
+        # autograd Function's generated _backward_cls points back at it)
+        members = [m for m in members if not inspect.isclass(m) or m.__qualname__.startswith(obj.__qualname__ + ".")]
     found = set()
     for member in members:
         if inspect.isfunction(member) or inspect.isclass(member):

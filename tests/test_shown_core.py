@@ -5,7 +5,7 @@ prints the figure's numbers."""
 import dataclasses
 import math
 
-from demos.autograd import accumulate, modes
+from demos.autograd import accumulate, custom, modes
 from demos.gradient_flow import clipping, dead_relu, flow
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from tests.provenance import assert_shows_what_ran
@@ -196,3 +196,21 @@ def test_inplace_version(tmp_path, snippet_server):
     lines = printed(r.code, tmp_path, snippet_server).splitlines()
     assert lines[0] == f"version {r.version_before} -> {r.version_after}" and lines[1].startswith(r.trap_error)
     assert lines[-1] == f"{list(r.correct_grad)}"
+
+
+def test_custom_functions(tmp_path, snippet_server):
+    examples = [assert_shows_what_ran(example) for example in (custom.straight_through, custom.stable_logsumexp,
+                                                               custom.swish)]
+    for e in examples:
+        forward, checked = printed(e.code, tmp_path, snippet_server).splitlines()
+        shown = [float(v) for v in e.forward.strip("[]…, ").split(", ")]
+        assert [float(f"{v:.4g}") for v in eval(forward)] == shown[:6], e.name
+        assert checked.startswith(f"{e.max_abs_diff} {e.gradcheck_ok} ")
+        assert e.gradcheck_message.startswith(checked.split(" ", 2)[2]), e.name
+
+
+def test_wrong_backward_trap(tmp_path, snippet_server):
+    r = assert_shows_what_ran(custom.wrong_backward_trap)
+    naive, weighted, gradcheck = printed(r.code, tmp_path, snippet_server).splitlines()
+    assert naive == f"{r.naive_passes}" == "True"
+    assert gradcheck == f"{(r.gradcheck_ok, r.gradcheck_message)}" and not r.gradcheck_ok
