@@ -5,9 +5,13 @@ prints the figure's numbers."""
 import dataclasses
 import math
 
+from demos import home
 from demos.autograd import accumulate, custom, modes
 from demos.gradient_flow import clipping, dead_relu, flow
+from demos.quiz import format_answer
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
+from demos.training import questions as training_questions
+from demos.training import traps as training_traps
 from tests.provenance import assert_shows_what_ran
 from tests.snippet_runner import run_alone
 
@@ -214,3 +218,24 @@ def test_wrong_backward_trap(tmp_path, snippet_server):
     naive, weighted, gradcheck = printed(r.code, tmp_path, snippet_server).splitlines()
     assert naive == f"{r.naive_passes}" == "True"
     assert gradcheck == f"{(r.gradcheck_ok, r.gradcheck_message)}" and not r.gradcheck_ok
+
+
+
+# Home, traps, quiz ------------------------------------------------------------------------------------------------
+
+
+def test_home_softmax(tmp_path, snippet_server):
+    r = assert_shows_what_ran(home.softmax_temperature, "2, 1, 0.1", 0.5)
+    assert printed(r.code, tmp_path, snippet_server) == f"{list(r.probs)}\n"
+
+
+def test_trap_pair(tmp_path, snippet_server):
+    r = assert_shows_what_ran(training_traps.clip_before_unscale_trap)
+    assert printed(r.code, tmp_path, snippet_server) == f"trap: {r.trap}\ncorrect: {r.correct}\n"
+
+
+def test_quiz_question(tmp_path, snippet_server):
+    q = next(q for q in training_questions.QUESTIONS if q.key == "onecycle")
+    answer = []
+    snippet = assert_shows_what_ran(lambda: answer.append(q.run()) or q.snippet)
+    assert format_answer(eval(printed(snippet, tmp_path, snippet_server))) == format_answer(answer[0])
