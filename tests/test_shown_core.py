@@ -9,6 +9,7 @@ from demos import home
 from demos.autograd import accumulate, custom, modes
 from demos.gradient_flow import clipping, dead_relu, flow
 from demos.quiz import format_answer
+from demos.tensors import broadcasting
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from demos.training import questions as training_questions
 from demos.training import traps as training_traps
@@ -219,6 +220,23 @@ def test_wrong_backward_trap(tmp_path, snippet_server):
     assert naive == f"{r.naive_passes}" == "True"
     assert gradcheck == f"{(r.gradcheck_ok, r.gradcheck_message)}" and not r.gradcheck_ok
 
+
+
+
+# Tensors ----------------------------------------------------------------------------------------------------------
+
+
+def test_broadcast_shapes(tmp_path, snippet_server):
+    r = assert_shows_what_ran(broadcasting.broadcast, ("8, 1, 6, 1", "7, 1, 5", ""))
+    assert printed(r.code, tmp_path, snippet_server) == f"{r.result} None\n"
+    clash = assert_shows_what_ran(broadcasting.broadcast, ("2, 3", "4, 3", ""))
+    message = clash.torch_error.split(": ", 1)[1]  # torch's first line, after the exception's type
+    assert printed(clash.code, tmp_path, snippet_server).startswith(f"None {message}")
+
+
+def test_broadcast_reads(tmp_path, snippet_server):
+    g = assert_shows_what_ran(broadcasting.grid, ("2, 1, 4", "3, 1", "[]"), "1, 2, 3")
+    assert printed(g.code, tmp_path, snippet_server) == f"{list(g.reads)}\n"
 
 
 # Home, traps, quiz ------------------------------------------------------------------------------------------------
