@@ -8,6 +8,7 @@ import math
 from demos import home
 from demos.autograd import accumulate, custom, modes
 from demos.gradient_flow import clipping, dead_relu, flow
+from demos.modules import params
 from demos.quiz import format_answer
 from demos.tensors import broadcasting
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
@@ -221,6 +222,24 @@ def test_wrong_backward_trap(tmp_path, snippet_server):
     assert gradcheck == f"{(r.gradcheck_ok, r.gradcheck_message)}" and not r.gradcheck_ok
 
 
+
+
+
+# Modules ----------------------------------------------------------------------------------------------------------
+
+
+def test_parameters_buffers_attributes(tmp_path, snippet_server):
+    r = assert_shows_what_ran(params.registry_table, 1)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"state_dict(): {list(r.state_dict_keys)}", *(f"{dataclasses.asdict(row)}" for row in r.rows)]
+
+
+def test_buffer_vs_attribute(tmp_path, snippet_server):
+    r = assert_shows_what_ran(params.buffer_vs_attribute)
+    assert "RuntimeError" in r.attribute_outcome
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"WithBuffer {(list(r.buffer_keys), r.buffer_device, r.buffer_outcome)}",
+        f"WithAttribute {(list(r.attribute_keys), r.attribute_device, r.attribute_outcome)}"]
 
 
 # Tensors ----------------------------------------------------------------------------------------------------------

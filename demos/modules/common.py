@@ -8,6 +8,8 @@ import textwrap
 import torch
 import torch.nn as nn
 
+MODULE_IMPORTS = "import copy\nimport functools\n\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F"
+
 # No accelerator on a small host: .to("meta") runs the same Module._apply path that .to("cuda") runs.
 TARGET_DEVICE = "meta"
 
