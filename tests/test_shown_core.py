@@ -242,6 +242,15 @@ def test_buffer_vs_attribute(tmp_path, snippet_server):
         f"WithAttribute {(list(r.attribute_keys), r.attribute_device, r.attribute_outcome)}"]
 
 
+
+def test_batchnorm_running_stats(tmp_path, snippet_server):
+    t = assert_shows_what_ran(params.batchnorm_stats, 4, 0.2, 1)
+    rows = zip(t.modes, t.batch_means, t.running_means, t.running_vars, t.num_batches, strict=True)
+    assert printed(t.code, tmp_path, snippet_server).splitlines() == [
+        str(dict(mode=mode, batch_mean=batch, running_mean=mean, running_var=var, num_batches_tracked=count,
+                 eval_as_formula=t.eval_uses_running_stats)) for mode, batch, mean, var, count in rows]
+
+
 # Tensors ----------------------------------------------------------------------------------------------------------
 
 

@@ -213,47 +213,38 @@ def batchnorm_stats(train_steps: int = 5, momentum: float = 0.1, seed: int = 0) 
         raise InputError(f"Train steps must be between 1 and {MAX_TRAIN_STEPS}; got {train_steps}.")
     if not 0.01 <= momentum <= 1.0:
         raise InputError(f"Momentum must be between 0.01 and 1.0; got {momentum}.")
+    rows = trace_batchnorm(train_steps, momentum, seed)
+    columns = {key: tuple(row[key] for row in rows) for key in rows[0]}
+    code = script(trace_batchnorm, imports=MODULE_IMPORTS,
+                  settings={"TRUE_MEAN": TRUE_MEAN, "TRUE_STD": TRUE_STD, "EVAL_STEPS": EVAL_STEPS,
+                            "train_steps": train_steps, "momentum": momentum, "seed": seed}, run="""
+for row in trace_batchnorm(train_steps, momentum, seed):
+    print(row)""")
+    return BatchNormTrace(momentum, columns["mode"], columns["batch_mean"], columns["running_mean"],
+                          columns["running_var"], columns["num_batches_tracked"], all(columns["eval_as_formula"]),
+                          code)
+
+
+def trace_batchnorm(train_steps: int, momentum: float, seed: int) -> list[dict]:
+    """BatchNorm1d over `train_steps` train() batches, then EVAL_STEPS eval() batches: per step its mode, the batch's
+    mean, the running statistics after it, and (in eval) whether the output is the formula with the running stats."""
     torch.manual_seed(seed)
     bn = nn.BatchNorm1d(3, momentum=momentum)
     mean, std = torch.tensor(TRUE_MEAN), torch.tensor(TRUE_STD)
-    nan = (float("nan"),) * 3
-    modes, batch_means = ["init"], [nan]
-    running_means, running_vars = [tuple(bn.running_mean.tolist())], [tuple(bn.running_var.tolist())]
-    counts = [int(bn.num_batches_tracked)]
-    eval_ok = True
+    rows = [dict(mode="init", batch_mean=(float("nan"),) * 3, running_mean=tuple(bn.running_mean.tolist()),
+                 running_var=tuple(bn.running_var.tolist()), num_batches_tracked=int(bn.num_batches_tracked),
+                 eval_as_formula=True)]
     for step in range(train_steps + EVAL_STEPS):
-        training = step < train_steps
-        bn.train(training)
+        bn.train(step < train_steps)
         x = torch.randn(16, 3) * std + mean
         with torch.no_grad():
             y = bn(x)
-        if not training:
-            expected = (x - bn.running_mean) / torch.sqrt(bn.running_var + bn.eps) * bn.weight + bn.bias
-            eval_ok = eval_ok and torch.allclose(y, expected, atol=1e-5)
-        modes.append("train" if training else "eval")
-        batch_means.append(tuple(x.mean(0).tolist()))
-        running_means.append(tuple(bn.running_mean.tolist()))
-        running_vars.append(tuple(bn.running_var.tolist()))
-        counts.append(int(bn.num_batches_tracked))
-    return BatchNormTrace(momentum, tuple(modes), tuple(batch_means), tuple(running_means), tuple(running_vars),
-                          tuple(counts), eval_ok, _batchnorm_code(train_steps, momentum, seed))
-
-
-def _batchnorm_code(train_steps: int, momentum: float, seed: int) -> str:
-    return f'''import torch
-import torch.nn as nn
-
-torch.manual_seed({seed})
-bn = nn.BatchNorm1d(3, momentum={momentum})
-mean, std = torch.tensor({list(TRUE_MEAN)}), torch.tensor({list(TRUE_STD)})
-for step in range({train_steps + EVAL_STEPS}):
-    bn.train(step < {train_steps})  # {train_steps} train() steps, then {EVAL_STEPS} eval() steps
-    x = torch.randn(16, 3) * std + mean
-    with torch.no_grad():
-        bn(x)
-    print("train" if bn.training else "eval ", "running_mean", [round(v, 4) for v in bn.running_mean.tolist()],
-          "num_batches_tracked", int(bn.num_batches_tracked))
-'''
+        expected = (x - bn.running_mean) / torch.sqrt(bn.running_var + bn.eps) * bn.weight + bn.bias
+        rows.append(dict(mode="train" if bn.training else "eval", batch_mean=tuple(x.mean(0).tolist()),
+                         running_mean=tuple(bn.running_mean.tolist()), running_var=tuple(bn.running_var.tolist()),
+                         num_batches_tracked=int(bn.num_batches_tracked),
+                         eval_as_formula=bn.training or torch.allclose(y, expected, atol=1e-5)))
+    return rows
 
 
 def momentum_formula(trace: BatchNormTrace, channel: int = 0) -> str:
