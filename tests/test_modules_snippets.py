@@ -3,7 +3,7 @@ built by demos.shown.script are checked in tests/test_shown_core.py)."""
 
 import pytest
 
-from demos.modules import containers, freezing, hooks, params, sharing
+from demos.modules import containers, freezing, hooks, sharing
 
 
 def run_snippet(code: str) -> list[str]:
