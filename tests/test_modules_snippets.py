@@ -3,7 +3,7 @@ built by demos.shown.script are checked in tests/test_shown_core.py)."""
 
 import pytest
 
-from demos.modules import containers, freezing, hooks, sharing
+from demos.modules import containers, hooks, sharing
 
 
 def run_snippet(code: str) -> list[str]:
@@ -39,17 +39,6 @@ def test_pileup_snippet():
     out = run_snippet(hooks.hook_pileup(3).code)
     assert "predict_leaky call 2 hook fired 3 times; 3 hooks registered" in out
     assert "predict_clean call 2 hook fired 1 times; 0 hooks registered" in out
-
-
-def test_freezing_snippets():
-    out = run_snippet(freezing.freeze_step(("stem", "head"), "AdamW").code)
-    assert any(line.startswith("stem.weight") and "bit-identical: True" in line for line in out)
-    late = freezing.late_freeze("AdamW")
-    moved = [float(line.split()[-1]) for line in run_snippet(late.code)]
-    assert moved == pytest.approx([late.change_set_to_none, late.change_zeroed], rel=1e-5, abs=1e-9)
-    assert len(run_snippet(freezing.eval_vs_freeze().code)) == 4
-    ratios = [float(line.split()[-1]) for line in run_snippet(freezing.per_group_lrs("0.02, 0.2").code)]
-    assert ratios == pytest.approx([r for _, _, r, _ in freezing.per_group_lrs("0.02, 0.2").effective], rel=1e-4)
 
 
 def test_tying_snippet():

@@ -8,7 +8,7 @@ import math
 from demos import home
 from demos.autograd import accumulate, custom, modes
 from demos.gradient_flow import clipping, dead_relu, flow
-from demos.modules import params
+from demos.modules import freezing, params
 from demos.quiz import format_answer
 from demos.tensors import broadcasting
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
@@ -249,6 +249,35 @@ def test_batchnorm_running_stats(tmp_path, snippet_server):
     assert printed(t.code, tmp_path, snippet_server).splitlines() == [
         str(dict(mode=mode, batch_mean=batch, running_mean=mean, running_var=var, num_batches_tracked=count,
                  eval_as_formula=t.eval_uses_running_stats)) for mode, batch, mean, var, count in rows]
+
+
+
+def test_freeze_layers(tmp_path, snippet_server):
+    r = assert_shows_what_ran(freezing.freeze_step, ("stem", "head"), "AdamW")
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        *(f"{dataclasses.asdict(row)}" for row in r.params),
+        f"param groups: {[len(g.names) for g in r.groups]} bn.running_mean moved: {r.bn_running_mean_change}"]
+
+
+def test_late_freeze(tmp_path, snippet_server):
+    r = assert_shows_what_ran(freezing.late_freeze, "SGD + momentum")
+    grads = dict(part.split(": ") for part in r.grad_after_zero_grad.split("; "))
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"set_to_none {flag} stem.weight.grad: {grads[f'set_to_none={flag}']} frozen stem moved by {moved}"
+        for flag, moved in ((True, r.change_set_to_none), (False, r.change_zeroed))]
+
+
+def test_eval_vs_freeze(tmp_path, snippet_server):
+    r = assert_shows_what_ran(freezing.eval_vs_freeze)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{variant} {tuple(row[column] for row in r.rows)}" for column, variant in ((1, "eval"), (2, "freeze"))]
+
+
+def test_per_group_lrs(tmp_path, snippet_server):
+    r = assert_shows_what_ran(freezing.per_group_lrs, "0.02, 0.2")
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        *(f"{name} group {group} lr {lr} |change| / |grad| = {ratio}" for name, group, ratio, lr in r.effective),
+        f"every change is -lr * grad: {r.verified}"]
 
 
 # Tensors ----------------------------------------------------------------------------------------------------------
