@@ -3,7 +3,7 @@ built by demos.shown.script are checked in tests/test_shown_core.py)."""
 
 import pytest
 
-from demos.modules import containers, hooks, sharing
+from demos.modules import containers, hooks
 
 
 def run_snippet(code: str) -> list[str]:
@@ -39,14 +39,6 @@ def test_pileup_snippet():
     out = run_snippet(hooks.hook_pileup(3).code)
     assert "predict_leaky call 2 hook fired 3 times; 3 hooks registered" in out
     assert "predict_clean call 2 hook fired 1 times; 0 hooks registered" in out
-
-
-def test_tying_snippet():
-    t = sharing.weight_tying(30, 8, 4)
-    out = run_snippet(t.code)
-    assert "parameters tied / untied: 240 480" in out
-    assert "tied grad == embed grad + out grad: True" in out
-    assert float(out[-1].split()[-1]) == pytest.approx(t.drift_copied[-1], rel=1e-5)
 
 
 def test_container_snippets():

@@ -8,7 +8,7 @@ import math
 from demos import home
 from demos.autograd import accumulate, custom, modes
 from demos.gradient_flow import clipping, dead_relu, flow
-from demos.modules import freezing, params
+from demos.modules import freezing, params, sharing
 from demos.quiz import format_answer
 from demos.tensors import broadcasting
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
@@ -278,6 +278,15 @@ def test_per_group_lrs(tmp_path, snippet_server):
     assert printed(r.code, tmp_path, snippet_server).splitlines() == [
         *(f"{name} group {group} lr {lr} |change| / |grad| = {ratio}" for name, group, ratio, lr in r.effective),
         f"every change is -lr * grad: {r.verified}"]
+
+
+
+def test_weight_tying(tmp_path, snippet_server):
+    t = assert_shows_what_ran(sharing.weight_tying, 30, 8, 4)
+    lines = [line for line in printed(t.code, tmp_path, snippet_server).splitlines() if not line.startswith("ids ")]
+    shown = {f.name: getattr(t, f.name) for f in dataclasses.fields(t) if f.name not in ("ids", "code")}
+    assert sorted(lines) == sorted(f"{name} {value}" for name, value in shown.items())
+    assert t.count_tied * 2 == t.count_untied and t.grad_max_diff < 1e-6
 
 
 # Tensors ----------------------------------------------------------------------------------------------------------
