@@ -3,7 +3,7 @@ built by demos.shown.script are checked in tests/test_shown_core.py)."""
 
 import pytest
 
-from demos.modules import containers, hooks
+from demos.modules import hooks
 
 
 def run_snippet(code: str) -> list[str]:
@@ -39,11 +39,3 @@ def test_pileup_snippet():
     out = run_snippet(hooks.hook_pileup(3).code)
     assert "predict_leaky call 2 hook fired 3 times; 3 hooks registered" in out
     assert "predict_clean call 2 hook fired 1 times; 0 hooks registered" in out
-
-
-def test_container_snippets():
-    out = run_snippet(containers.list_vs_modulelist(2, 4).code)
-    assert out[0].startswith("plain list tensors: 2") and out[2].startswith("ModuleList tensors: 6")
-    assert "seq(x) == layers applied in order: True" in run_snippet(containers.sequential_vs_modulelist().code)
-    assert run_snippet(containers.module_dict_demo("a, b").code)[-1] == "b (4, 2)"
-    assert run_snippet(containers.module_tree().code)[-1] == "False"

@@ -8,7 +8,7 @@ import math
 from demos import home
 from demos.autograd import accumulate, custom, modes
 from demos.gradient_flow import clipping, dead_relu, flow
-from demos.modules import freezing, params, sharing
+from demos.modules import containers, freezing, params, sharing
 from demos.quiz import format_answer
 from demos.tensors import broadcasting
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
@@ -287,6 +287,31 @@ def test_weight_tying(tmp_path, snippet_server):
     shown = {f.name: getattr(t, f.name) for f in dataclasses.fields(t) if f.name not in ("ids", "code")}
     assert sorted(lines) == sorted(f"{name} {value}" for name, value in shown.items())
     assert t.count_tied * 2 == t.count_untied and t.grad_max_diff < 1e-6
+
+
+
+def test_plain_list_vs_modulelist(tmp_path, snippet_server):
+    r = assert_shows_what_ran(containers.list_vs_modulelist, 2, 4)
+    facts = [eval("{" + line.split(" {", 1)[1]) for line in printed(r.code, tmp_path, snippet_server).splitlines()]
+    assert [(f["tensors"], f["numel"], f["change"]) for f in facts] == list(
+        zip(r.param_tensors, r.numel, r.first_layer_change, strict=True))
+
+
+def test_module_dict(tmp_path, snippet_server):
+    r = assert_shows_what_ran(containers.module_dict_demo, "a, b")
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        *map(str, r.rows), f"parameters: {r.total_params}"]
+
+
+def test_sequential_vs_modulelist(tmp_path, snippet_server):
+    r = assert_shows_what_ran(containers.sequential_vs_modulelist)
+    assert printed(r.code, tmp_path, snippet_server) == f"{dataclasses.astuple(r)[:-1]}\n"
+
+
+def test_module_tree(tmp_path, snippet_server):
+    r = assert_shows_what_ran(containers.module_tree)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        *(str(dataclasses.astuple(node)) for node in r.nodes), f"named_modules(): {list(r.named_modules)}"]
 
 
 # Tensors ----------------------------------------------------------------------------------------------------------
