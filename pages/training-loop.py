@@ -274,7 +274,7 @@ def section_mistakes() -> None:
             st.caption(mistakes.why_eval_scores_better(result))
         ui.plot(cached_figure("symptom", steps, lr, seed, focus), key="tl_mis_symptom")
         good, bad = mistakes.differing_source(focus)
-        side_by_side("Correct loop (ran above)", good, f"{mistakes.VARIANTS[focus]} (ran above)", bad)
+        side_by_side("Correct (ran above)", good, f"{mistakes.VARIANTS[focus]} (ran above)", bad)
         ui.show_code(result.runs[focus].code, key="tl_mis_code", file_name=f"mistake_{focus}.py",
                      label="Show the full runnable script")
 
