@@ -10,7 +10,7 @@ from demos.autograd import accumulate, custom, modes
 from demos.gradient_flow import clipping, dead_relu, flow
 from demos.modules import containers, freezing, params, sharing
 from demos.quiz import format_answer
-from demos.tensors import broadcasting
+from demos.tensors import broadcasting, dtypes
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from demos.training import questions as training_questions
 from demos.training import traps as training_traps
@@ -328,6 +328,13 @@ def test_broadcast_shapes(tmp_path, snippet_server):
 def test_broadcast_reads(tmp_path, snippet_server):
     g = assert_shows_what_ran(broadcasting.grid, ("2, 1, 4", "3, 1", "[]"), "1, 2, 3")
     assert printed(g.code, tmp_path, snippet_server) == f"{list(g.reads)}\n"
+
+
+
+def test_promotion_matrix(tmp_path, snippet_server):
+    r = assert_shows_what_ran(dtypes.promotion, ("uint8", "int64", "float16"), True, ("int", "float"))
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{label} {list(row)}" for label, row in zip(r.labels, r.results, strict=True)]
 
 
 # Home, traps, quiz ------------------------------------------------------------------------------------------------
