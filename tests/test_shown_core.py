@@ -10,7 +10,7 @@ from demos.autograd import accumulate, custom, modes
 from demos.gradient_flow import clipping, dead_relu, flow
 from demos.modules import containers, freezing, params, sharing
 from demos.quiz import format_answer
-from demos.tensors import broadcasting, dtypes
+from demos.tensors import broadcasting, devices, dtypes
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from demos.training import questions as training_questions
 from demos.training import traps as training_traps
@@ -335,6 +335,17 @@ def test_promotion_matrix(tmp_path, snippet_server):
     r = assert_shows_what_ran(dtypes.promotion, ("uint8", "int64", "float16"), True, ("int", "float"))
     assert printed(r.code, tmp_path, snippet_server).splitlines() == [
         f"{label} {list(row)}" for label, row in zip(r.labels, r.results, strict=True)]
+
+
+
+def test_devices(tmp_path, snippet_server):
+    r = assert_shows_what_ran(devices.report)
+    chosen, facts = printed(r.code, tmp_path, snippet_server).splitlines()
+    assert chosen == f"chosen device: {r.chosen}"
+    facts = eval(facts, {"RuntimeError": str})  # the exception prints as RuntimeError('message')
+    assert (facts["x"], facts["y"], facts["y_is_x"], facts["model_after"], facts["same_module"]) == (
+        r.tensor_before, r.tensor_after, r.tensor_same_object, r.module_after, r.module_same_object)
+    assert r.mixing_error.startswith(f"RuntimeError: {facts['mixing'].splitlines()[0]}")
 
 
 # Home, traps, quiz ------------------------------------------------------------------------------------------------
