@@ -103,7 +103,7 @@ def test_autocast_ops(tmp_path, snippet_server):
 def test_autocast_time_and_memory(tmp_path, snippet_server):
     r = assert_shows_what_ran(amp.measure, 16, 4, 1)
     lines = printed(r.code, tmp_path, snippet_server).splitlines()
-    saved = [f"saved for backward {b} bytes" for b in r.saved_bytes.values()]
+    saved = [f"saved for backward {b / 2**20:.2f} MiB" for b in r.saved_bytes.values()]
     assert [line.split(" ms ")[1] for line in lines] == saved
     assert [line.split(" ")[0] for line in lines] == [name.split(" ")[0] for name in r.ms]
 

@@ -181,7 +181,7 @@ def measure_script(hidden: int, batch: int, reps: int) -> Script:
                   settings={"hidden": hidden, "batch": batch, "reps": reps}, run="""
 ms, saved = float32_vs_autocast(hidden, batch, reps, *amp_device())
 for name in ms:
-    print(name, f"{ms[name]:.2f} ms", f"saved for backward {saved[name]} bytes")""")
+    print(name, f"{ms[name]:.2f} ms", f"saved for backward {saved[name] / 2**20:.2f} MiB")""")
 
 
 @dataclass(frozen=True)
