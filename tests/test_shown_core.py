@@ -8,7 +8,7 @@ import math
 from demos import home
 from demos.autograd import accumulate, custom, modes
 from demos.gradient_flow import clipping, dead_relu, flow
-from demos.modules import containers, freezing, params, sharing
+from demos.modules import containers, freezing, hooks, params, sharing
 from demos.quiz import format_answer
 from demos.tensors import broadcasting, devices, dtypes
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
@@ -312,6 +312,16 @@ def test_module_tree(tmp_path, snippet_server):
     r = assert_shows_what_ran(containers.module_tree)
     assert printed(r.code, tmp_path, snippet_server).splitlines() == [
         *(str(dataclasses.astuple(node)) for node in r.nodes), f"named_modules(): {list(r.named_modules)}"]
+
+
+
+def test_hook_pile_up(tmp_path, snippet_server):
+    r = assert_shows_what_ran(hooks.hook_pileup, 3)
+    assert r.registered_trap == (1, 2, 3) and r.registered_correct == (0, 0, 0)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{name} hook firings per call: {fires} hooks registered after each: {registered}"
+        for name, fires, registered in (("predict_leaky", r.fires_trap, r.registered_trap),
+                                        ("predict_clean", r.fires_correct, r.registered_correct))]
 
 
 # Tensors ----------------------------------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from demos.errors import InputError, quoted
-from demos.modules.common import norm, source_of
+from demos.modules.common import MODULE_IMPORTS, norm, source_of
 from demos.modules.inputs import parse_channels, parse_hook_value
+from demos.shown import Script, script
 
 PATTERNS = ("disc", "stripes", "checker")
 PRE_HOOKS = ("flip", "invert", "grayscale")
@@ -520,7 +521,7 @@ class PileUp:
     registered_trap: tuple[int, ...]  # hooks registered after call i
     fires_correct: tuple[int, ...]
     registered_correct: tuple[int, ...]
-    code: str
+    code: Script
 
 
 def predict_leaky(model: nn.Module, x: torch.Tensor, log: list) -> torch.Tensor:
@@ -538,38 +539,30 @@ def predict_clean(model: nn.Module, x: torch.Tensor, log: list) -> torch.Tensor:
         handle.remove()
 
 
+def call_repeatedly(predict, calls: int):
+    """Call predict `calls` times on one model: how often the logging hook fired in each call, and how many forward
+    hooks the model held after it."""
+    torch.manual_seed(0)
+    model, x = nn.Linear(4, 2), torch.randn(1, 4)
+    fires, registered, log = [], [], []  # log: e.g. collected features
+    for _ in range(calls):
+        before = len(log)
+        with torch.no_grad():
+            predict(model, x, log)
+        fires.append(len(log) - before)
+        registered.append(len(model._forward_hooks))
+    return tuple(fires), tuple(registered)
+
+
 def hook_pileup(calls: int = 5) -> PileUp:
     """Call each predict function `calls` times; count hook firings per call and hooks left registered."""
     if not 1 <= calls <= MAX_CALLS:
         raise InputError(f"Calls must be between 1 and {MAX_CALLS}; got {calls}.")
-    result = {}
-    for name, predict in (("trap", predict_leaky), ("correct", predict_clean)):
-        torch.manual_seed(0)
-        model, x = nn.Linear(4, 2), torch.randn(1, 4)
-        fires, registered, log = [], [], []
-        for _ in range(calls):
-            before = len(log)
-            with torch.no_grad():
-                predict(model, x, log)
-            fires.append(len(log) - before)
-            registered.append(len(model._forward_hooks))
-        result[name] = (tuple(fires), tuple(registered))
-    code = f'''import torch
-import torch.nn as nn
-
-
-{source_of(predict_leaky, predict_clean)}
-
-
+    result = {name: call_repeatedly(predict, calls) for name, predict in (("trap", predict_leaky),
+                                                                          ("correct", predict_clean))}
+    code = script(predict_leaky, predict_clean, call_repeatedly, imports=MODULE_IMPORTS, settings={"calls": calls},
+                  run="""
 for predict in (predict_leaky, predict_clean):
-    torch.manual_seed(0)
-    model, x = nn.Linear(4, 2), torch.randn(1, 4)
-    log = []  # e.g. collected features
-    for call in range({calls}):
-        before = len(log)
-        with torch.no_grad():
-            predict(model, x, log)
-        print(predict.__name__, "call", call, "hook fired", len(log) - before, "times;",
-              len(model._forward_hooks), "hooks registered")
-'''
+    fires, registered = call_repeatedly(predict, calls)
+    print(predict.__name__, "hook firings per call:", fires, "hooks registered after each:", registered)""")
     return PileUp(calls, *result["trap"], *result["correct"], code)
