@@ -324,6 +324,14 @@ def test_hook_pile_up(tmp_path, snippet_server):
                                         ("predict_clean", r.fires_correct, r.registered_correct))]
 
 
+
+def test_forward_pre_hook(tmp_path, snippet_server):
+    r = assert_shows_what_ran(hooks.pre_hook_effect, "3, 5", 16, "stripes", 2, "invert")
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"plain  {[list(row) for row in r.logits_plain]}", f"hooked {[list(row) for row in r.logits_hooked]}",
+        f"hooked == model(transformed x): {r.equals_transformed_input}"]
+
+
 # Tensors ----------------------------------------------------------------------------------------------------------
 
 

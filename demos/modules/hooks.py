@@ -20,6 +20,8 @@ PRE_HOOKS = ("flip", "invert", "grayscale")
 SURGERY_MODES = ("scale", "clip")
 MIN_SIZE, MAX_SIZE = 8, 64  # 8 pixels survive the 3 poolings of the deepest net
 BATCH, CLASSES, BINS = 2, 3, 30
+HOOK_IMPORTS = ("import math\nfrom collections import OrderedDict\n\n"
+                "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F")
 MAX_CALLS = 10
 
 
@@ -270,7 +272,7 @@ class PreHookEffect:
     logits_plain: tuple[tuple[float, ...], ...]
     logits_hooked: tuple[tuple[float, ...], ...]
     equals_transformed_input: bool  # model+hook(x) == model(transform(x)), bit for bit
-    code: str
+    code: Script
 
 
 def pre_hook_effect(channels_text="4, 8", image_size=32, pattern="disc", seed=0, kind="flip") -> PreHookEffect:
@@ -279,43 +281,35 @@ def pre_hook_effect(channels_text="4, 8", image_size=32, pattern="disc", seed=0,
     if kind not in PRE_HOOKS:
         raise InputError(f"The pre-hook must be one of {', '.join(PRE_HOOKS)}; got {quoted(kind)}.")
     model, x, _ = build(channels, image_size, pattern, seed)
-    conv1 = model.features.conv1
-    received = {}
-
-    def change_input(module, args):
-        new = transform_input(kind, args[0])
-        received["x"] = new
-        return (new,)
-
-    with torch.no_grad():
-        plain = model(x)
-        handle = conv1.register_forward_pre_hook(change_input)
-        hooked = model(x)
-        handle.remove()
-        direct = model(transform_input(kind, x))
-    code = _setup_code(channels_text, image_size, pattern, seed) + f'''
-
-def change_input(module, args):
-    x = args[0]
-    return ({_transform_source(kind)},)  # returning a tuple replaces the positional args
-
-
-with torch.no_grad():
-    plain = model(x)
-    handle = model.features.conv1.register_forward_pre_hook(change_input)
-    hooked = model(x)
-    handle.remove()
-    direct = model({_transform_source(kind)})
+    plain, hooked, direct, received = with_pre_hook(model, x, kind)
+    code = script(SmallCNN, synthetic_images, build, transform_input, with_pre_hook, imports=HOOK_IMPORTS,
+                  settings={"BATCH": BATCH, "CLASSES": CLASSES, "channels": channels, "image_size": image_size,
+                            "pattern": pattern, "seed": seed, "kind": kind}, run="""
+model, x, target = build(channels, image_size, pattern, seed)
+plain, hooked, direct, received = with_pre_hook(model, x, kind)
 print("plain ", plain.tolist())
 print("hooked", hooked.tolist())
-print("hooked == model(transformed x):", torch.equal(hooked, direct))
-'''
-    return PreHookEffect(kind, to_uint8(received["x"]), tuple(map(tuple, plain.tolist())),
+print("hooked == model(transformed x):", torch.equal(hooked, direct))""")
+    return PreHookEffect(kind, to_uint8(received), tuple(map(tuple, plain.tolist())),
                          tuple(map(tuple, hooked.tolist())), torch.equal(hooked, direct), code)
 
 
-def _transform_source(kind: str) -> str:
-    return {"flip": "x.flip(-1)", "invert": "1 - x", "grayscale": "x.mean(dim=1, keepdim=True).expand_as(x)"}[kind]
+def with_pre_hook(model: nn.Module, x: torch.Tensor, kind: str):
+    """The model's output without a hook, with a forward pre-hook on conv1 that changes its input, and on the
+    changed input directly; and the input conv1 received."""
+    received = {}
+
+    def change_input(module, args):
+        received["x"] = transform_input(kind, args[0])
+        return (received["x"],)  # returning a tuple replaces the positional args
+
+    with torch.no_grad():
+        plain = model(x)
+        handle = model.features.conv1.register_forward_pre_hook(change_input)
+        hooked = model(x)
+        handle.remove()
+        direct = model(transform_input(kind, x))
+    return plain, hooked, direct, received["x"]
 
 
 # ---- a forward hook that zeroes a channel ---------------------------------------------------------------------
