@@ -218,7 +218,7 @@ def batchnorm_stats(train_steps: int = 5, momentum: float = 0.1, seed: int = 0) 
     code = script(trace_batchnorm, imports=MODULE_IMPORTS,
                   settings={"TRUE_MEAN": TRUE_MEAN, "TRUE_STD": TRUE_STD, "EVAL_STEPS": EVAL_STEPS,
                             "train_steps": train_steps, "momentum": momentum, "seed": seed}, run="""
-for row in trace_batchnorm(train_steps, momentum, seed):
+for row in trace_batchnorm(train_steps, momentum, seed)[1:]:  # after each batch (row 0: at init)
     print(row)""")
     return BatchNormTrace(momentum, columns["mode"], columns["batch_mean"], columns["running_mean"],
                           columns["running_var"], columns["num_batches_tracked"], all(columns["eval_as_formula"]),

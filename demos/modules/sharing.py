@@ -115,7 +115,8 @@ def weight_tying(vocab: int = 50, dim: int = 16, steps: int = 10, seed: int = 0)
     code = script(norm, TinyLM, tokens, lm_loss, untied_copy, copied_not_tied, drift, count, tying_facts,
                   imports=MODULE_IMPORTS, settings={"vocab": vocab, "dim": dim, "steps": steps, "seed": seed}, run="""
 for name, value in tying_facts(vocab, dim, steps, seed).items():
-    print(name, value)""")
+    if name != "ids":  # id() numbers change from run to run
+        print(name, value)""")
     return TyingResult(**tying_facts(vocab, dim, steps, seed), code=code)
 
 
