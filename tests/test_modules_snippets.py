@@ -18,14 +18,10 @@ def run_snippet(code: str) -> list[str]:
 
 
 @pytest.mark.filterwarnings("ignore:Full backward hook is firing")  # the first conv's input needs no grad
-def test_hook_snippets_reproduce_the_logits():
+def test_hook_snippet_reproduces_the_logits():
     run = hooks.hook_outputs("3, 5", 16, "stripes", 2)
     out = run_snippet(run.code)
     assert out[-1] == f"logits {[list(r) for r in run.logits]}"
-    effect = hooks.pre_hook_effect("3, 5", 16, "stripes", 2, "invert")
-    assert run_snippet(effect.code)[-1] == "hooked == model(transformed x): True"
-    zero = hooks.zero_channel_effect("3, 5", 16, "stripes", 2, "conv2", 4)
-    assert run_snippet(zero.code)[-1] == f"hooked {[list(r) for r in zero.logits_hooked]}"
 
 
 def test_surgery_snippet_prints_the_hooked_grad_norms():

@@ -332,6 +332,14 @@ def test_forward_pre_hook(tmp_path, snippet_server):
         f"hooked == model(transformed x): {r.equals_transformed_input}"]
 
 
+
+def test_forward_hook_zeroes_a_channel(tmp_path, snippet_server):
+    r = assert_shows_what_ran(hooks.zero_channel_effect, "3, 5", 16, "stripes", 2, "conv2", 4)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"plain  {[list(row) for row in r.logits_plain]}", f"hooked {[list(row) for row in r.logits_hooked]}",
+        f"hooked == the channel's weights zeroed: {r.equals_zeroed_weights}"]
+
+
 # Tensors ----------------------------------------------------------------------------------------------------------
 
 

@@ -325,7 +325,7 @@ class ChannelZeroEffect:
     logits_plain: tuple[tuple[float, ...], ...]
     logits_hooked: tuple[tuple[float, ...], ...]
     equals_zeroed_weights: bool  # same logits as zeroing that filter's weight and bias, no hook
-    code: str
+    code: Script
 
 
 def conv_names(channels: tuple[int, ...]) -> tuple[str, ...]:
@@ -344,6 +344,25 @@ def zero_channel_effect(channels_text="4, 8", image_size=32, pattern="disc", see
     if not 0 <= channel < width:
         raise InputError(f"{layer} has {width} channels, so the channel must be between 0 and {width - 1}.")
     model, x, _ = build(channels, image_size, pattern, seed)
+    plain, hooked, direct = with_channel_zeroed(model, x, layer, channel, enabled)
+    change = tuple((n, float((hooked[n] - plain[n]).norm() / plain[n].norm().clamp_min(1e-12))) for n in plain)
+    code = script(SmallCNN, synthetic_images, build, leaf_layers, outputs_per_layer, with_channel_zeroed,
+                  imports=HOOK_IMPORTS, settings={"BATCH": BATCH, "CLASSES": CLASSES, "channels": channels,
+                                                  "image_size": image_size, "pattern": pattern, "seed": seed,
+                                                  "layer": layer, "channel": channel, "enabled": enabled}, run="""
+model, x, target = build(channels, image_size, pattern, seed)
+plain, hooked, direct = with_channel_zeroed(model, x, layer, channel, enabled)
+print("plain ", plain["fc"].tolist())
+print("hooked", hooked["fc"].tolist())
+print("hooked == the channel's weights zeroed:", torch.allclose(direct, hooked["fc"], atol=1e-6))""")
+    return ChannelZeroEffect(enabled, layer, channel, float(hooked[f"features.{layer}"][:, channel].abs().max()),
+                             change, tuple(map(tuple, plain["fc"].tolist())), tuple(map(tuple, hooked["fc"].tolist())),
+                             torch.allclose(direct, hooked["fc"], atol=1e-6), code)
+
+
+def with_channel_zeroed(model: nn.Module, x: torch.Tensor, layer: str, channel: int, enabled: bool = True):
+    """Every leaf's output without and with a forward hook on `layer` that zeroes one output channel (not registered
+    when enabled is False), and the model's output with that channel's weights zeroed instead."""
     conv = getattr(model.features, layer)
 
     def zero(module, args, output):
@@ -351,38 +370,19 @@ def zero_channel_effect(channels_text="4, 8", image_size=32, pattern="disc", see
         output[:, channel] = 0
         return output  # a forward hook's return value replaces the output
 
-    plain = _outputs_per_layer(model, x)
+    plain = outputs_per_layer(model, x)
     handle = conv.register_forward_hook(zero) if enabled else None
-    hooked = _outputs_per_layer(model, x)
+    hooked = outputs_per_layer(model, x)
     if handle is not None:
         handle.remove()
     with torch.no_grad():
         conv.weight[channel] = 0
         conv.bias[channel] = 0
         direct = model(x)
-    change = tuple((n, float((hooked[n] - plain[n]).norm() / plain[n].norm().clamp_min(1e-12))) for n in plain)
-    code = _setup_code(channels_text, image_size, pattern, seed) + f'''
-
-def zero_channel(module, args, output):
-    output = output.clone()
-    output[:, {channel}] = 0
-    return output  # the returned tensor replaces the layer's output
+    return plain, hooked, direct
 
 
-with torch.no_grad():
-    plain = model(x)
-    handle = model.features.{layer}.register_forward_hook(zero_channel)
-    hooked = model(x)
-    handle.remove()
-print("plain ", plain.tolist())
-print("hooked", hooked.tolist())
-'''
-    return ChannelZeroEffect(enabled, layer, channel, float(hooked[f"features.{layer}"][:, channel].abs().max()),
-                             change, tuple(map(tuple, plain["fc"].tolist())), tuple(map(tuple, hooked["fc"].tolist())),
-                             torch.allclose(direct, hooked["fc"], atol=1e-6), code)
-
-
-def _outputs_per_layer(model: nn.Module, x: torch.Tensor) -> dict[str, torch.Tensor]:
+def outputs_per_layer(model: nn.Module, x: torch.Tensor) -> dict[str, torch.Tensor]:
     """Every leaf's output for one forward, caught by temporary forward hooks (registered after any others)."""
     outputs, handles = {}, []
     for name, layer in leaf_layers(model):
