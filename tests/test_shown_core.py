@@ -340,6 +340,13 @@ def test_forward_hook_zeroes_a_channel(tmp_path, snippet_server):
         f"hooked == the channel's weights zeroed: {r.equals_zeroed_weights}"]
 
 
+
+def test_gradient_surgery(tmp_path, snippet_server):
+    r = assert_shows_what_ran(hooks.grad_surgery, "3, 5", 16, "stripes", 2, "clip", "0.001")
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{name} grad norm {hooked}" for name, _, hooked in r.param_grad_norms]
+
+
 # Tensors ----------------------------------------------------------------------------------------------------------
 
 

@@ -408,7 +408,7 @@ class SurgeryResult:
     tensor_grad_max_hooked: float
     param_grad_norms: tuple[tuple[str, float, float], ...]  # name, plain, hooked
     verified: bool  # hooked upstream grads == grads computed from the edited gradient by hand
-    code: str
+    code: Script
 
 
 def grad_surgery(channels_text="4, 8", image_size=32, pattern="disc", seed=0, mode="scale",
@@ -420,51 +420,39 @@ def grad_surgery(channels_text="4, 8", image_size=32, pattern="disc", seed=0, mo
     if mode not in SURGERY_MODES:
         raise InputError(f"The mode must be one of {', '.join(SURGERY_MODES)}; got {quoted(mode)}.")
     value = parse_hook_value(value_text, mode)
-    plain = _surgery_pass(channels, image_size, pattern, seed, None)
-    hooked = _surgery_pass(channels, image_size, pattern, seed, (mode, value) if enabled else None)
+    plain = surgery_pass(channels, image_size, pattern, seed, None)
+    hooked = surgery_pass(channels, image_size, pattern, seed, (mode, value) if enabled else None)
     names = [n for n, _ in plain["params"]]
     if enabled:
         verified = _verify_surgery(channels, image_size, pattern, seed, mode, value, hooked)
     else:
         verified = all(torch.equal(plain["grads"][n], hooked["grads"][n]) for n in names)
     rows = tuple((n, norm(plain["grads"][n]), norm(hooked["grads"][n])) for n in names)
-    code = _setup_code(channels_text, image_size, pattern, seed) + f'''
-
-def edit(grad):
-    return {_edit_source(mode, value)}  # the returned tensor replaces the gradient
-
-
-def attach(module, args, out):
-    out.register_hook(edit)  # return nothing: a forward hook's return value would replace the output
-
-
-last_conv = model.features[-3]  # the conv of the last block
-handle = last_conv.register_forward_hook(attach)
-F.cross_entropy(model(x), target).backward()
-handle.remove()
-for name, p in model.named_parameters():
-    print(name, "grad norm", round(p.grad.norm().item(), 6))
-'''
+    code = script(SmallCNN, synthetic_images, build, edit_grad, surgery_pass, imports=HOOK_IMPORTS,
+                  settings={"BATCH": BATCH, "CLASSES": CLASSES, "channels": channels, "image_size": image_size,
+                            "pattern": pattern, "seed": seed, "mode": mode, "value": value, "enabled": enabled},
+                  run="""
+hooked = surgery_pass(channels, image_size, pattern, seed, (mode, value) if enabled else None)
+for name, _ in hooked["params"]:
+    print(name, "grad norm", hooked["grads"][name].norm().item())""")
     return SurgeryResult(enabled, mode, value, norm(plain["tensor_grad"]), norm(hooked["tensor_grad"]),
                          float(plain["tensor_grad"].abs().max()), float(hooked["tensor_grad"].abs().max()),
                          rows, verified, code)
 
 
-def _edit_source(mode: str, value: float) -> str:
-    return f"grad * {value!r}" if mode == "scale" else f"grad.clamp(-{value!r}, {value!r})"
-
-
-def _edit(mode: str, value: float, grad: torch.Tensor) -> torch.Tensor:
+def edit_grad(mode: str, value: float, grad: torch.Tensor) -> torch.Tensor:
+    """The surgery: scale the gradient, or clamp each entry to [-value, value]."""
     return grad * value if mode == "scale" else grad.clamp(-value, value)
 
 
-def _surgery_pass(channels, image_size, pattern, seed, edit):
-    """One forward and backward; with `edit`, a tensor hook rewrites the gradient of the last conv's output."""
+def surgery_pass(channels, image_size, pattern, seed, edit):
+    """One forward and backward; with `edit` = (mode, value), a tensor hook registered by a forward hook rewrites the
+    gradient of the last conv block's output (the returned tensor replaces the gradient)."""
     model, x, target = build(channels, image_size, pattern, seed)
     caught = {}
 
     def on_grad(g):
-        out = _edit(*edit, g) if edit else g
+        out = edit_grad(*edit, g) if edit else g
         caught["tensor_grad"] = out
         return out
 
@@ -491,7 +479,7 @@ def _verify_surgery(channels, image_size, pattern, seed, mode, value, hooked) ->
     before = [p for n, p in model.named_parameters() if _is_before(n, model)]
     after = [p for n, p in model.named_parameters() if not _is_before(n, model)]
     g = torch.autograd.grad(loss, caught["out"], retain_graph=True)[0]
-    upstream = torch.autograd.grad(caught["out"], before, grad_outputs=_edit(mode, value, g), retain_graph=True)
+    upstream = torch.autograd.grad(caught["out"], before, grad_outputs=edit_grad(mode, value, g), retain_graph=True)
     downstream = torch.autograd.grad(loss, after)
     names = [n for n, _ in model.named_parameters()]
     expected = dict(zip([n for n in names if _is_before(n, model)], upstream, strict=True))
