@@ -5,6 +5,8 @@ prints the figure's numbers."""
 import dataclasses
 import math
 
+import pytest
+
 from demos import home
 from demos.autograd import accumulate, custom, modes
 from demos.gradient_flow import clipping, dead_relu, flow
@@ -345,6 +347,16 @@ def test_gradient_surgery(tmp_path, snippet_server):
     r = assert_shows_what_ran(hooks.grad_surgery, "3, 5", 16, "stripes", 2, "clip", "0.001")
     assert printed(r.code, tmp_path, snippet_server).splitlines() == [
         f"{name} grad norm {hooked}" for name, _, hooked in r.param_grad_norms]
+
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")  # the first conv's input needs no grad
+def test_hooks_on_every_layer(tmp_path, snippet_server):
+    r = assert_shows_what_ran(hooks.hook_outputs, "3, 5", 16, "stripes", 2)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        *(f"{e.phase:13} {e.layer} {e.received}" for e in r.events),
+        f"hooks registered during the run: {r.hooks_registered} after: {r.hooks_left}",
+        f"logits {[list(row) for row in r.logits]}"]
 
 
 # Tensors ----------------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from demos.errors import InputError, quoted
-from demos.modules.common import MODULE_IMPORTS, norm, source_of
+from demos.modules.common import MODULE_IMPORTS, norm
 from demos.modules.inputs import parse_channels, parse_hook_value
 from demos.shown import Script, script
 
@@ -97,12 +97,13 @@ def hook_count(model: nn.Module) -> int:
                + len(m._backward_pre_hooks) for m in model.modules())
 
 
-def _shape_text(t) -> str:
+def shape_text(t) -> str:
+    """A tensor's shape, or a tuple of them, as text."""
     if isinstance(t, torch.Tensor):
         return str(tuple(t.shape))
     if t is None:
         return "None"
-    return "(" + ", ".join(_shape_text(v) for v in t) + ")"
+    return "(" + ", ".join(shape_text(v) for v in t) + ")"
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ class HookRun:
     hooks_registered: int
     hooks_left: int
     warnings: tuple[str, ...]  # what torch warned while the hooks ran
-    code: str
+    code: Script
 
 
 def to_uint8(images: torch.Tensor) -> np.ndarray:
@@ -153,43 +154,61 @@ def hook_outputs(channels_text: str = "4, 8", image_size: int = 32, pattern: str
     """Every leaf layer hooked four ways over one forward and backward; all hooks removed afterwards."""
     channels = validate(channels_text, image_size, pattern)
     model, x, target = build(channels, image_size, pattern, seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        events, seen, grads, logits, registered = hook_every_layer(model, x, target)
+    layers = tuple(_layer_view(name, layer, seen[name], grads.get(name)) for name, layer in leaf_layers(model))
+    maps = tuple((name, seen[name][1][0].numpy()) for name, layer in leaf_layers(model)
+                 if isinstance(layer, nn.Conv2d))
+    code = script(SmallCNN, synthetic_images, build, leaf_layers, hook_count, shape_text, norm, hook_every_layer,
+                  imports=HOOK_IMPORTS, settings={"BATCH": BATCH, "CLASSES": CLASSES, "channels": channels,
+                                                  "image_size": image_size, "pattern": pattern, "seed": seed}, run="""
+model, x, target = build(channels, image_size, pattern, seed)
+events, seen, grads, logits, registered = hook_every_layer(model, x, target)
+for phase, layer, received in events:
+    print(f"{phase:13}", layer, received)
+print("hooks registered during the run:", registered, "after:", hook_count(model))
+print("logits", logits.tolist())""")
+    return HookRun(channels, image_size, to_uint8(x), layers, maps,
+                   tuple(HookEvent(i, *event) for i, event in enumerate(events)),
+                   tuple(tuple(r) for r in logits.detach().tolist()), registered, hook_count(model),
+                   tuple(dict.fromkeys(str(w.message).split(" See ")[0] for w in caught)), code)
+
+
+def hook_every_layer(model: nn.Module, x: torch.Tensor, target: torch.Tensor):
+    """Every leaf layer hooked four ways (forward pre-hook, forward hook, a tensor hook on its output, full backward
+    hook) over one forward and backward, then unhooked. Returns the calls in the order they fired (phase, layer,
+    what the hook received), each layer's (input, output), each layer's gradient norms (output, input), the logits,
+    and how many hooks were registered during the run."""
     events, seen, grads, handles = [], {}, {}, []
 
     def log(phase, layer, received):
-        events.append(HookEvent(len(events), phase, layer, received))
+        events.append((phase, layer, received))
 
     for name, layer in leaf_layers(model):
         def pre(module, args, name=name):
-            log("pre-forward", name, f"args {_shape_text(args)}")
+            log("pre-forward", name, f"args {shape_text(args)}")
 
         def fwd(module, args, output, name=name):
             seen[name] = (args[0].detach(), output.detach())
-            log("forward", name, f"args {_shape_text(args)} → output {_shape_text(output)}")
+            log("forward", name, f"args {shape_text(args)} → output {shape_text(output)}")
             if output.requires_grad:
-                output.register_hook(lambda g, name=name: log("tensor", name, f"grad {_shape_text(g)} "
+                output.register_hook(lambda g, name=name: log("tensor", name, f"grad {shape_text(g)} "
                                                                               f"norm {norm(g):.3g}"))
 
         def bwd(module, grad_input, grad_output, name=name):
             grads[name] = (norm(grad_output[0]), norm(grad_input[0]) if grad_input[0] is not None else None)
-            log("full-backward", name, f"grad_output {_shape_text(grad_output)} norm {norm(grad_output[0]):.3g}, "
-                                       f"grad_input {_shape_text(grad_input)}")
+            log("full-backward", name, f"grad_output {shape_text(grad_output)} norm {norm(grad_output[0]):.3g}, "
+                                       f"grad_input {shape_text(grad_input)}")
 
         handles += [layer.register_forward_pre_hook(pre), layer.register_forward_hook(fwd),
                     layer.register_full_backward_hook(bwd)]
     registered = hook_count(model)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        logits = model(x)
-        F.cross_entropy(logits, target).backward()
+    logits = model(x)
+    F.cross_entropy(logits, target).backward()
     for h in handles:
-        h.remove()
-    layers = tuple(_layer_view(name, layer, seen[name], grads.get(name)) for name, layer in leaf_layers(model))
-    maps = tuple((name, seen[name][1][0].numpy()) for name, layer in leaf_layers(model)
-                 if isinstance(layer, nn.Conv2d))
-    return HookRun(channels, image_size, to_uint8(x), layers, maps, tuple(events),
-                   tuple(tuple(r) for r in logits.detach().tolist()), registered, hook_count(model),
-                   tuple(dict.fromkeys(str(w.message).split(" See ")[0] for w in caught)),
-                   _hook_code(channels_text, image_size, pattern, seed))
+        h.remove()  # hooks stay until removed: always keep the handle
+    return events, seen, grads, logits, registered
 
 
 def _layer_view(name: str, layer: nn.Module, io, grad) -> LayerView:
@@ -201,56 +220,6 @@ def _layer_view(name: str, layer: nn.Module, io, grad) -> LayerView:
     return LayerView(name, type(layer).__name__, tuple(inp.shape), tuple(out.shape), float(out.mean()),
                      float(out.std()), float((out == 0).float().mean()), tuple(int(c) for c in counts),
                      tuple(edges.tolist()), matches, g_out, g_in)
-
-
-def _setup_code(channels_text: str, image_size: int, pattern: str, seed: int) -> str:
-    return f'''import math
-import warnings
-from collections import OrderedDict
-
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-BATCH, CLASSES = {BATCH}, {CLASSES}
-
-
-{source_of(SmallCNN, synthetic_images)}
-
-
-torch.manual_seed({seed})
-model = SmallCNN({parse_channels(channels_text)}, {image_size}, CLASSES)
-x = synthetic_images("{pattern}", {image_size}, {seed})
-target = torch.arange(BATCH) % CLASSES
-'''
-
-
-def _hook_code(channels_text: str, image_size: int, pattern: str, seed: int) -> str:
-    return _setup_code(channels_text, image_size, pattern, seed) + '''
-handles = []
-for name, layer in model.named_modules():
-    if list(layer.children()):
-        continue  # hook leaves only
-
-    def pre(module, args, name=name):
-        print("pre-forward  ", name, [tuple(a.shape) for a in args])
-
-    def fwd(module, args, output, name=name):
-        print("forward      ", name, tuple(output.shape), "mean", round(output.mean().item(), 4))
-        output.register_hook(lambda g, name=name: print("tensor       ", name, "grad norm", round(g.norm().item(), 4)))
-
-    def bwd(module, grad_input, grad_output, name=name):
-        print("full-backward", name, "grad_output norm", round(grad_output[0].norm().item(), 4))
-
-    handles += [layer.register_forward_pre_hook(pre), layer.register_forward_hook(fwd),
-                layer.register_full_backward_hook(bwd)]
-
-logits = model(x)
-F.cross_entropy(logits, target).backward()
-for h in handles:
-    h.remove()  # hooks stay until removed: always keep the handle
-print("logits", logits.tolist())
-'''
 
 
 # ---- a forward pre-hook that changes the input ----------------------------------------------------------------
