@@ -12,18 +12,17 @@ def recording_calls():
     """Collect the code object of every Python function called in this process (all threads) while inside."""
     called: set[types.CodeType] = set()
 
-    def profile(frame, event, arg):
-        if event == "call":
-            called.add(frame.f_code)
+    def trace(frame, event, arg):  # a global trace function sees Python calls only (a profiler also sees every
+        called.add(frame.f_code)  # C call, each torch op): returning None skips tracing the lines inside
 
-    old = sys.getprofile()
-    sys.setprofile(profile)
-    threading.setprofile(profile)
+    old = sys.gettrace()
+    sys.settrace(trace)
+    threading.settrace(trace)
     try:
         yield called
     finally:
-        sys.setprofile(old)
-        threading.setprofile(None)
+        sys.settrace(old)
+        threading.settrace(None)
 
 
 def code_objects(obj) -> set[types.CodeType]:
