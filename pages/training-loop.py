@@ -134,10 +134,10 @@ def side_by_side(left_title: str, left_code: str, right_title: str, right_code: 
     left, right = st.columns(2)
     with left:
         st.markdown(f":green[**{left_title}**]")
-        st.code(left_code, language="python")
+        st.code(left_code, language="python", wrap_lines=True)  # half width: long lines wrap instead of hiding
     with right:
         st.markdown(f":red[**{right_title}**]")
-        st.code(right_code, language="python")
+        st.code(right_code, language="python", wrap_lines=True)
 
 
 # 1. One step, in order ------------------------------------------------------------------------------------------

@@ -58,7 +58,7 @@ class MistakesResult:
 
 
 def train_step(model, optimizer, scheduler, loss_fn, x, y):
-    """One correct step: clear the old gradient, forward, backward, update, then advance the schedule."""
+    """One correct step: clear .grad, forward, backward, update, schedule."""
     optimizer.zero_grad()
     loss = loss_fn(model(x), y)
     loss.backward()
