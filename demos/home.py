@@ -12,6 +12,7 @@ import torch
 from demos.errors import InputError
 from demos.parsing import parse_numbers
 from demos.quiz import Question
+from demos.shown import Script, script
 from demos.style import COLORS
 
 MIN_T, MAX_T = 0.05, 10.0
@@ -24,7 +25,7 @@ class SoftmaxResult:
     temperature: float
     probs: tuple[float, ...]
     probs_t1: tuple[float, ...]
-    code: str
+    code: Script
 
 
 def softmax_temperature(logits_text: str, temperature: float) -> SoftmaxResult:
@@ -32,18 +33,19 @@ def softmax_temperature(logits_text: str, temperature: float) -> SoftmaxResult:
     logits = parse_numbers(logits_text, "Logits", min_count=2, max_count=12)
     if not MIN_T <= temperature <= MAX_T:
         raise InputError(f"Temperature must be between {MIN_T} and {MAX_T}; got {temperature}.")
-    x = torch.tensor(logits, dtype=torch.float32)
+    x, probs, probs_t1 = softmax_with_temperature(logits, temperature)
     _check_float32(logits, x)
-    probs = torch.softmax(x / temperature, dim=0)
     _check_scaled(logits, temperature, probs)
-    probs_t1 = torch.softmax(x, dim=0)
-    code = (
-        "import torch\n\n"
-        f"logits = torch.tensor({list(logits)})\n"
-        f"probs = torch.softmax(logits / {temperature}, dim=0)\n"
-        "print(probs.tolist())\n"
-    )
+    code = script(softmax_with_temperature, settings={"logits": list(logits), "temperature": temperature}, run="""
+x, probs, probs_t1 = softmax_with_temperature(logits, temperature)
+print(probs.tolist())""")
     return SoftmaxResult(logits, temperature, tuple(probs.tolist()), tuple(probs_t1.tolist()), code)
+
+
+def softmax_with_temperature(logits, temperature):
+    """The logits as a float32 tensor, softmax(logits / T), and softmax(logits) beside it (T = 1)."""
+    x = torch.tensor(logits, dtype=torch.float32)
+    return x, torch.softmax(x / temperature, dim=0), torch.softmax(x, dim=0)
 
 
 def _check_float32(logits: tuple[float, ...], x: torch.Tensor) -> None:

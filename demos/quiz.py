@@ -14,6 +14,7 @@ import torch
 
 from demos.errors import InputError, quoted
 from demos.parsing import MAX_TEXT, format_shape, parse_number, parse_shape
+from demos.shown import Script
 
 KINDS = ("choice", "shape", "number", "dtype")
 OUTCOMES = ("correct", "close", "wrong")
@@ -93,7 +94,7 @@ class Verdict:
 
 
 @functools.cache
-def snippet_of(fn: Callable, imports: str = "import torch") -> str:
+def snippet_of(fn: Callable, imports: str = "import torch") -> Script:
     """Source of a zero-argument function as a runnable script; its final `return x` becomes print(x)."""
     source = textwrap.dedent(inspect.getsource(fn))
     lines = source.splitlines()
@@ -107,7 +108,9 @@ def snippet_of(fn: Callable, imports: str = "import torch") -> str:
     else:
         body = lines[first : last.end_lineno]
     code = textwrap.dedent("\n".join(body)).strip("\n")
-    return (imports.strip() + "\n\n" if imports.strip() else "") + code + "\n"
+    snippet = Script((imports.strip() + "\n\n" if imports.strip() else "") + code + "\n")
+    snippet.origins = (fn,)
+    return snippet
 
 
 def run_code(code: str, raises: tuple[type, ...] = ()) -> Any:

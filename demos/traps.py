@@ -5,10 +5,10 @@ own error text where torch refuses). The code a page shows is those two function
 print what the page shows, so the snippet and the numbers cannot drift apart.
 """
 
-import inspect
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from demos.shown import Script, script
 
 
 @dataclass(frozen=True)
@@ -22,14 +22,13 @@ class TrapPair:
     trap: dict
     correct: dict
     sentence: str
-    code: str
+    code: Script
 
 
-def pair_code(trap_fn: Callable, correct_fn: Callable, imports: str, helpers: tuple = ()) -> str:
+def pair_code(trap_fn: Callable, correct_fn: Callable, imports: str, helpers: tuple = ()) -> Script:
     """A runnable script: imports, any helper classes, both functions' own source, then the two calls."""
-    sources = [textwrap.dedent(inspect.getsource(o)).strip() for o in (*helpers, trap_fn, correct_fn)]
     calls = f'print("trap:", {trap_fn.__name__}())\nprint("correct:", {correct_fn.__name__}())'
-    return imports.strip() + "\n\n\n" + "\n\n\n".join(sources) + "\n\n\n" + calls + "\n"
+    return script(*helpers, trap_fn, correct_fn, imports=imports, run=calls)
 
 
 def measure(key: str, title: str, labels: tuple[str, str], sides: tuple[Callable, Callable],

@@ -134,10 +134,10 @@ def side_by_side(left_title: str, left_code: str, right_title: str, right_code: 
     left, right = st.columns(2)
     with left:
         st.markdown(f":green[**{left_title}**]")
-        st.code(left_code, language="python")
+        st.code(left_code, language="python", wrap_lines=True)  # half width: long lines wrap instead of hiding
     with right:
         st.markdown(f":red[**{right_title}**]")
-        st.code(right_code, language="python")
+        st.code(right_code, language="python", wrap_lines=True)
 
 
 # 1. One step, in order ------------------------------------------------------------------------------------------
@@ -273,17 +273,10 @@ def section_mistakes() -> None:
         if focus == "no_train_after_eval" and mistakes.why_eval_scores_better(result):
             st.caption(mistakes.why_eval_scores_better(result))
         ui.plot(cached_figure("symptom", steps, lr, seed, focus), key="tl_mis_symptom")
-        side_by_side("Correct loop (ran above)", _loop_lines(correct.code),
-                     f"{mistakes.VARIANTS[focus]} (ran above)", _loop_lines(result.runs[focus].code))
+        good, bad = mistakes.differing_source(focus)
+        side_by_side("Correct (ran above)", good, f"{mistakes.VARIANTS[focus]} (ran above)", bad)
         ui.show_code(result.runs[focus].code, key="tl_mis_code", file_name=f"mistake_{focus}.py",
                      label="Show the full runnable script")
-
-
-def _loop_lines(code: str) -> str:
-    """Just the for-loop of a training script, for the side-by-side view."""
-    start = code.index("for step in")
-    end = code.index("model.eval()\nwith torch.no_grad():\n    print")
-    return code[start:end].rstrip()
 
 
 # 3. Optimizers ------------------------------------------------------------------------------------------------

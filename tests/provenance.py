@@ -14,20 +14,19 @@ def recording_calls():
     which this process cannot see, but it was made here."""
     called: set[types.CodeType | type] = set()
 
-    def profile(frame, event, arg):
-        if event == "call":
-            called.add(frame.f_code)
-            if frame.f_code.co_name == "__init__" and "self" in frame.f_code.co_varnames[:1]:
-                called.add(type(frame.f_locals["self"]))
+    def trace(frame, event, arg):  # a global trace function sees Python calls only (a profiler also sees every
+        called.add(frame.f_code)  # C call, each torch op): returning None skips tracing the lines inside
+        if frame.f_code.co_name == "__init__" and frame.f_code.co_varnames[:1] == ("self",):
+            called.add(type(frame.f_locals["self"]))
 
-    old = sys.getprofile()
-    sys.setprofile(profile)
-    threading.setprofile(profile)
+    old = sys.gettrace()
+    sys.settrace(trace)
+    threading.settrace(trace)
     try:
         yield called
     finally:
-        sys.setprofile(old)
-        threading.setprofile(None)
+        sys.settrace(old)
+        threading.settrace(None)
 
 
 def code_objects(obj) -> set[types.CodeType]:
@@ -37,6 +36,9 @@ def code_objects(obj) -> set[types.CodeType]:
     members = vars(obj).values()
     if inspect.ismodule(obj):
         members = [m for m in members if getattr(m, "__module__", None) == obj.__name__]
+    else:  # a class: its own methods and the classes written inside it, not classes it merely refers to (an
+        # autograd Function's generated _backward_cls points back at it)
+        members = [m for m in members if not inspect.isclass(m) or m.__qualname__.startswith(obj.__qualname__ + ".")]
     found = set()
     for member in members:
         if inspect.isfunction(member) or inspect.isclass(member):

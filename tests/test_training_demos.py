@@ -147,9 +147,9 @@ def test_logging_the_tensor_keeps_the_graph(loops):
 
 def test_mistake_snippets_name_their_mistake(loops):
     for run in loops.runs.values():
-        assert "for step in range(120)" in run.code
+        assert "steps = 120" in run.code
         assert mistakes.symptom(run, loops.runs["correct"])
-    assert "running = running + loss" in loops.runs["accumulate_tensor"].code
+    assert "return loss  # <- a tensor" in loops.runs["accumulate_tensor"].code
 
 
 # 3. Optimizers -------------------------------------------------------------------------------------------------
@@ -292,16 +292,8 @@ def test_autocast_records_low_precision_matmuls_and_float32_losses():
     # CPU autocast lists log_softmax as float32; CUDA's cross_entropy keeps it in the autocast dtype
     assert by_op["_log_softmax"] == {"float32" if r.device == "cpu" else low}
     assert by_op["nll_loss_forward"] == {"float32"}
-    assert f"# log_softmax ran in {by_op['_log_softmax'].pop()}, nll_loss in float32" in r.code
     assert "_to_copy" in by_op
     assert {phase for phase, *_ in r.ops} == {"forward", "backward"}
-
-
-def test_snippet_says_what_cuda_autocast_recorded_for_cross_entropy():
-    # a forward as CUDA float16 autocast runs it: cross_entropy has no CUDA rule, only nll_loss is float32
-    cuda = (("forward", "addmm", "float16", "float16"), ("forward", "_log_softmax", "float16", "float16"),
-            ("forward", "_to_copy", "float16", "float32"), ("forward", "nll_loss_forward", "float32", "float32"))
-    assert amp.loss_dtypes(cuda) == "log_softmax ran in float16, nll_loss in float32"
 
 
 def test_grad_scaler_halves_on_overflow_and_skips_that_step():

@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 import torch
 
 from demos.errors import InputError
+from demos.shown import Script, script
 from demos.style import COLORS, SERIES, base_layout
 
 MAX_BATCH, MAX_K = 256, 16
@@ -17,36 +18,33 @@ class RepeatResult:
     x: tuple[float, ...]
     accumulated: tuple[tuple[float, ...], ...]  # .grad after call 1, 2, 3 without zeroing
     zeroed: tuple[tuple[float, ...], ...]  # .grad after each call when zeroed before it
-    code: str
+    code: Script
 
 
 def repeated_backward(calls: int = 3) -> RepeatResult:
     """loss = (w * x).sum(): each backward adds x into w.grad unless it is zeroed first."""
+    x, accumulated, zeroed = backward_again_and_again(calls)
+    return RepeatResult(tuple(x), tuple(map(tuple, accumulated)), tuple(map(tuple, zeroed)),
+                        script(backward_again_and_again, settings={"calls": calls}, run="""
+x, accumulated, zeroed = backward_again_and_again(calls)
+print("not zeroed:", accumulated)  # x, 2x, 3x
+print("zeroed first:", zeroed)  # x every time"""))
+
+
+def backward_again_and_again(calls: int):
+    """Backward through (w * x).sum() `calls` times without zeroing, then `calls` times zeroing first; w.grad after
+    each call."""
     x = torch.tensor([0.5, -1.0, 2.0])
     w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     accumulated, zeroed = [], []
     for _ in range(calls):
-        (w * x).sum().backward()
-        accumulated.append(tuple(w.grad.tolist()))
-    w.grad = None
+        (w * x).sum().backward()  # a fresh graph each time; .grad is ADDED to
+        accumulated.append(w.grad.tolist())
     for _ in range(calls):
         w.grad = None  # what optimizer.zero_grad() does by default (set_to_none=True)
         (w * x).sum().backward()
-        zeroed.append(tuple(w.grad.tolist()))
-    return RepeatResult(tuple(x.tolist()), tuple(accumulated), tuple(zeroed), REPEAT_CODE)
-
-
-REPEAT_CODE = """import torch
-
-x = torch.tensor([0.5, -1.0, 2.0])
-w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
-for call in range(1, 4):
-    (w * x).sum().backward()      # a fresh graph each time; .grad is ADDED to
-    print(call, w.grad)           # x, 2x, 3x
-w.grad = None                     # optimizer.zero_grad() (set_to_none=True)
-(w * x).sum().backward()
-print(w.grad)                     # x again
-"""
+        zeroed.append(w.grad.tolist())
+    return x.tolist(), accumulated, zeroed
 
 
 def repeat_figure(r: RepeatResult) -> go.Figure:
@@ -72,7 +70,7 @@ class MicroBatchResult:
     max_diff: float
     forgot_diff: float
     forgot_ratio: float  # forgot / full, the same for every weight
-    code: str
+    code: Script
 
 
 def micro_batch_choices(batch: int) -> tuple[int, ...]:
@@ -92,45 +90,33 @@ def micro_batches(batch: int, k: int) -> MicroBatchResult:
     if k not in micro_batch_choices(batch):
         raise InputError(f"Micro-batches k: a batch of {batch} does not split into {k} equal micro-batches; k must "
                          f"be one of {', '.join(map(str, micro_batch_choices(batch)))}.")
+    full, accumulated, forgot = micro_batch_grads(batch, k)
+    return MicroBatchResult(
+        batch, k, tuple(full.flatten().tolist()), tuple(accumulated.flatten().tolist()),
+        tuple(forgot.flatten().tolist()), float((full - accumulated).abs().max()),
+        float((full - forgot).abs().max()), float((forgot / full).mean()),
+        script(micro_batch_grads, settings={"FEATURES": FEATURES, "batch": batch, "k": k}, run="""
+full, accumulated, forgot = micro_batch_grads(batch, k)
+print((full - accumulated).abs().max().item())  # ~1e-16: only rounding
+print((forgot / full).flatten().tolist())  # k times too large"""),
+    )
+
+
+def micro_batch_grads(batch: int, k: int):
+    """The mean-MSE gradient (float64) of one batch, of k micro-batches accumulating loss / k, and of k micro-batches
+    that forgot the / k."""
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(batch, FEATURES, generator=gen, dtype=torch.float64)
     y = torch.randn(batch, 1, generator=gen, dtype=torch.float64)
     w = torch.randn(FEATURES, 1, generator=gen, dtype=torch.float64, requires_grad=True)
-
-    torch.nn.functional.mse_loss(x @ w, y).backward()
+    torch.nn.functional.mse_loss(x @ w, y).backward()  # one large batch
     full, w.grad = w.grad.clone(), None
     for xb, yb in zip(x.chunk(k), y.chunk(k), strict=True):
-        (torch.nn.functional.mse_loss(xb @ w, yb) / k).backward()
+        (torch.nn.functional.mse_loss(xb @ w, yb) / k).backward()  # k micro-batches, each loss / k
     accumulated, w.grad = w.grad.clone(), None
     for xb, yb in zip(x.chunk(k), y.chunk(k), strict=True):
         torch.nn.functional.mse_loss(xb @ w, yb).backward()  # the trap: no / k
-    forgot = w.grad.clone()
-    return MicroBatchResult(
-        batch, k, tuple(full.flatten().tolist()), tuple(accumulated.flatten().tolist()),
-        tuple(forgot.flatten().tolist()), float((full - accumulated).abs().max()),
-        float((full - forgot).abs().max()), float((forgot / full).mean()), micro_code(batch, k),
-    )
-
-
-def micro_code(batch: int, k: int) -> str:
-    return f"""import torch
-import torch.nn.functional as F
-
-gen = torch.Generator().manual_seed(0)
-x = torch.randn({batch}, {FEATURES}, generator=gen, dtype=torch.float64)
-y = torch.randn({batch}, 1, generator=gen, dtype=torch.float64)
-w = torch.randn({FEATURES}, 1, generator=gen, dtype=torch.float64, requires_grad=True)
-
-F.mse_loss(x @ w, y).backward()           # one large batch
-full, w.grad = w.grad.clone(), None
-for xb, yb in zip(x.chunk({k}), y.chunk({k})):
-    (F.mse_loss(xb @ w, yb) / {k}).backward()   # k micro-batches, each loss / k
-print((full - w.grad).abs().max())        # ~1e-16: only rounding
-w.grad = None
-for xb, yb in zip(x.chunk({k}), y.chunk({k})):
-    F.mse_loss(xb @ w, yb).backward()     # forgot / k
-print(w.grad / full)                      # k times too large
-"""
+    return full, accumulated, w.grad.clone()
 
 
 def micro_figure(r: MicroBatchResult) -> go.Figure:
@@ -149,44 +135,38 @@ class FreedGraphResult:
     first_grad: tuple[float, ...]
     second_error: str
     retained_grads: tuple[tuple[float, ...], ...]
-    code: str
+    code: Script
 
 
 def freed_graph() -> FreedGraphResult:
     """A second backward through the same graph fails once its saved tensors are freed; retain_graph keeps them."""
+    first, error, retained = backward_through_freed_graph()
+    return FreedGraphResult(tuple(first), error.split(". ")[0] + ".", tuple(map(tuple, retained)),
+                            script(backward_through_freed_graph, run="""
+first, error, retained = backward_through_freed_graph()
+print(first)
+print(error)  # Trying to backward through the graph a second time ...
+print(retained)  # 2x, then 2x + 2x"""))
+
+
+def backward_through_freed_graph():
+    """A second backward through y = (x * x).sum() after the first freed its saved tensors: x.grad after the first,
+    the error the second raises; then with retain_graph=True, x.grad after each of two backward calls."""
     x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = (x * x).sum()  # MulBackward0 saves x twice
-    y.backward()
-    first = tuple(x.grad.tolist())
+    y.backward()  # frees the saved tensors of the graph
+    first = x.grad.tolist()
     try:
         y.backward()
         error = "no error"
     except RuntimeError as err:
-        error = str(err).split(". ")[0] + "."
-    x2 = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
-    y2 = (x2 * x2).sum()
-    y2.backward(retain_graph=True)
-    after_one = tuple(x2.grad.tolist())
-    y2.backward()
-    return FreedGraphResult(first, error, (after_one, tuple(x2.grad.tolist())), FREED_CODE)
-
-
-FREED_CODE = """import torch
-
-x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
-y = (x * x).sum()
-y.backward()                 # frees the saved tensors of the graph
-try:
-    y.backward()
-except RuntimeError as err:
-    print(err)               # Trying to backward through the graph a second time ...
-
-x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
-y = (x * x).sum()
-y.backward(retain_graph=True)
-y.backward()                 # works; .grad accumulates: 2x + 2x
-print(x.grad)
-"""
+        error = str(err)
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    retained = [x.grad.tolist()]
+    y.backward()  # works; .grad accumulates: 2x + 2x
+    return first, error, [*retained, x.grad.tolist()]
 
 
 @dataclass(frozen=True)
@@ -199,17 +179,33 @@ class SecondOrderResult:
     max_diff: float
     gradgradcheck_ok: bool
     no_create_graph_error: str
-    code: str
+    code: Script
 
 
 def gradient_penalty() -> SecondOrderResult:
     """create_graph=True makes the gradient differentiable: d/dx sum((dy/dx)^2) for y = sum(x^3) is 36 x^3."""
+    x, g, penalty, second, ok, error = second_order()
+    analytic = 36 * x**3
+    return SecondOrderResult(
+        tuple(x.tolist()), tuple(g.tolist()), penalty, tuple(second.tolist()), tuple(analytic.tolist()),
+        float((second - analytic).abs().max()), ok, error.splitlines()[0],
+        script(second_order, run="""
+x, g, penalty, second, ok, error = second_order()
+print(second.tolist(), (36 * x**3).tolist())  # equal
+print("gradgradcheck:", ok)
+print(error.splitlines()[0])"""),
+    )
+
+
+def second_order():
+    """y = sum(x^3); with create_graph=True the gradient g = 3x^2 is itself a graph, so the penalty sum(g^2) can be
+    differentiated (36 x^3). Returns x, g, the penalty, its gradient, gradgradcheck's verdict, and the error the
+    same penalty raises without create_graph."""
     x = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
     y = (x**3).sum()
-    (g,) = torch.autograd.grad(y, x, create_graph=True)
-    penalty = (g**2).sum()
+    (g,) = torch.autograd.grad(y, x, create_graph=True)  # g = 3x^2, itself a graph
+    penalty = (g**2).sum()  # sum 9x^4
     penalty.backward()
-    analytic = 36 * x.detach() ** 3
     xd = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64, requires_grad=True)
     ok = torch.autograd.gradgradcheck(lambda t: (t**3).sum(), (xd,))
     x2 = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
@@ -218,22 +214,5 @@ def gradient_penalty() -> SecondOrderResult:
         (g2**2).sum().backward()
         error = "no error"
     except RuntimeError as err:
-        error = str(err).splitlines()[0]
-    return SecondOrderResult(
-        tuple(x.tolist()), tuple(g.detach().tolist()), penalty.item(), tuple(x.grad.tolist()),
-        tuple(analytic.tolist()), float((x.grad - analytic).abs().max()), bool(ok), error, PENALTY_CODE,
-    )
-
-
-PENALTY_CODE = """import torch
-
-x = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
-y = (x ** 3).sum()
-(g,) = torch.autograd.grad(y, x, create_graph=True)  # g = 3x^2, itself a graph
-penalty = (g ** 2).sum()                             # sum 9x^4
-penalty.backward()
-print(x.grad, 36 * x.detach() ** 3)                  # equal
-
-xd = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64, requires_grad=True)
-print(torch.autograd.gradgradcheck(lambda t: (t ** 3).sum(), (xd,)))  # True
-"""
+        error = str(err)
+    return x.detach(), g.detach(), penalty.item(), x.grad, bool(ok), error

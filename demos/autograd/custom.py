@@ -1,12 +1,14 @@
 """Section 4: custom autograd Functions, checked by gradcheck and against autograd on a plain version."""
 
-import inspect
 from dataclasses import dataclass
 
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from demos.autograd.backward import gradcheck_reason, preview
+from demos.autograd.backward import preview
+from demos.shown import Script, script
+
+GRADCHECK_IMPORTS = "import torch\nfrom torch.autograd.gradcheck import GradcheckError"
 
 
 class RoundSTE(torch.autograd.Function):
@@ -78,7 +80,7 @@ class CustomResult:
     gradcheck_ok: bool
     gradcheck_message: str
     extra: tuple[tuple[str, str], ...]
-    code: str
+    code: Script
 
 
 def run_gradcheck(fn, x: torch.Tensor) -> tuple[bool, str]:
@@ -86,11 +88,11 @@ def run_gradcheck(fn, x: torch.Tensor) -> tuple[bool, str]:
     try:
         ok = torch.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-5)
         return ok, "analytic and numerical gradients agree"
-    except GradcheckError as err:
-        return False, gradcheck_reason(err)
+    except GradcheckError as err:  # torch's first line, without the matrices that follow it
+        return False, str(err).strip().splitlines()[0].rstrip(",") + ": the numerical and analytical Jacobians differ"
 
 
-def _grad(fn, x: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+def grad_of(fn, x: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
     """d/dx of sum(weights * fn(x)) by backward."""
     x = x.detach().clone().requires_grad_()
     out = fn(x)
@@ -98,56 +100,80 @@ def _grad(fn, x: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Ten
     return x.grad
 
 
-def _inputs(shape=(3, 4), scale: float = 1.0) -> torch.Tensor:
+def inputs(shape=(3, 4), scale: float = 1.0) -> torch.Tensor:
+    """The page's x: seeded float64 values (float64, so gradcheck's finite differences are precise)."""
     gen = torch.Generator().manual_seed(0)
     return (torch.randn(shape, generator=gen, dtype=torch.float64) * scale).requires_grad_()
 
 
+def round_by_autograd(t):
+    return torch.round(t)
+
+
+def logsumexp_by_autograd(t):
+    return torch.log(torch.exp(t).sum(dim=-1))
+
+
+def swish_by_autograd(t):
+    return t * torch.sigmoid(t)
+
+
+def square(t):
+    return t * t
+
+
+def against_autograd(fn, plain, x: torch.Tensor):
+    """A custom Function beside autograd on a plain version of it: its forward, both gradients of the sum, and
+    gradcheck's verdict with its reason."""
+    return fn(x), grad_of(fn, x), grad_of(plain, x), *run_gradcheck(fn, x)
+
+
+def _script(cls, plain, scale: float = 1.0) -> Script:
+    """The worked example as a script; its x is the page's x."""
+    return script(cls, run_gradcheck, grad_of, inputs, plain, against_autograd,
+                  imports=GRADCHECK_IMPORTS, settings={"scale": scale}, run=f"""
+forward, custom, plain, ok, message = against_autograd({cls.__name__}.apply, {plain.__name__}, inputs(scale=scale))
+print(forward.flatten()[:6].tolist())  # the forward's first values, as the page lists them
+print((custom - plain).abs().max().item(), ok, message)""")
+
+
 def straight_through() -> CustomResult:
-    x = _inputs(scale=2.0)
-    custom, plain = _grad(RoundSTE.apply, x), _grad(torch.round, x)
-    ok, msg = run_gradcheck(RoundSTE.apply, x)
+    forward, custom, plain, ok, msg = against_autograd(RoundSTE.apply, round_by_autograd, inputs(scale=2.0))
     return CustomResult(
         "Straight-through estimator for rounding", "Quantization-aware training: round forward, identity backward.",
-        preview(RoundSTE.apply(x)), preview(custom), "torch.round (autograd)", preview(plain),
+        preview(forward), preview(custom), "torch.round (autograd)", preview(plain),
         float((custom - plain).abs().max()), ok, msg + " — expected: the STE deliberately reports slope 1 where "
         "the true slope of round is 0",
         (("grad of round by autograd", "zero almost everywhere: nothing upstream would learn"),),
-        _code(RoundSTE, "RoundSTE.apply", "torch.round", scale=2.0),
+        _script(RoundSTE, round_by_autograd, scale=2.0),
     )
 
 
 def stable_logsumexp() -> CustomResult:
-    x = _inputs()
-    custom = _grad(StableLogSumExp.apply, x)
-    plain = _grad(lambda t: torch.log(torch.exp(t).sum(dim=-1)), x)
-    ok, msg = run_gradcheck(StableLogSumExp.apply, x)
+    forward, custom, plain, ok, msg = against_autograd(StableLogSumExp.apply, logsumexp_by_autograd, inputs())
     big = torch.tensor([[1000.0, 1000.5, 999.0]], dtype=torch.float64)
     naive_big = torch.log(torch.exp(big).sum(dim=-1))
     stable_big = StableLogSumExp.apply(big)
-    big_grad = _grad(StableLogSumExp.apply, big)
+    big_grad = grad_of(StableLogSumExp.apply, big)
     return CustomResult(
         "Numerically stable log-sum-exp", "Subtract the max before exp; backward is softmax, from the saved output.",
-        preview(StableLogSumExp.apply(x)), preview(custom), "log(exp(x).sum(-1)) (autograd)", preview(plain),
+        preview(forward), preview(custom), "log(exp(x).sum(-1)) (autograd)", preview(plain),
         float((custom - plain).abs().max()), ok, msg,
         (("x = [1000, 1000.5, 999]: naive", preview(naive_big)),
          ("x = [1000, 1000.5, 999]: stable", preview(stable_big)),
          ("its gradient (softmax)", preview(big_grad)),
          ("torch.logsumexp agrees", preview(torch.logsumexp(big, dim=-1)))),
-        _code(StableLogSumExp, "StableLogSumExp.apply", "lambda t: torch.log(torch.exp(t).sum(dim=-1))"),
+        _script(StableLogSumExp, logsumexp_by_autograd),
     )
 
 
 def swish() -> CustomResult:
-    x = _inputs()
-    custom = _grad(Swish.apply, x)
-    plain = _grad(lambda t: t * torch.sigmoid(t), x)
-    ok, msg = run_gradcheck(Swish.apply, x)
+    forward, custom, plain, ok, msg = against_autograd(Swish.apply, swish_by_autograd, inputs())
     return CustomResult(
         "Swish with ctx.save_for_backward", "Saved tensors are version-checked and freed with the graph.",
-        preview(Swish.apply(x)), preview(custom), "x * sigmoid(x) (autograd)", preview(plain),
+        preview(forward), preview(custom), "x * sigmoid(x) (autograd)", preview(plain),
         float((custom - plain).abs().max()), ok, msg, (),
-        _code(Swish, "Swish.apply", "lambda t: t * torch.sigmoid(t)"),
+        _script(Swish, swish_by_autograd),
     )
 
 
@@ -160,50 +186,30 @@ class TrapResult:
     weighted_true: str
     gradcheck_ok: bool
     gradcheck_message: str
-    code: str
+    code: Script
 
 
 def wrong_backward_trap() -> TrapResult:
     """A backward that ignores grad_out passes .sum().backward() (grad_out is all ones) and fails gradcheck."""
-    x = _inputs((5,))
-    naive_custom = _grad(SquareForgetsGrad.apply, x)
-    naive_true = _grad(lambda t: t * t, x)
-    w = torch.arange(1.0, 6.0, dtype=torch.float64)
-    weighted_custom = _grad(SquareForgetsGrad.apply, x, w)
-    weighted_true = _grad(lambda t: t * t, x, w)
-    ok, msg = run_gradcheck(SquareForgetsGrad.apply, x)
+    (naive_custom, naive_true), (weighted_custom, weighted_true), (ok, msg) = forgotten_grad_out()
+    code = script(SquareForgetsGrad, run_gradcheck, grad_of, inputs, square, forgotten_grad_out,
+                  imports=GRADCHECK_IMPORTS, run="""
+naive, weighted, gradcheck = forgotten_grad_out()
+print(torch.allclose(*naive))  # True: under .sum() the bug is invisible
+print(weighted[0].tolist(), weighted[1].tolist())  # differ: grad_out was ignored
+print(gradcheck)""")
     return TrapResult(preview(naive_custom), preview(naive_true), bool(torch.allclose(naive_custom, naive_true)),
-                      preview(weighted_custom), preview(weighted_true), ok, msg, TRAP_CODE)
+                      preview(weighted_custom), preview(weighted_true), ok, msg, code)
 
 
-def _code(cls, custom: str, plain: str, scale: float = 1.0) -> str:
-    """The example as a script; its x is `_inputs(scale=scale)`, the page's x."""
-    scaled = "" if scale == 1.0 else f"{scale:g} * "
-    return (
-        "import torch\n\n\n" + inspect.getsource(cls) + "\n\n"
-        "gen = torch.Generator().manual_seed(0)\n"
-        f"x = ({scaled}torch.randn((3, 4), generator=gen, dtype=torch.float64)).requires_grad_()\n"
-        f"print({custom}(x).flatten()[:6].tolist())  # the forward's first values, as the page lists them\n"
-        f"{custom}(x).sum().backward()\n"
-        "custom_grad, x.grad = x.grad, None\n"
-        f"({plain})(x).sum().backward()\n"
-        "print((custom_grad - x.grad).abs().max())\n"
-        f"print(torch.autograd.gradcheck({custom}, (x,), eps=1e-6, atol=1e-5, raise_exception=False))\n"
-    )
-
-
-TRAP_CODE = (
-    "import torch\n\n\n" + inspect.getsource(SquareForgetsGrad) + "\n\n"
-    "gen = torch.Generator().manual_seed(0)  # the page's x\n"
-    "x = torch.randn(5, generator=gen, dtype=torch.float64).requires_grad_()\n"
-    "SquareForgetsGrad.apply(x).sum().backward()   # naive test: grad_out is all ones\n"
-    "print(torch.allclose(x.grad, 2 * x))          # True: the bug is invisible\n"
-    "x.grad = None\n"
-    "w = torch.arange(1.0, 6.0, dtype=torch.float64)\n"
-    "(SquareForgetsGrad.apply(x) * w).sum().backward()\n"
-    "print(x.grad, w * 2 * x)                       # differ: grad_out was ignored\n"
-    "print(torch.autograd.gradcheck(SquareForgetsGrad.apply, (x,), raise_exception=False))  # False\n"
-)
+def forgotten_grad_out():
+    """SquareForgetsGrad against autograd on x * x: the gradients under .sum() (grad_out all ones), under a weighted
+    sum (grad_out = w), and gradcheck's verdict with its reason."""
+    x = inputs((5,))
+    w = torch.arange(1.0, 6.0, dtype=torch.float64)
+    naive = grad_of(SquareForgetsGrad.apply, x), grad_of(square, x)
+    weighted = grad_of(SquareForgetsGrad.apply, x, w), grad_of(square, x, w)
+    return naive, weighted, run_gradcheck(SquareForgetsGrad.apply, x)
 
 
 def all_custom() -> tuple[tuple[CustomResult, ...], TrapResult]:

@@ -9,6 +9,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from demos.errors import InputError
+from demos.shown import Script, script
 from demos.style import COLORS, base_layout
 
 MIN_N, MAX_N = 16, 512
@@ -21,7 +22,7 @@ class ModesResult:
     table: pd.DataFrame
     saved_bytes: tuple[int, ...]
     forward_ms: tuple[float, ...]
-    code: str
+    code: Script
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class SharingResult:
     version_before: int
     version_after: int
     clone_original_after: float
-    code: str
+    code: Script
 
 
 @dataclass(frozen=True)
@@ -42,30 +43,30 @@ class VersionResult:
     version_after: int
     trap_error: str
     correct_grad: tuple[float, ...]
-    code: str
+    code: Script
 
 
-def _forward(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+def forward(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return torch.relu(x @ w).mean()
 
 
-def _run_mode(mode: str, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+def run_mode(mode: str, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """The same forward under one of the five ways of not recording (or recording) a graph."""
     if mode == "grad enabled":
-        return _forward(x, w)
+        return forward(x, w)
     if mode == "torch.no_grad()":
         with torch.no_grad():
-            return _forward(x, w)
+            return forward(x, w)
     if mode == "W.detach()":
-        return _forward(x, w.detach())
+        return forward(x, w.detach())
     if mode == "torch.inference_mode()":
         with torch.inference_mode():
-            return _forward(x, w)
+            return forward(x, w)
     frozen = w.detach().clone().requires_grad_(False)  # a frozen copy, so the shared W stays trainable
-    return _forward(x, frozen)
+    return forward(x, frozen)
 
 
-def _saved_bytes(mode: str, x, w) -> int:
+def saved_bytes(mode: str, x, w) -> int:
     """Bytes of tensors autograd saved for backward during the forward, counted by saved_tensors_hooks."""
     total = [0]
 
@@ -74,21 +75,21 @@ def _saved_bytes(mode: str, x, w) -> int:
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        _run_mode(mode, x, w)
+        run_mode(mode, x, w)
     return total[0]
 
 
-def _time_ms(mode: str, x, w, repeats: int = 5) -> float:
+def time_ms(mode: str, x, w, repeats: int = 5) -> float:
     """Best of `repeats` (the runs before it warmed up): the least disturbed by other work on a shared host."""
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        _run_mode(mode, x, w)
+        run_mode(mode, x, w)
         times.append((time.perf_counter() - start) * 1000)
     return min(times)
 
 
-def _later_use(out: torch.Tensor, w: torch.Tensor) -> str:
+def later_use(out: torch.Tensor, w: torch.Tensor) -> str:
     """Use the result in a new autograd computation with W; report what happened (torch's error, if any)."""
     try:
         (out * w).sum().backward()
@@ -100,6 +101,14 @@ def _later_use(out: torch.Tensor, w: torch.Tensor) -> str:
     return f"works ({path}); W.grad sum {float(grad.sum()):.4g}"
 
 
+def mode_facts(mode: str, x: torch.Tensor, w: torch.Tensor) -> dict:
+    """What the forward under one mode returns and records, and what a later autograd use of its result does."""
+    out = run_mode(mode, x, w)
+    return {"grad_fn": type(out.grad_fn).__name__ if out.grad_fn is not None else "None",
+            "requires_grad": out.requires_grad, "is_inference": out.is_inference(),
+            "saved_bytes": saved_bytes(mode, x, w), "later": later_use(out, w)}
+
+
 def compare_modes(n: int) -> ModesResult:
     """Per mode: grad_fn, requires_grad, is_inference, a later autograd use, saved bytes and forward time."""
     if not MIN_N <= n <= MAX_N:
@@ -109,119 +118,82 @@ def compare_modes(n: int) -> ModesResult:
     w = torch.randn(n, n, requires_grad=True)
     rows, saved, times = [], [], []
     for mode in MODES:
-        out = _run_mode(mode, x, w)
-        saved.append(_saved_bytes(mode, x, w))
-        times.append(_time_ms(mode, x, w))
+        facts = mode_facts(mode, x, w)
+        saved.append(facts["saved_bytes"])
+        times.append(time_ms(mode, x, w))
         rows.append({
             "mode": mode,
-            "out.grad_fn": type(out.grad_fn).__name__ if out.grad_fn is not None else "None",
-            "out.requires_grad": out.requires_grad,
-            "out.is_inference()": out.is_inference(),
-            "graph recorded": out.grad_fn is not None,
+            "out.grad_fn": facts["grad_fn"],
+            "out.requires_grad": facts["requires_grad"],
+            "out.is_inference()": facts["is_inference"],
+            "graph recorded": facts["grad_fn"] != "None",
             "saved for backward": _fmt_bytes(saved[-1]),
             "forward (ms, best of 5)": round(times[-1], 3),
-            "later: (out * W).sum().backward()": _later_use(out, w),
+            "later: (out * W).sum().backward()": facts["later"],
         })
-    return ModesResult(n, pd.DataFrame(rows), tuple(saved), tuple(times), modes_code(n))
+    code = script(forward, run_mode, saved_bytes, later_use, mode_facts, time_ms,
+                  imports="import time\n\nimport torch", settings={"MODES": MODES, "n": n}, run="""
+torch.manual_seed(0)
+x = torch.randn(n, n)
+W = torch.randn(n, n, requires_grad=True)
+for mode in MODES:
+    print(mode, mode_facts(mode, x, W))
+    print(mode, "forward ms, best of 5:", time_ms(mode, x, W))""")
+    return ModesResult(n, pd.DataFrame(rows), tuple(saved), tuple(times), code)
 
 
 def _fmt_bytes(b: int) -> str:
     return f"{b:,} B ({b / 2**20:.2f} MiB)" if b else "0 B"
 
 
-def modes_code(n: int) -> str:
-    return f"""import torch
-
-torch.manual_seed(0)
-x = torch.randn({n}, {n})
-W = torch.randn({n}, {n}, requires_grad=True)
-
-out = torch.relu(x @ W).mean()
-print("grad enabled:", out.grad_fn)                  # MeanBackward0: a graph was recorded
-with torch.no_grad():
-    out = torch.relu(x @ W).mean()
-print("no_grad:", out.grad_fn, out.requires_grad)   # None False
-out = torch.relu(x @ W.detach()).mean()
-print("detach:", out.grad_fn)                        # None: W.detach() is a leaf that needs no grad
-with torch.inference_mode():
-    out_inf = torch.relu(x @ W).mean()
-print("inference_mode:", out_inf.is_inference())     # True
-try:
-    (out_inf * W).sum().backward()
-except RuntimeError as err:
-    print(err)                                       # inference tensors cannot be saved for backward
-
-saved = []
-with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.nbytes) or t, lambda t: t):
-    torch.relu(x @ W).mean()
-print("bytes saved for backward:", sum(saved))
-"""
-
-
 def detach_shares_storage() -> SharingResult:
     """d = W.detach() shares W's storage and version counter: writing d changes W; clone() does not."""
+    facts = write_through_detach()
+    return SharingResult(*facts, script(write_through_detach, run="print(write_through_detach())"))
+
+
+def write_through_detach():
+    """W[0, 0] before; d[0, 0] and W[0, 0] after writing 100 into d = W.detach(); whether they share storage; W's
+    version before and after; W[1, 1] after writing -100 into a clone."""
     torch.manual_seed(0)
     w = torch.randn(3, 3, requires_grad=True)
-    d = w.detach()
+    d = w.detach()  # no copy: same storage, same version counter
     before = w.detach()[0, 0].item()
     version_before = w._version
     d[0, 0] = 100.0
-    c = w.detach().clone()
+    c = w.detach().clone()  # a real copy
     c[1, 1] = -100.0
-    return SharingResult(before, d[0, 0].item(), w.detach()[0, 0].item(), d.data_ptr() == w.data_ptr(),
-                         version_before, w._version, w.detach()[1, 1].item(), SHARING_CODE)
-
-
-SHARING_CODE = """import torch
-
-torch.manual_seed(0)
-W = torch.randn(3, 3, requires_grad=True)
-d = W.detach()                      # no copy: same storage, same version counter
-print(d.data_ptr() == W.data_ptr())  # True
-d[0, 0] = 100.0
-print(W[0, 0], W._version)          # 100.0 and version 1: W changed too
-c = W.detach().clone()              # a real copy
-c[1, 1] = -100.0
-print(W[1, 1])                      # unchanged
-"""
+    return (before, d[0, 0].item(), w.detach()[0, 0].item(), d.data_ptr() == w.data_ptr(), version_before,
+            w._version, w.detach()[1, 1].item())
 
 
 def version_counter_trap() -> VersionResult:
     """An in-place change to a tensor sigmoid saved for backward, and torch's error when backward needs it."""
+    before, after, error, grad = inplace_on_saved_output()
+    return VersionResult(before, after, error.split(". Hint")[0], tuple(grad), script(inplace_on_saved_output, run="""
+before, after, error, grad = inplace_on_saved_output()
+print("version", before, "->", after)
+print(error)  # ... modified by an inplace operation ...
+print(grad)"""))
+
+
+def inplace_on_saved_output():
+    """a = sigmoid(x) is saved for backward; a.mul_(2) bumps its version, so backward refuses. The version before
+    and after, torch's error, and x.grad when the product is taken out of place instead."""
     x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
-    a = torch.sigmoid(x)  # sigmoid saves its output a for backward
+    a = torch.sigmoid(x)  # SigmoidBackward0 saves its output a
     before = a._version
-    a.mul_(2)  # in-place: bumps a._version
+    a.mul_(2)  # in-place write to a saved tensor: bumps a._version
     after = a._version
     try:
-        a.sum().backward()
+        a.sum().backward()  # backward checks the version it saved: 0 != 1
         error = "no error"
     except RuntimeError as err:
-        error = str(err).split(". Hint")[0]
+        error = str(err)
     x2 = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
-    b = torch.sigmoid(x2)
-    b = b * 2  # out of place: the saved output is untouched
+    b = torch.sigmoid(x2) * 2  # out of place: the saved output is untouched
     b.sum().backward()
-    return VersionResult(before, after, error, tuple(x2.grad.tolist()), VERSION_CODE)
-
-
-VERSION_CODE = """import torch
-
-x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
-a = torch.sigmoid(x)    # SigmoidBackward0 saves its output a
-print(a._version)       # 0
-a.mul_(2)               # in-place write to a saved tensor
-print(a._version)       # 1
-try:
-    a.sum().backward()  # backward checks the version it saved: 0 != 1
-except RuntimeError as err:
-    print(err)          # ... modified by an inplace operation ...
-
-x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
-b = torch.sigmoid(x) * 2  # out of place: fine
-b.sum().backward()
-print(x.grad)
-"""
+    return before, after, error, x2.grad.tolist()
 
 
 def modes_figure(r: ModesResult) -> go.Figure:

@@ -8,6 +8,7 @@ from torch import nn
 
 from demos.errors import InputError, quoted
 from demos.parsing import parse_number
+from demos.shown import Script, script
 
 MAX_POINTS = 1500  # gradient entries drawn in the scatter
 RUN_STEPS = 100
@@ -29,7 +30,7 @@ class ClipCompare:
     entries: tuple[float, ...]  # a sample of original gradient entries
     after_norm: tuple[float, ...]
     after_value: tuple[float, ...]
-    code: str
+    code: Script
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class ClipRun:
     loss_clipped: tuple[float, ...]
     norm_plain: tuple[float, ...]  # total gradient norm before clipping, per step
     norm_clipped: tuple[float, ...]
-    code: str
+    code: Script
 
     @property
     def plain_diverged(self) -> bool:
@@ -71,6 +72,7 @@ def regression_data(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def mlp(seed: int = 0) -> nn.Sequential:
+    """4 -> 64 -> 64 -> 1 with ReLU, seeded."""
     torch.manual_seed(seed)
     return nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1))
 
@@ -84,30 +86,42 @@ def raw_gradients(seed: int = 0) -> list[torch.Tensor]:
 
 
 def total_norm(grads: list[torch.Tensor]) -> float:
+    """The norm of all gradients as one vector (what clip_grad_norm_ measures)."""
     return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])).item()
+
+
+def clip_both_ways(grads: list[torch.Tensor], max_norm: float, clip_value: float):
+    """Copies of the same gradients clipped by total norm and by value: the norm clip_grad_norm_ returned (the one
+    before clipping) and both clipped gradient lists."""
+    by_norm = [nn.Parameter(torch.zeros_like(g)) for g in grads]
+    by_value = [nn.Parameter(torch.zeros_like(g)) for g in grads]
+    for p, q, g in zip(by_norm, by_value, grads, strict=True):
+        p.grad, q.grad = g.clone(), g.clone()
+    returned = nn.utils.clip_grad_norm_(by_norm, max_norm)
+    nn.utils.clip_grad_value_(by_value, clip_value)
+    return returned.item(), [p.grad for p in by_norm], [q.grad for q in by_value]
+
+
+def flat(grads: list[torch.Tensor]) -> torch.Tensor:
+    return torch.cat([g.flatten() for g in grads])
+
+
+def direction_kept(grads: list[torch.Tensor], clipped: list[torch.Tensor]) -> float:
+    """Cosine between the gradient before and after clipping: 1.0 when only its length changed."""
+    return nn.functional.cosine_similarity(flat(grads), flat(clipped), dim=0).item()
 
 
 def compare_clipping(max_norm: float, clip_value: float) -> ClipCompare:
     """Clip copies of the same gradients both ways; report norms and whether the direction is kept."""
     max_norm, clip_value = check_clip(max_norm, "max_norm"), check_clip(clip_value, "clip_value")
     grads = raw_gradients()
-    by_norm = [nn.Parameter(torch.zeros_like(g)) for g in grads]
-    by_value = [nn.Parameter(torch.zeros_like(g)) for g in grads]
-    for p, q, g in zip(by_norm, by_value, grads, strict=True):
-        p.grad, q.grad = g.clone(), g.clone()
-    returned = nn.utils.clip_grad_norm_(by_norm, max_norm).item()
-    nn.utils.clip_grad_value_(by_value, clip_value)
-    flat = torch.cat([g.flatten() for g in grads])
-    flat_n = torch.cat([p.grad.flatten() for p in by_norm])
-    flat_v = torch.cat([p.grad.flatten() for p in by_value])
-    cos = nn.functional.cosine_similarity
-    pick = torch.randperm(flat.numel(), generator=torch.Generator().manual_seed(0))[:MAX_POINTS]
+    returned, by_norm, by_value = clip_both_ways(grads, max_norm, clip_value)
+    pick = torch.randperm(flat(grads).numel(), generator=torch.Generator().manual_seed(0))[:MAX_POINTS]
     return ClipCompare(
-        max_norm, clip_value, total_norm(grads), total_norm([p.grad for p in by_norm]),
-        total_norm([p.grad for p in by_value]), returned,
-        cos(flat, flat_n, dim=0).item(), cos(flat, flat_v, dim=0).item(),
-        tuple(flat[pick].tolist()), tuple(flat_n[pick].tolist()), tuple(flat_v[pick].tolist()),
-        compare_code(max_norm, clip_value),
+        max_norm, clip_value, total_norm(grads), total_norm(by_norm), total_norm(by_value), returned,
+        direction_kept(grads, by_norm), direction_kept(grads, by_value),
+        tuple(flat(grads)[pick].tolist()), tuple(flat(by_norm)[pick].tolist()), tuple(flat(by_value)[pick].tolist()),
+        compare_script(max_norm, clip_value),
     )
 
 
@@ -139,67 +153,26 @@ def clipping_run(lr_text: str, max_norm: float) -> ClipRun:
     plain, plain_norms = train(lr, None)
     clipped, clipped_norms = train(lr, max_norm)
     return ClipRun(lr, max_norm, tuple(plain), tuple(clipped), tuple(plain_norms), tuple(clipped_norms),
-                   run_code(lr, max_norm))
+                   run_script(lr, max_norm))
 
 
-_SETUP = '''import math
-import torch
-from torch import nn
-
-g = torch.Generator().manual_seed(0)
-x = torch.randn(512, 4, generator=g) * 10.0  # features not normalized
-y = torch.sin(x[:, :1] / 10.0 * 2) + x[:, 1:2] / 10.0
-
-
-def mlp():
-    torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1))
-'''
+def compare_script(max_norm: float, clip_value: float) -> Script:
+    """The comparison, printing the norms and the cosines the page reports."""
+    return script(regression_data, mlp, raw_gradients, total_norm, clip_both_ways, flat, direction_kept,
+                  settings={"INPUT_SCALE": INPUT_SCALE, "max_norm": max_norm, "clip_value": clip_value},
+                  imports="import torch\nfrom torch import nn", run="""
+grads = raw_gradients()
+returned, by_norm, by_value = clip_both_ways(grads, max_norm, clip_value)
+print("norm before", total_norm(grads), "returned", returned)
+print("after norm clip", total_norm(by_norm), "after value clip", total_norm(by_value))
+print("cosine kept:", direction_kept(grads, by_norm), direction_kept(grads, by_value))""")
 
 
-def compare_code(max_norm: float, clip_value: float) -> str:
-    return _SETUP + f'''
-
-model = mlp()
-nn.functional.mse_loss(model(x[:64]), y[:64]).backward()
-grads = [p.grad.clone() for p in model.parameters()]
-a = [nn.Parameter(torch.zeros_like(g)) for g in grads]
-b = [nn.Parameter(torch.zeros_like(g)) for g in grads]
-for p, q, g in zip(a, b, grads):
-    p.grad, q.grad = g.clone(), g.clone()
-before = nn.utils.clip_grad_norm_(a, max_norm={max_norm!r})  # returns the norm BEFORE clipping
-nn.utils.clip_grad_value_(b, clip_value={clip_value!r})
-flat = torch.cat([g.flatten() for g in grads])
-flat_a = torch.cat([p.grad.flatten() for p in a])
-flat_b = torch.cat([p.grad.flatten() for p in b])
-print("norm before", before.item(), "after norm clip", flat_a.norm().item(), "after value clip", flat_b.norm().item())
-print("cosine kept:", nn.functional.cosine_similarity(flat, flat_a, dim=0).item(),
-      nn.functional.cosine_similarity(flat, flat_b, dim=0).item())
-'''
-
-
-def run_code(lr: float, max_norm: float) -> str:
-    return _SETUP + f'''
-
-def train(max_norm):
-    model = mlp()
-    opt = torch.optim.SGD(model.parameters(), lr={lr!r}, momentum=0.9)
-    gen = torch.Generator().manual_seed(1)
-    losses = []
-    for _ in range({RUN_STEPS}):
-        idx = torch.randint(0, len(x), (64,), generator=gen)
-        loss = nn.functional.mse_loss(model(x[idx]), y[idx])
-        opt.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), max_norm)  # inf: measures, never clips
-        opt.step()
-        with torch.no_grad():
-            losses.append(nn.functional.mse_loss(model(x), y).item())
-        if not math.isfinite(losses[-1]):
-            break
-    return losses
-
-
-print("no clipping:", train(math.inf)[-1])
-print("clip_grad_norm_({max_norm!r}):", train({max_norm!r})[-1])
-'''
+def run_script(lr: float, max_norm: float) -> Script:
+    """Both runs, printing each one's last full-data loss and how many steps it ran."""
+    return script(regression_data, mlp, train, imports="import math\n\nimport torch\nfrom torch import nn",
+                  settings={"INPUT_SCALE": INPUT_SCALE, "RUN_STEPS": RUN_STEPS, "lr": lr, "max_norm": max_norm},
+                  run="""
+for clip in (None, max_norm):
+    losses, norms = train(lr, clip)
+    print("clip_grad_norm_", clip, "steps", len(losses), "last loss", losses[-1])""")

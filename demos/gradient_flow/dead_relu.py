@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from demos.errors import InputError, quoted
+from demos.shown import Script, script
 
 LRS = (0.001, 0.01, 0.1, 0.3, 1.0)
 INITS = ("kaiming", "default", "negative_bias")
@@ -32,10 +33,11 @@ class DeadRun:
 class DeadResult:
     yours: DeadRun
     good: DeadRun
-    code: str
+    code: Script
 
 
 def relu_net(init: str, seed: int = 0) -> tuple[nn.Sequential, list[nn.Linear]]:
+    """DEPTH Linear + ReLU layers of WIDTH units and a linear head, initialized by `init`; the model and its linears."""
     torch.manual_seed(seed)
     linears = [nn.Linear(16 if i == 0 else WIDTH, WIDTH) for i in range(DEPTH)]
     for lin in linears:
@@ -96,12 +98,20 @@ def dead_run(lr: float, init: str, seed: int = 0) -> DeadRun:
         raise InputError(f"Learning rate must be one of {', '.join(map(str, LRS))}; got {lr}.")
     if init not in INITS:
         raise InputError(f"Initialization must be one of {', '.join(INITS)}; got {quoted(init)}.")
+    before, after, final, model, x = train_counting_dead(lr, init, seed)
+    spread, bias = signal_and_bias(relu_net(init, seed)[1], x)  # the same seeded net, untrained
+    finite = all(torch.isfinite(p).all().item() for p in model.parameters())
+    return DeadRun(lr, init, before, after, final, finite and math.isfinite(final), spread, bias)
+
+
+def train_counting_dead(lr: float, init: str, seed: int = 0):
+    """Plain SGD for STEPS on a small regression: the dead fraction per layer before and after, the final loss on
+    all EVAL inputs, the model and the inputs."""
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(EVAL, 16, generator=g)
     y = torch.sin(x[:, :4]).sum(1, keepdim=True)
     model, linears = relu_net(init, seed)
     before = dead_fractions(linears, x)
-    spread, bias = signal_and_bias(linears, x)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     for _ in range(STEPS):
         idx = torch.randint(0, EVAL, (64,), generator=g)
@@ -111,50 +121,20 @@ def dead_run(lr: float, init: str, seed: int = 0) -> DeadRun:
         opt.step()
     with torch.no_grad():
         final = nn.functional.mse_loss(model(x), y).item()
-    finite = all(torch.isfinite(p).all().item() for p in model.parameters())
-    return DeadRun(lr, init, before, dead_fractions(linears, x), final, finite and math.isfinite(final), spread, bias)
+    return before, dead_fractions(linears, x), final, model, x
 
 
 def dead_relus(lr: float, init: str) -> DeadResult:
     """Your learning rate and init next to the good pair (Kaiming, lr 0.01)."""
-    return DeadResult(dead_run(lr, init), dead_run(*GOOD), dead_code(lr, init))
+    return DeadResult(dead_run(lr, init), dead_run(*GOOD), dead_script(lr, init))
 
 
-def dead_code(lr: float, init: str) -> str:
-    init_line = {
-        "kaiming": "nn.init.kaiming_normal_(lin.weight, nonlinearity='relu'); nn.init.zeros_(lin.bias)",
-        "default": "pass  # PyTorch default init",
-        "negative_bias": "nn.init.constant_(lin.bias, -1.0)",
-    }[init]
-    return f'''import torch
-from torch import nn
-
-g = torch.Generator().manual_seed(0)
-x = torch.randn({EVAL}, 16, generator=g)
-y = torch.sin(x[:, :4]).sum(1, keepdim=True)
-torch.manual_seed(0)
-linears = [nn.Linear(16 if i == 0 else {WIDTH}, {WIDTH}) for i in range({DEPTH})]
-for lin in linears:
-    {init_line}
-model = nn.Sequential(*[m for lin in linears for m in (lin, nn.ReLU())], nn.Linear({WIDTH}, 1))
-
-
-def dead_fractions():
-    h, out = x, []
-    with torch.no_grad():
-        for lin in linears:
-            h = torch.relu(lin(h))
-            out.append(((h > 0).sum(0) == 0).float().mean().item())  # silent for every input
-    return out
-
-
-print("before:", dead_fractions())
-opt = torch.optim.SGD(model.parameters(), lr={lr!r})
-for _ in range({STEPS}):
-    idx = torch.randint(0, {EVAL}, (64,), generator=g)
-    loss = nn.functional.mse_loss(model(x[idx]), y[idx])
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-print("after:", dead_fractions())
-'''
+def dead_script(lr: float, init: str) -> Script:
+    """Your run, printing the dead fraction per layer before and after training and the final loss."""
+    return script(relu_net, dead_fractions, train_counting_dead, imports="import torch\nfrom torch import nn",
+                  settings={"DEPTH": DEPTH, "WIDTH": WIDTH, "STEPS": STEPS, "EVAL": EVAL, "lr": lr, "init": init},
+                  run="""
+before, after, final, model, x = train_counting_dead(lr, init)
+print("dead before:", before)
+print("dead after:", after)
+print("final loss:", final)""")

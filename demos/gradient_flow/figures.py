@@ -8,6 +8,7 @@ from plotly.colors import sequential
 from demos.gradient_flow.clipping import ClipCompare, ClipRun
 from demos.gradient_flow.dead_relu import INIT_LABELS, DeadResult
 from demos.gradient_flow.flow import TINY, FlowResult
+from demos.gradient_flow.network import label
 from demos.style import COLORS, SERIES, badge, base_layout
 
 
@@ -40,7 +41,7 @@ def grad_norm_figure(r: FlowResult) -> go.Figure:
             x=layers, y=[_floor(v) for v in p.grad_norms], name=name, mode="lines+markers",
             line=dict(dash=dash, color=colour, width=3 if name == VARIANT_NAMES[0] else 2), marker=dict(size=4),
             customdata=[f"{v:.3g}" for v in p.grad_norms],
-            hovertemplate=f"{p.cfg.label}<br>layer %{{x}}: ||grad|| = %{{customdata}}<extra></extra>",
+            hovertemplate=f"{label(p.cfg)}<br>layer %{{x}}: ||grad|| = %{{customdata}}<extra></extra>",
         )
     fig.update_yaxes(type="log", title="‖∂loss/∂W‖ (log)", exponentformat="power")
     fig.update_xaxes(title="layer (1 = next to the input)")

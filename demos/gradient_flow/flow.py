@@ -1,13 +1,27 @@
 """One forward/backward across depth, a few training steps, and the fixes side by side."""
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch import nn
 
 from demos.errors import InputError
-from demos.gradient_flow.network import CLASSES, NetConfig, batch, build, right_init, validate
+from demos.gradient_flow.network import (
+    ACTIVATIONS,
+    BATCH,
+    CLASSES,
+    NORM_LAYERS,
+    Block,
+    DeepNet,
+    NetConfig,
+    batch,
+    build,
+    init_linear,
+    right_init,
+    validate,
+)
+from demos.shown import Script, script
 
 MAX_STEPS = 12
 LR = 0.1
@@ -68,7 +82,7 @@ class FlowResult:
     heatmap: tuple[tuple[float, ...], ...]  # [layer][step] gradient norm while training
     step_losses: tuple[float, ...]
     histograms: tuple[Histogram, ...]
-    code: str
+    code: Script
 
     @property
     def yours(self) -> Pass:
@@ -86,22 +100,30 @@ def mean_slope(act: nn.Module, z: torch.Tensor) -> float:
     return slope.mean().item()
 
 
+def layer_grad_norms(net, x, y):
+    """Forward, cross-entropy, backward: the loss and each block's linear.weight gradient norm, first to last."""
+    loss = nn.functional.cross_entropy(net(x), y)
+    loss.backward()
+    return loss.item(), [block.linear.weight.grad.norm().item() for block in net.blocks]
+
+
 def one_pass(cfg: NetConfig, seed: int = 0) -> tuple[Pass, nn.Module]:
-    """Forward and backward on one batch; norms read from each block's linear.weight.grad."""
+    """layer_grad_norms on one batch, with hooks reading each block's output and its activation's mean slope."""
     net = build(cfg, seed)
     x, y = batch(cfg, seed)
     stds, means, slopes = [], [], []
-    h = x
-    for block in net.blocks:
-        hook = block.act.register_forward_hook(lambda act, args, out: slopes.append(mean_slope(act, args[0])))
-        h = block(h)
-        hook.remove()
-        stds.append(h.detach().std().item())
-        means.append(h.detach().mean().item())
-    loss = nn.functional.cross_entropy(net.head(h), y)
-    loss.backward()
-    norms = tuple(b.linear.weight.grad.norm().item() for b in net.blocks)
-    return Pass(cfg, norms, tuple(stds), loss.item(), tuple(slopes), tuple(means)), net
+
+    def block_out(block, args, out):
+        stds.append(out.detach().std().item())
+        means.append(out.detach().mean().item())
+
+    hooks = [h for block in net.blocks for h in (
+        block.register_forward_hook(block_out),
+        block.act.register_forward_hook(lambda act, args, out: slopes.append(mean_slope(act, args[0]))))]
+    loss, norms = layer_grad_norms(net, x, y)
+    for h in hooks:
+        h.remove()
+    return Pass(cfg, tuple(norms), tuple(stds), loss, tuple(slopes), tuple(means)), net
 
 
 def fix_variants(cfg: NetConfig) -> tuple[NetConfig, ...]:
@@ -174,7 +196,7 @@ def gradient_flow(depth: int, width: int, activation: str, init: str, norm: str,
     grid, losses = training_heatmap(cfg, steps)
     return FlowResult(
         cfg, tuple(passes), tuple(tuple(row) for row in grid), tuple(losses),
-        layer_histograms(yours_net, depth), flow_code(cfg),
+        layer_histograms(yours_net, depth), flow_script(cfg),
     )
 
 
@@ -260,53 +282,18 @@ def _mean(values) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
-def flow_code(cfg: NetConfig) -> str:
-    """A standalone script that prints the per-layer gradient norms shown for your setting."""
-    act = {"sigmoid": "nn.Sigmoid()", "tanh": "nn.Tanh()", "relu": "nn.ReLU()", "gelu": "nn.GELU()"}[cfg.activation]
-    norm = {"none": "nn.Identity()", "batch": f"nn.BatchNorm1d({cfg.width})",
-            "layer": f"nn.LayerNorm({cfg.width})"}[cfg.norm]
-    init = {
-        "default": "pass  # keep PyTorch's default init",
-        "xavier": "nn.init.xavier_uniform_(lin.weight); nn.init.zeros_(lin.bias)",
-        "kaiming": "nn.init.kaiming_normal_(lin.weight, nonlinearity='relu'); nn.init.zeros_(lin.bias)",
-        "normal": "nn.init.normal_(lin.weight, 0.0, 1.0); nn.init.zeros_(lin.bias)",
-        "small": "nn.init.normal_(lin.weight, 0.0, 0.01); nn.init.zeros_(lin.bias)",
-    }[cfg.init]
-    residual = "h + out" if cfg.residual else "out"
-    return f'''import torch
-from torch import nn
-
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = nn.Linear({cfg.width}, {cfg.width})
-        self.norm = {norm}
-        self.act = {act}
-
-    def forward(self, h):
-        out = self.act(self.norm(self.linear(h)))
-        return {residual}
-
-
-torch.manual_seed(0)
-blocks = nn.ModuleList(Block() for _ in range({cfg.depth}))
-head = nn.Linear({cfg.width}, 10)
-for block in blocks:
-    lin = block.linear
-    {init}
-
-g = torch.Generator().manual_seed(0)
-x = torch.randn(64, {cfg.width}, generator=g)
-y = torch.randint(0, 10, (64,), generator=g)
-h = x
-for block in blocks:
-    h = block(h)
-loss = nn.functional.cross_entropy(head(h), y)
-loss.backward()
-norms = [block.linear.weight.grad.norm().item() for block in blocks]
-print("layer 1:", norms[0], " last layer:", norms[-1], " ratio:", norms[0] / max(norms[-1], 1e-45))
-'''
+def flow_script(cfg: NetConfig) -> Script:
+    """A standalone script that prints the loss and the per-layer gradient norms shown for your setting."""
+    return script(NetConfig, Block, DeepNet, init_linear, build, batch, layer_grad_norms,
+                  imports="from dataclasses import dataclass\n\nimport torch\nfrom torch import nn",
+                  settings={"ACTIVATIONS": ACTIVATIONS, "NORM_LAYERS": NORM_LAYERS, "BATCH": BATCH, "CLASSES": CLASSES,
+                            **asdict(cfg)}, run="""
+cfg = NetConfig(depth, width, activation, init, norm, residual)
+net = build(cfg, seed=0)
+x, y = batch(cfg, seed=0)
+loss, norms = layer_grad_norms(net, x, y)
+print("loss", loss)
+print("layer 1:", norms[0], " last layer:", norms[-1], " ratio:", norms[0] / max(norms[-1], 1e-45))""")
 
 
 # Heavy cases for `python -m bench`: the largest network the widgets allow.

@@ -7,14 +7,14 @@ from torch import nn
 
 from demos.errors import InputError, quoted
 
-ACTIVATIONS = {"sigmoid": nn.Sigmoid, "tanh": nn.Tanh, "relu": nn.ReLU, "gelu": nn.GELU}
+ACTIVATIONS = {"sigmoid": "Sigmoid", "tanh": "Tanh", "relu": "ReLU", "gelu": "GELU"}  # torch.nn class names
 INITS = ("default", "xavier", "kaiming", "normal", "small")
 INIT_LABELS = {
     "default": "PyTorch default", "xavier": "Xavier", "kaiming": "Kaiming", "normal": "N(0, 1)",
     "small": "too small N(0, 0.01²)",
 }
 NORMS = ("none", "batch", "layer")
-NORM_LAYERS = {"none": nn.Identity, "batch": nn.BatchNorm1d, "layer": nn.LayerNorm}  # Identity ignores width
+NORM_LAYERS = {"none": "Identity", "batch": "BatchNorm1d", "layer": "LayerNorm"}  # Identity ignores width
 NORM_LABELS = {"none": "no norm", "batch": "BatchNorm", "layer": "LayerNorm"}
 MAX_DEPTH, MAX_WIDTH, MIN_WIDTH = 50, 512, 4
 BATCH, CLASSES = 64, 10
@@ -31,10 +31,11 @@ class NetConfig:
     norm: str
     residual: bool
 
-    @property
-    def label(self) -> str:
-        res = " + residual" if self.residual else ""
-        return f"{self.activation}, {INIT_LABELS[self.init]}, {NORM_LABELS[self.norm]}{res}"
+
+def label(cfg: NetConfig) -> str:
+    """The config in words, for legends."""
+    res = " + residual" if cfg.residual else ""
+    return f"{cfg.activation}, {INIT_LABELS[cfg.init]}, {NORM_LABELS[cfg.norm]}{res}"
 
 
 def right_init(activation: str) -> str:
@@ -63,8 +64,8 @@ class Block(nn.Module):
     def __init__(self, width: int, activation: str, norm: str, residual: bool):
         super().__init__()
         self.linear = nn.Linear(width, width)
-        self.norm = NORM_LAYERS[norm](width)
-        self.act = ACTIVATIONS[activation]()
+        self.norm = getattr(nn, NORM_LAYERS[norm])(width)
+        self.act = getattr(nn, ACTIVATIONS[activation])()
         self.residual = residual
 
     def forward(self, h):
@@ -104,7 +105,7 @@ def init_linear(linear: nn.Linear, init: str) -> None:
 def build(cfg: NetConfig, seed: int = 0) -> DeepNet:
     """The seeded network for a config."""
     torch.manual_seed(seed)
-    net = DeepNet(validate(cfg))
+    net = DeepNet(cfg)
     for block in net.blocks:
         init_linear(block.linear, cfg.init)
     return net

@@ -2,11 +2,13 @@
 
 import copy
 import functools
-import inspect
-import textwrap
 
 import torch
 import torch.nn as nn
+
+from demos.shown import Script, script
+
+MODULE_IMPORTS = "import copy\nimport functools\n\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F"
 
 # No accelerator on a small host: .to("meta") runs the same Module._apply path that .to("cuda") runs.
 TARGET_DEVICE = "meta"
@@ -30,9 +32,9 @@ def moved_copy(model: nn.Module, device: str) -> nn.Module:
 
 
 @functools.cache
-def source_of(*objects) -> str:
-    """Source code of classes or functions, for the runnable snippets."""
-    return "\n\n\n".join(textwrap.dedent(inspect.getsource(o)).strip() for o in objects)
+def source_of(*objects) -> Script:
+    """Source code of classes or functions (a Script naming them as its origins), for the runnable snippets."""
+    return script(*objects, imports="")
 
 
 def norm(t: torch.Tensor | None) -> float | None:

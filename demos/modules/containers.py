@@ -8,8 +8,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from demos.errors import InputError
-from demos.modules.common import norm, source_of, target_device
+from demos.modules.common import MODULE_IMPORTS, norm, target_device
 from demos.modules.inputs import parse_head_names
+from demos.shown import Script, script
 
 MAX_LAYERS, MIN_WIDTH, MAX_WIDTH = 8, 2, 64
 
@@ -42,10 +43,12 @@ class ListVsModuleList:
     param_tensors: tuple[int, int]
     numel: tuple[int, int]
     first_layer_change: tuple[float, float]
-    code: str
+    code: Script
 
 
-def _list_facts(registered: bool, n_layers: int, width: int, seed: int, device: str) -> dict:
+def list_facts(registered: bool, n_layers: int, width: int, seed: int, device: str) -> dict:
+    """ListNet with its layers in a plain list or an nn.ModuleList: what parameters(), state_dict(), modules() and
+    .to(device) see, and what one SGD step does to the first layer."""
     torch.manual_seed(seed)
     model = ListNet(n_layers, width, registered)
     params = list(model.parameters())
@@ -73,7 +76,7 @@ def list_vs_modulelist(n_layers: int = 3, width: int = 8, seed: int = 0) -> List
     """The same layers in a plain list and in nn.ModuleList: counts, .to(), state_dict, a real training step."""
     validate(n_layers, width)
     device = target_device()
-    plain, good = (_list_facts(r, n_layers, width, seed, device) for r in (False, True))
+    plain, good = (list_facts(r, n_layers, width, seed, device) for r in (False, True))
     labels = (("tensors in parameters()", "tensors"), ("numbers in parameters()", "numel"),
               ("keys in state_dict()", "keys"), ("modules in modules()", "modules"),
               (f"layers[0].weight device after .to('{device}')", "device"),
@@ -82,31 +85,10 @@ def list_vs_modulelist(n_layers: int = 3, width: int = 8, seed: int = 0) -> List
               ("|change| of layers[0].weight after opt.step()", "change"))
     fmt = lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)  # noqa: E731
     rows = tuple((label, fmt(plain[k]), fmt(good[k])) for label, k in labels)
-    code = f'''import copy
-
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-{source_of(ListNet)}
-
-
+    code = script(norm, ListNet, list_facts, imports=MODULE_IMPORTS,
+                  settings={"n_layers": n_layers, "width": width, "seed": seed, "device": device}, run="""
 for registered in (False, True):
-    torch.manual_seed({seed})
-    model = ListNet({n_layers}, {width}, registered)
-    print("ModuleList" if registered else "plain list",
-          "tensors:", len(list(model.parameters())), "state_dict keys:", len(model.state_dict()),
-          "layers[0] after .to():", copy.deepcopy(model).to("{device}").layers[0].weight.device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    before = model.layers[0].weight.detach().clone()
-    g = torch.Generator().manual_seed({seed + 1})
-    x, y = torch.randn(16, {width}, generator=g), torch.randn(16, 1, generator=g)
-    F.mse_loss(model(x), y).backward()
-    opt.step()
-    print("  layers[0] grad:", model.layers[0].weight.grad is not None,
-          "changed by:", (model.layers[0].weight - before).norm().item())
-'''
+    print("ModuleList" if registered else "plain list", list_facts(registered, n_layers, width, seed, device))""")
     return ListVsModuleList(rows, (plain["tensors"], good["tensors"]), (plain["numel"], good["numel"]),
                             (plain["change"], good["change"]), code)
 
@@ -128,34 +110,32 @@ class ModuleDictView:
     heads: tuple[str, ...]
     rows: tuple[tuple[str, str, str, int], ...]  # head, state_dict keys, output shape, parameters
     total_params: int
-    code: str
+    code: Script
 
 
 def module_dict_demo(heads_text: str = "cls, box", width: int = 8, seed: int = 0) -> ModuleDictView:
     """Heads picked by name: each one's state_dict keys, output shape and parameter count."""
     heads = parse_head_names(heads_text)
     validate(1, width)
+    rows, total = head_rows(heads, width, seed)
+    code = script(MultiHead, head_rows, imports=MODULE_IMPORTS, settings={"heads": heads, "width": width, "seed": seed},
+                  run="""
+rows, total = head_rows(heads, width, seed)
+for row in rows:
+    print(row)
+print("parameters:", total)""")
+    return ModuleDictView(heads, tuple(rows), total, code)
+
+
+def head_rows(heads, width: int, seed: int):
+    """Per head of a MultiHead: its state_dict keys, its output's shape and its parameter count; then the total."""
     torch.manual_seed(seed)
     model = MultiHead(heads, width)
     x = torch.randn(4, width)
     keys = list(model.state_dict())
-    rows = tuple((h, ", ".join(k for k in keys if k.startswith(f"heads.{h}.")), str(tuple(model(x, h).shape)),
-                  sum(p.numel() for p in model.heads[h].parameters())) for h in heads)
-    code = f'''import torch
-import torch.nn as nn
-
-
-{source_of(MultiHead)}
-
-
-torch.manual_seed({seed})
-model = MultiHead({heads!r}, {width})
-x = torch.randn(4, {width})
-print(list(model.state_dict()))
-for name in model.heads:
-    print(name, tuple(model(x, name).shape))
-'''
-    return ModuleDictView(heads, rows, sum(p.numel() for p in model.parameters()), code)
+    rows = [(h, ", ".join(k for k in keys if k.startswith(f"heads.{h}.")), str(tuple(model(x, h).shape)),
+             sum(p.numel() for p in model.heads[h].parameters())) for h in heads]
+    return rows, sum(p.numel() for p in model.parameters())
 
 
 def mlp_layers(n_layers: int, width: int) -> list[nn.Module]:
@@ -176,12 +156,22 @@ class SequentialVsList:
     modulelist_loop_equals: bool
     parameterlist_count: int
     plain_parameter_list_count: int
-    code: str
+    code: Script
 
 
 def sequential_vs_modulelist(n_layers: int = 3, width: int = 8, seed: int = 0) -> SequentialVsList:
     """Sequential composes a forward (and slices to Sequential); ModuleList only holds layers; ParameterList."""
     validate(n_layers, width)
+    code = script(mlp_layers, sequential_facts, imports=MODULE_IMPORTS,
+                  settings={"n_layers": n_layers, "width": width, "seed": seed},
+                  run="print(sequential_facts(n_layers, width, seed))")
+    return SequentialVsList(*sequential_facts(n_layers, width, seed), code)
+
+
+def sequential_facts(n_layers: int, width: int, seed: int):
+    """The same layers in nn.Sequential and nn.ModuleList: whether seq(x) equals the layers applied in order, what
+    indexing and slicing return, what calling the ModuleList does, whether looping over it equals seq, and how many
+    parameters an nn.ParameterList registers against a plain list."""
     torch.manual_seed(seed)
     layers = mlp_layers(n_layers, width)
     seq, mlist = nn.Sequential(*layers), nn.ModuleList(layers)
@@ -204,35 +194,10 @@ def sequential_vs_modulelist(n_layers: int = 3, width: int = 8, seed: int = 0) -
             params = [nn.Parameter(torch.ones(width)) for _ in range(n_layers)]
             self.scales = nn.ParameterList(params) if registered else params
 
-    code = f'''import torch
-import torch.nn as nn
-
-
-{source_of(mlp_layers)}
-
-
-torch.manual_seed({seed})
-layers = mlp_layers({n_layers}, {width})
-seq, mlist = nn.Sequential(*layers), nn.ModuleList(layers)
-x = torch.randn(4, {width})
-out = x
-for layer in layers:
-    out = layer(out)
-print("seq(x) == layers applied in order:", torch.equal(seq(x), out))
-print("seq[0]:", seq[0], " seq[1:]:", type(seq[1:]).__name__, len(seq[1:]))
-try:
-    mlist(x)
-except NotImplementedError as err:
-    print("ModuleList(x):", err)
-plist = nn.ParameterList([nn.Parameter(torch.ones({width})) for _ in range({n_layers})])
-print("ParameterList registers", len(list(plist.parameters())), "parameters")
-'''
     with torch.no_grad():
-        return SequentialVsList(
-            torch.equal(seq(x), manual), repr(seq[0]), type(seq[1:]).__name__, len(seq[1:]), call,
-            torch.equal(looped, manual), len(list(Scales(True).parameters())), len(list(Scales(False).parameters())),
-            code,
-        )
+        return (torch.equal(seq(x), manual), repr(seq[0]), type(seq[1:]).__name__, len(seq[1:]), call,
+                torch.equal(looped, manual), len(list(Scales(True).parameters())),
+                len(list(Scales(False).parameters())))
 
 
 class Zoo(nn.Module):
@@ -260,10 +225,11 @@ class TreeNode:
 class ModuleTree:
     nodes: tuple[TreeNode, ...]
     named_modules: tuple[str, ...]
-    code: str
+    code: Script
 
 
-def _is_container(m: nn.Module) -> bool:
+def is_container(m: nn.Module) -> bool:
+    """A container class, or any module with children."""
     return isinstance(m, (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.ParameterList)) or bool(list(m.children()))
 
 
@@ -271,33 +237,33 @@ def module_tree(n_blocks: int = 2, width: int = 8, heads_text: str = "cls, box")
     """The tree named_modules() walks, plus ParameterList entries and the layers it cannot see."""
     validate(n_blocks, width)
     heads = parse_head_names(heads_text)
+    nodes, names = tree_nodes(n_blocks, width, heads)
+    code = script(Zoo, is_container, tree_nodes, imports=MODULE_IMPORTS,
+                  settings={"n_blocks": n_blocks, "width": width, "heads": heads}, run="""
+nodes, names = tree_nodes(n_blocks, width, heads)
+for node in nodes:
+    print(node)  # name, parent, class, numbers owned directly, kind
+print("named_modules():", names)  # a plain list's layers are not there""")
+    return ModuleTree(tuple(TreeNode(*node) for node in nodes), tuple(names), code)
+
+
+def tree_nodes(n_blocks: int, width: int, heads):
+    """The tree named_modules() walks, plus ParameterList entries and the layers in plain lists it cannot see:
+    (name, parent, class, numbers owned directly, kind) per node; and named_modules()'s names."""
     torch.manual_seed(0)
     model = Zoo(n_blocks, width, heads)
     nodes, hidden = [], []
     for name, m in model.named_modules():
         parent = name.rpartition(".")[0] if name else None
         own = sum(p.numel() for p in m.parameters(recurse=False))
-        nodes.append(TreeNode(name, parent, type(m).__name__, own, "container" if _is_container(m) else "layer"))
+        nodes.append((name, parent, type(m).__name__, own, "container" if is_container(m) else "layer"))
         if isinstance(m, nn.ParameterList):
-            nodes += [TreeNode(f"{name}.{k}", name, "Parameter", p.numel(), "parameter")
+            nodes += [(f"{name}.{k}", name, "Parameter", p.numel(), "parameter")
                       for k, p in m.named_parameters(recurse=False)]
         for attr, value in vars(m).items():
             if isinstance(value, (list, tuple)) and any(isinstance(v, nn.Module) for v in value):
                 path = f"{name}.{attr}" if name else attr
-                hidden.append(TreeNode(path, name, "plain list", 0, "unregistered"))
-                hidden += [TreeNode(f"{path}[{i}]", path, type(v).__name__, sum(p.numel() for p in v.parameters()),
-                                   "unregistered") for i, v in enumerate(value)]
-    code = f'''import torch
-import torch.nn as nn
-
-
-{source_of(Zoo)}
-
-
-torch.manual_seed(0)
-model = Zoo({n_blocks}, {width}, {heads!r})
-for name, module in model.named_modules():
-    print(name or "(root)", type(module).__name__, sum(p.numel() for p in module.parameters(recurse=False)))
-print("forgotten" in dict(model.named_modules()))  # False: a plain list hides its layers
-'''
-    return ModuleTree(tuple(nodes + hidden), tuple(n for n, _ in model.named_modules()), code)
+                hidden.append((path, name, "plain list", 0, "unregistered"))
+                hidden += [(f"{path}[{i}]", path, type(v).__name__, sum(p.numel() for p in v.parameters()),
+                            "unregistered") for i, v in enumerate(value)]
+    return nodes + hidden, [n for n, _ in model.named_modules()]

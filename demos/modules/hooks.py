@@ -11,14 +11,17 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from demos.errors import InputError, quoted
-from demos.modules.common import norm, source_of
+from demos.modules.common import MODULE_IMPORTS, norm
 from demos.modules.inputs import parse_channels, parse_hook_value
+from demos.shown import Script, script
 
 PATTERNS = ("disc", "stripes", "checker")
 PRE_HOOKS = ("flip", "invert", "grayscale")
 SURGERY_MODES = ("scale", "clip")
 MIN_SIZE, MAX_SIZE = 8, 64  # 8 pixels survive the 3 poolings of the deepest net
 BATCH, CLASSES, BINS = 2, 3, 30
+HOOK_IMPORTS = ("import math\nfrom collections import OrderedDict\n\n"
+                "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F")
 MAX_CALLS = 10
 
 
@@ -94,12 +97,13 @@ def hook_count(model: nn.Module) -> int:
                + len(m._backward_pre_hooks) for m in model.modules())
 
 
-def _shape_text(t) -> str:
+def shape_text(t) -> str:
+    """A tensor's shape, or a tuple of them, as text."""
     if isinstance(t, torch.Tensor):
         return str(tuple(t.shape))
     if t is None:
         return "None"
-    return "(" + ", ".join(_shape_text(v) for v in t) + ")"
+    return "(" + ", ".join(shape_text(v) for v in t) + ")"
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,7 @@ class HookRun:
     hooks_registered: int
     hooks_left: int
     warnings: tuple[str, ...]  # what torch warned while the hooks ran
-    code: str
+    code: Script
 
 
 def to_uint8(images: torch.Tensor) -> np.ndarray:
@@ -150,43 +154,61 @@ def hook_outputs(channels_text: str = "4, 8", image_size: int = 32, pattern: str
     """Every leaf layer hooked four ways over one forward and backward; all hooks removed afterwards."""
     channels = validate(channels_text, image_size, pattern)
     model, x, target = build(channels, image_size, pattern, seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        events, seen, grads, logits, registered = hook_every_layer(model, x, target)
+    layers = tuple(_layer_view(name, layer, seen[name], grads.get(name)) for name, layer in leaf_layers(model))
+    maps = tuple((name, seen[name][1][0].numpy()) for name, layer in leaf_layers(model)
+                 if isinstance(layer, nn.Conv2d))
+    code = script(SmallCNN, synthetic_images, build, leaf_layers, hook_count, shape_text, norm, hook_every_layer,
+                  imports=HOOK_IMPORTS, settings={"BATCH": BATCH, "CLASSES": CLASSES, "channels": channels,
+                                                  "image_size": image_size, "pattern": pattern, "seed": seed}, run="""
+model, x, target = build(channels, image_size, pattern, seed)
+events, seen, grads, logits, registered = hook_every_layer(model, x, target)
+for phase, layer, received in events:
+    print(f"{phase:13}", layer, received)
+print("hooks registered during the run:", registered, "after:", hook_count(model))
+print("logits", logits.tolist())""")
+    return HookRun(channels, image_size, to_uint8(x), layers, maps,
+                   tuple(HookEvent(i, *event) for i, event in enumerate(events)),
+                   tuple(tuple(r) for r in logits.detach().tolist()), registered, hook_count(model),
+                   tuple(dict.fromkeys(str(w.message).split(" See ")[0] for w in caught)), code)
+
+
+def hook_every_layer(model: nn.Module, x: torch.Tensor, target: torch.Tensor):
+    """Every leaf layer hooked four ways (forward pre-hook, forward hook, a tensor hook on its output, full backward
+    hook) over one forward and backward, then unhooked. Returns the calls in the order they fired (phase, layer,
+    what the hook received), each layer's (input, output), each layer's gradient norms (output, input), the logits,
+    and how many hooks were registered during the run."""
     events, seen, grads, handles = [], {}, {}, []
 
     def log(phase, layer, received):
-        events.append(HookEvent(len(events), phase, layer, received))
+        events.append((phase, layer, received))
 
     for name, layer in leaf_layers(model):
         def pre(module, args, name=name):
-            log("pre-forward", name, f"args {_shape_text(args)}")
+            log("pre-forward", name, f"args {shape_text(args)}")
 
         def fwd(module, args, output, name=name):
             seen[name] = (args[0].detach(), output.detach())
-            log("forward", name, f"args {_shape_text(args)} → output {_shape_text(output)}")
+            log("forward", name, f"args {shape_text(args)} → output {shape_text(output)}")
             if output.requires_grad:
-                output.register_hook(lambda g, name=name: log("tensor", name, f"grad {_shape_text(g)} "
+                output.register_hook(lambda g, name=name: log("tensor", name, f"grad {shape_text(g)} "
                                                                               f"norm {norm(g):.3g}"))
 
         def bwd(module, grad_input, grad_output, name=name):
             grads[name] = (norm(grad_output[0]), norm(grad_input[0]) if grad_input[0] is not None else None)
-            log("full-backward", name, f"grad_output {_shape_text(grad_output)} norm {norm(grad_output[0]):.3g}, "
-                                       f"grad_input {_shape_text(grad_input)}")
+            log("full-backward", name, f"grad_output {shape_text(grad_output)} norm {norm(grad_output[0]):.3g}, "
+                                       f"grad_input {shape_text(grad_input)}")
 
         handles += [layer.register_forward_pre_hook(pre), layer.register_forward_hook(fwd),
                     layer.register_full_backward_hook(bwd)]
     registered = hook_count(model)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        logits = model(x)
-        F.cross_entropy(logits, target).backward()
+    logits = model(x)
+    F.cross_entropy(logits, target).backward()
     for h in handles:
-        h.remove()
-    layers = tuple(_layer_view(name, layer, seen[name], grads.get(name)) for name, layer in leaf_layers(model))
-    maps = tuple((name, seen[name][1][0].numpy()) for name, layer in leaf_layers(model)
-                 if isinstance(layer, nn.Conv2d))
-    return HookRun(channels, image_size, to_uint8(x), layers, maps, tuple(events),
-                   tuple(tuple(r) for r in logits.detach().tolist()), registered, hook_count(model),
-                   tuple(dict.fromkeys(str(w.message).split(" See ")[0] for w in caught)),
-                   _hook_code(channels_text, image_size, pattern, seed))
+        h.remove()  # hooks stay until removed: always keep the handle
+    return events, seen, grads, logits, registered
 
 
 def _layer_view(name: str, layer: nn.Module, io, grad) -> LayerView:
@@ -198,56 +220,6 @@ def _layer_view(name: str, layer: nn.Module, io, grad) -> LayerView:
     return LayerView(name, type(layer).__name__, tuple(inp.shape), tuple(out.shape), float(out.mean()),
                      float(out.std()), float((out == 0).float().mean()), tuple(int(c) for c in counts),
                      tuple(edges.tolist()), matches, g_out, g_in)
-
-
-def _setup_code(channels_text: str, image_size: int, pattern: str, seed: int) -> str:
-    return f'''import math
-import warnings
-from collections import OrderedDict
-
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-BATCH, CLASSES = {BATCH}, {CLASSES}
-
-
-{source_of(SmallCNN, synthetic_images)}
-
-
-torch.manual_seed({seed})
-model = SmallCNN({parse_channels(channels_text)}, {image_size}, CLASSES)
-x = synthetic_images("{pattern}", {image_size}, {seed})
-target = torch.arange(BATCH) % CLASSES
-'''
-
-
-def _hook_code(channels_text: str, image_size: int, pattern: str, seed: int) -> str:
-    return _setup_code(channels_text, image_size, pattern, seed) + '''
-handles = []
-for name, layer in model.named_modules():
-    if list(layer.children()):
-        continue  # hook leaves only
-
-    def pre(module, args, name=name):
-        print("pre-forward  ", name, [tuple(a.shape) for a in args])
-
-    def fwd(module, args, output, name=name):
-        print("forward      ", name, tuple(output.shape), "mean", round(output.mean().item(), 4))
-        output.register_hook(lambda g, name=name: print("tensor       ", name, "grad norm", round(g.norm().item(), 4)))
-
-    def bwd(module, grad_input, grad_output, name=name):
-        print("full-backward", name, "grad_output norm", round(grad_output[0].norm().item(), 4))
-
-    handles += [layer.register_forward_pre_hook(pre), layer.register_forward_hook(fwd),
-                layer.register_full_backward_hook(bwd)]
-
-logits = model(x)
-F.cross_entropy(logits, target).backward()
-for h in handles:
-    h.remove()  # hooks stay until removed: always keep the handle
-print("logits", logits.tolist())
-'''
 
 
 # ---- a forward pre-hook that changes the input ----------------------------------------------------------------
@@ -269,7 +241,7 @@ class PreHookEffect:
     logits_plain: tuple[tuple[float, ...], ...]
     logits_hooked: tuple[tuple[float, ...], ...]
     equals_transformed_input: bool  # model+hook(x) == model(transform(x)), bit for bit
-    code: str
+    code: Script
 
 
 def pre_hook_effect(channels_text="4, 8", image_size=32, pattern="disc", seed=0, kind="flip") -> PreHookEffect:
@@ -278,43 +250,35 @@ def pre_hook_effect(channels_text="4, 8", image_size=32, pattern="disc", seed=0,
     if kind not in PRE_HOOKS:
         raise InputError(f"The pre-hook must be one of {', '.join(PRE_HOOKS)}; got {quoted(kind)}.")
     model, x, _ = build(channels, image_size, pattern, seed)
-    conv1 = model.features.conv1
-    received = {}
-
-    def change_input(module, args):
-        new = transform_input(kind, args[0])
-        received["x"] = new
-        return (new,)
-
-    with torch.no_grad():
-        plain = model(x)
-        handle = conv1.register_forward_pre_hook(change_input)
-        hooked = model(x)
-        handle.remove()
-        direct = model(transform_input(kind, x))
-    code = _setup_code(channels_text, image_size, pattern, seed) + f'''
-
-def change_input(module, args):
-    x = args[0]
-    return ({_transform_source(kind)},)  # returning a tuple replaces the positional args
-
-
-with torch.no_grad():
-    plain = model(x)
-    handle = model.features.conv1.register_forward_pre_hook(change_input)
-    hooked = model(x)
-    handle.remove()
-    direct = model({_transform_source(kind)})
+    plain, hooked, direct, received = with_pre_hook(model, x, kind)
+    code = script(SmallCNN, synthetic_images, build, transform_input, with_pre_hook, imports=HOOK_IMPORTS,
+                  settings={"BATCH": BATCH, "CLASSES": CLASSES, "channels": channels, "image_size": image_size,
+                            "pattern": pattern, "seed": seed, "kind": kind}, run="""
+model, x, target = build(channels, image_size, pattern, seed)
+plain, hooked, direct, received = with_pre_hook(model, x, kind)
 print("plain ", plain.tolist())
 print("hooked", hooked.tolist())
-print("hooked == model(transformed x):", torch.equal(hooked, direct))
-'''
-    return PreHookEffect(kind, to_uint8(received["x"]), tuple(map(tuple, plain.tolist())),
+print("hooked == model(transformed x):", torch.equal(hooked, direct))""")
+    return PreHookEffect(kind, to_uint8(received), tuple(map(tuple, plain.tolist())),
                          tuple(map(tuple, hooked.tolist())), torch.equal(hooked, direct), code)
 
 
-def _transform_source(kind: str) -> str:
-    return {"flip": "x.flip(-1)", "invert": "1 - x", "grayscale": "x.mean(dim=1, keepdim=True).expand_as(x)"}[kind]
+def with_pre_hook(model: nn.Module, x: torch.Tensor, kind: str):
+    """The model's output without a hook, with a forward pre-hook on conv1 that changes its input, and on the
+    changed input directly; and the input conv1 received."""
+    received = {}
+
+    def change_input(module, args):
+        received["x"] = transform_input(kind, args[0])
+        return (received["x"],)  # returning a tuple replaces the positional args
+
+    with torch.no_grad():
+        plain = model(x)
+        handle = model.features.conv1.register_forward_pre_hook(change_input)
+        hooked = model(x)
+        handle.remove()
+        direct = model(transform_input(kind, x))
+    return plain, hooked, direct, received["x"]
 
 
 # ---- a forward hook that zeroes a channel ---------------------------------------------------------------------
@@ -330,7 +294,7 @@ class ChannelZeroEffect:
     logits_plain: tuple[tuple[float, ...], ...]
     logits_hooked: tuple[tuple[float, ...], ...]
     equals_zeroed_weights: bool  # same logits as zeroing that filter's weight and bias, no hook
-    code: str
+    code: Script
 
 
 def conv_names(channels: tuple[int, ...]) -> tuple[str, ...]:
@@ -349,6 +313,25 @@ def zero_channel_effect(channels_text="4, 8", image_size=32, pattern="disc", see
     if not 0 <= channel < width:
         raise InputError(f"{layer} has {width} channels, so the channel must be between 0 and {width - 1}.")
     model, x, _ = build(channels, image_size, pattern, seed)
+    plain, hooked, direct = with_channel_zeroed(model, x, layer, channel, enabled)
+    change = tuple((n, float((hooked[n] - plain[n]).norm() / plain[n].norm().clamp_min(1e-12))) for n in plain)
+    code = script(SmallCNN, synthetic_images, build, leaf_layers, outputs_per_layer, with_channel_zeroed,
+                  imports=HOOK_IMPORTS, settings={"BATCH": BATCH, "CLASSES": CLASSES, "channels": channels,
+                                                  "image_size": image_size, "pattern": pattern, "seed": seed,
+                                                  "layer": layer, "channel": channel, "enabled": enabled}, run="""
+model, x, target = build(channels, image_size, pattern, seed)
+plain, hooked, direct = with_channel_zeroed(model, x, layer, channel, enabled)
+print("plain ", plain["fc"].tolist())
+print("hooked", hooked["fc"].tolist())
+print("hooked == the channel's weights zeroed:", torch.allclose(direct, hooked["fc"], atol=1e-6))""")
+    return ChannelZeroEffect(enabled, layer, channel, float(hooked[f"features.{layer}"][:, channel].abs().max()),
+                             change, tuple(map(tuple, plain["fc"].tolist())), tuple(map(tuple, hooked["fc"].tolist())),
+                             torch.allclose(direct, hooked["fc"], atol=1e-6), code)
+
+
+def with_channel_zeroed(model: nn.Module, x: torch.Tensor, layer: str, channel: int, enabled: bool = True):
+    """Every leaf's output without and with a forward hook on `layer` that zeroes one output channel (not registered
+    when enabled is False), and the model's output with that channel's weights zeroed instead."""
     conv = getattr(model.features, layer)
 
     def zero(module, args, output):
@@ -356,38 +339,19 @@ def zero_channel_effect(channels_text="4, 8", image_size=32, pattern="disc", see
         output[:, channel] = 0
         return output  # a forward hook's return value replaces the output
 
-    plain = _outputs_per_layer(model, x)
+    plain = outputs_per_layer(model, x)
     handle = conv.register_forward_hook(zero) if enabled else None
-    hooked = _outputs_per_layer(model, x)
+    hooked = outputs_per_layer(model, x)
     if handle is not None:
         handle.remove()
     with torch.no_grad():
         conv.weight[channel] = 0
         conv.bias[channel] = 0
         direct = model(x)
-    change = tuple((n, float((hooked[n] - plain[n]).norm() / plain[n].norm().clamp_min(1e-12))) for n in plain)
-    code = _setup_code(channels_text, image_size, pattern, seed) + f'''
-
-def zero_channel(module, args, output):
-    output = output.clone()
-    output[:, {channel}] = 0
-    return output  # the returned tensor replaces the layer's output
+    return plain, hooked, direct
 
 
-with torch.no_grad():
-    plain = model(x)
-    handle = model.features.{layer}.register_forward_hook(zero_channel)
-    hooked = model(x)
-    handle.remove()
-print("plain ", plain.tolist())
-print("hooked", hooked.tolist())
-'''
-    return ChannelZeroEffect(enabled, layer, channel, float(hooked[f"features.{layer}"][:, channel].abs().max()),
-                             change, tuple(map(tuple, plain["fc"].tolist())), tuple(map(tuple, hooked["fc"].tolist())),
-                             torch.allclose(direct, hooked["fc"], atol=1e-6), code)
-
-
-def _outputs_per_layer(model: nn.Module, x: torch.Tensor) -> dict[str, torch.Tensor]:
+def outputs_per_layer(model: nn.Module, x: torch.Tensor) -> dict[str, torch.Tensor]:
     """Every leaf's output for one forward, caught by temporary forward hooks (registered after any others)."""
     outputs, handles = {}, []
     for name, layer in leaf_layers(model):
@@ -413,7 +377,7 @@ class SurgeryResult:
     tensor_grad_max_hooked: float
     param_grad_norms: tuple[tuple[str, float, float], ...]  # name, plain, hooked
     verified: bool  # hooked upstream grads == grads computed from the edited gradient by hand
-    code: str
+    code: Script
 
 
 def grad_surgery(channels_text="4, 8", image_size=32, pattern="disc", seed=0, mode="scale",
@@ -425,51 +389,39 @@ def grad_surgery(channels_text="4, 8", image_size=32, pattern="disc", seed=0, mo
     if mode not in SURGERY_MODES:
         raise InputError(f"The mode must be one of {', '.join(SURGERY_MODES)}; got {quoted(mode)}.")
     value = parse_hook_value(value_text, mode)
-    plain = _surgery_pass(channels, image_size, pattern, seed, None)
-    hooked = _surgery_pass(channels, image_size, pattern, seed, (mode, value) if enabled else None)
+    plain = surgery_pass(channels, image_size, pattern, seed, None)
+    hooked = surgery_pass(channels, image_size, pattern, seed, (mode, value) if enabled else None)
     names = [n for n, _ in plain["params"]]
     if enabled:
         verified = _verify_surgery(channels, image_size, pattern, seed, mode, value, hooked)
     else:
         verified = all(torch.equal(plain["grads"][n], hooked["grads"][n]) for n in names)
     rows = tuple((n, norm(plain["grads"][n]), norm(hooked["grads"][n])) for n in names)
-    code = _setup_code(channels_text, image_size, pattern, seed) + f'''
-
-def edit(grad):
-    return {_edit_source(mode, value)}  # the returned tensor replaces the gradient
-
-
-def attach(module, args, out):
-    out.register_hook(edit)  # return nothing: a forward hook's return value would replace the output
-
-
-last_conv = model.features[-3]  # the conv of the last block
-handle = last_conv.register_forward_hook(attach)
-F.cross_entropy(model(x), target).backward()
-handle.remove()
-for name, p in model.named_parameters():
-    print(name, "grad norm", round(p.grad.norm().item(), 6))
-'''
+    code = script(SmallCNN, synthetic_images, build, edit_grad, surgery_pass, imports=HOOK_IMPORTS,
+                  settings={"BATCH": BATCH, "CLASSES": CLASSES, "channels": channels, "image_size": image_size,
+                            "pattern": pattern, "seed": seed, "mode": mode, "value": value, "enabled": enabled},
+                  run="""
+hooked = surgery_pass(channels, image_size, pattern, seed, (mode, value) if enabled else None)
+for name, _ in hooked["params"]:
+    print(name, "grad norm", hooked["grads"][name].norm().item())""")
     return SurgeryResult(enabled, mode, value, norm(plain["tensor_grad"]), norm(hooked["tensor_grad"]),
                          float(plain["tensor_grad"].abs().max()), float(hooked["tensor_grad"].abs().max()),
                          rows, verified, code)
 
 
-def _edit_source(mode: str, value: float) -> str:
-    return f"grad * {value!r}" if mode == "scale" else f"grad.clamp(-{value!r}, {value!r})"
-
-
-def _edit(mode: str, value: float, grad: torch.Tensor) -> torch.Tensor:
+def edit_grad(mode: str, value: float, grad: torch.Tensor) -> torch.Tensor:
+    """The surgery: scale the gradient, or clamp each entry to [-value, value]."""
     return grad * value if mode == "scale" else grad.clamp(-value, value)
 
 
-def _surgery_pass(channels, image_size, pattern, seed, edit):
-    """One forward and backward; with `edit`, a tensor hook rewrites the gradient of the last conv's output."""
+def surgery_pass(channels, image_size, pattern, seed, edit):
+    """One forward and backward; with `edit` = (mode, value), a tensor hook registered by a forward hook rewrites the
+    gradient of the last conv block's output (the returned tensor replaces the gradient)."""
     model, x, target = build(channels, image_size, pattern, seed)
     caught = {}
 
     def on_grad(g):
-        out = _edit(*edit, g) if edit else g
+        out = edit_grad(*edit, g) if edit else g
         caught["tensor_grad"] = out
         return out
 
@@ -496,7 +448,7 @@ def _verify_surgery(channels, image_size, pattern, seed, mode, value, hooked) ->
     before = [p for n, p in model.named_parameters() if _is_before(n, model)]
     after = [p for n, p in model.named_parameters() if not _is_before(n, model)]
     g = torch.autograd.grad(loss, caught["out"], retain_graph=True)[0]
-    upstream = torch.autograd.grad(caught["out"], before, grad_outputs=_edit(mode, value, g), retain_graph=True)
+    upstream = torch.autograd.grad(caught["out"], before, grad_outputs=edit_grad(mode, value, g), retain_graph=True)
     downstream = torch.autograd.grad(loss, after)
     names = [n for n, _ in model.named_parameters()]
     expected = dict(zip([n for n in names if _is_before(n, model)], upstream, strict=True))
@@ -520,7 +472,7 @@ class PileUp:
     registered_trap: tuple[int, ...]  # hooks registered after call i
     fires_correct: tuple[int, ...]
     registered_correct: tuple[int, ...]
-    code: str
+    code: Script
 
 
 def predict_leaky(model: nn.Module, x: torch.Tensor, log: list) -> torch.Tensor:
@@ -538,38 +490,30 @@ def predict_clean(model: nn.Module, x: torch.Tensor, log: list) -> torch.Tensor:
         handle.remove()
 
 
+def call_repeatedly(predict, calls: int):
+    """Call predict `calls` times on one model: how often the logging hook fired in each call, and how many forward
+    hooks the model held after it."""
+    torch.manual_seed(0)
+    model, x = nn.Linear(4, 2), torch.randn(1, 4)
+    fires, registered, log = [], [], []  # log: e.g. collected features
+    for _ in range(calls):
+        before = len(log)
+        with torch.no_grad():
+            predict(model, x, log)
+        fires.append(len(log) - before)
+        registered.append(len(model._forward_hooks))
+    return tuple(fires), tuple(registered)
+
+
 def hook_pileup(calls: int = 5) -> PileUp:
     """Call each predict function `calls` times; count hook firings per call and hooks left registered."""
     if not 1 <= calls <= MAX_CALLS:
         raise InputError(f"Calls must be between 1 and {MAX_CALLS}; got {calls}.")
-    result = {}
-    for name, predict in (("trap", predict_leaky), ("correct", predict_clean)):
-        torch.manual_seed(0)
-        model, x = nn.Linear(4, 2), torch.randn(1, 4)
-        fires, registered, log = [], [], []
-        for _ in range(calls):
-            before = len(log)
-            with torch.no_grad():
-                predict(model, x, log)
-            fires.append(len(log) - before)
-            registered.append(len(model._forward_hooks))
-        result[name] = (tuple(fires), tuple(registered))
-    code = f'''import torch
-import torch.nn as nn
-
-
-{source_of(predict_leaky, predict_clean)}
-
-
+    result = {name: call_repeatedly(predict, calls) for name, predict in (("trap", predict_leaky),
+                                                                          ("correct", predict_clean))}
+    code = script(predict_leaky, predict_clean, call_repeatedly, imports=MODULE_IMPORTS, settings={"calls": calls},
+                  run="""
 for predict in (predict_leaky, predict_clean):
-    torch.manual_seed(0)
-    model, x = nn.Linear(4, 2), torch.randn(1, 4)
-    log = []  # e.g. collected features
-    for call in range({calls}):
-        before = len(log)
-        with torch.no_grad():
-            predict(model, x, log)
-        print(predict.__name__, "call", call, "hook fired", len(log) - before, "times;",
-              len(model._forward_hooks), "hooks registered")
-'''
+    fires, registered = call_repeatedly(predict, calls)
+    print(predict.__name__, "hook firings per call:", fires, "hooks registered after each:", registered)""")
     return PileUp(calls, *result["trap"], *result["correct"], code)

@@ -8,7 +8,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from demos.errors import InputError
-from demos.modules.common import get_path, moved_copy, norm, source_of, target_device
+from demos.modules.common import MODULE_IMPORTS, get_path, moved_copy, norm, target_device
+from demos.shown import Script, script
 
 MAX_TRAIN_STEPS, EVAL_STEPS = 20, 3
 TRUE_MEAN = (2.0, -1.0, 0.5)
@@ -57,7 +58,7 @@ class RegistryTable:
     rows: tuple[TensorRow, ...]
     device: str
     state_dict_keys: tuple[str, ...]
-    code: str
+    code: Script
 
 
 def plain_tensor_attributes(model: nn.Module) -> list[tuple[str, torch.Tensor]]:
@@ -70,7 +71,8 @@ def plain_tensor_attributes(model: nn.Module) -> list[tuple[str, torch.Tensor]]:
     return found
 
 
-def _kind(model: nn.Module, name: str, base: str) -> str:
+def kind_of(model: nn.Module, name: str, base: str) -> str:
+    """parameter, buffer, buffer (persistent=False) or plain attribute."""
     if base != "buffer":
         return base
     owner_name, _, leaf = name.rpartition(".")
@@ -80,14 +82,27 @@ def _kind(model: nn.Module, name: str, base: str) -> str:
 
 def registry_table(seed: int = 0) -> RegistryTable:
     """One row per tensor of Tagged: kind, shape, requires_grad, and where torch lists or moves it."""
+    device = target_device()
+    keys, rows = tensor_rows(seed, device)
+    code = script(Tagged, get_path, moved_copy, plain_tensor_attributes, kind_of, tensor_rows,
+                  imports=MODULE_IMPORTS, settings={"seed": seed, "device": device}, run="""
+keys, rows = tensor_rows(seed, device)
+print("state_dict():", keys)
+for row in rows:
+    print(row)""")
+    return RegistryTable(tuple(TensorRow(**row) for row in rows), device, tuple(keys), code)
+
+
+def tensor_rows(seed: int, device: str):
+    """Tagged's state_dict keys, and per tensor: its kind, shape, requires_grad, whether parameters(), state_dict()
+    and the optimizer hold it, its device after .to(device), and whether one optimizer step changed it."""
     torch.manual_seed(seed)
     model = Tagged()
-    device = target_device()
     tensors = [(n, t, "parameter") for n, t in model.named_parameters()]
     tensors += [(n, t, "buffer") for n, t in model.named_buffers()]
     tensors += [(n, t, "plain attribute") for n, t in plain_tensor_attributes(model)]
     param_ids = {id(p) for p in model.parameters()}
-    keys = tuple(model.state_dict().keys())
+    keys = list(model.state_dict().keys())
     moved = moved_copy(model, device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     optimized = {id(p) for group in optimizer.param_groups for p in group["params"]}
@@ -98,43 +113,13 @@ def registry_table(seed: int = 0) -> RegistryTable:
     rows = []
     for name, t, base in tensors:
         after_to = get_path(moved, name)
-        rows.append(TensorRow(
-            name=name, kind=_kind(model, name, base), shape=tuple(t.shape), requires_grad=t.requires_grad,
+        rows.append(dict(
+            name=name, kind=kind_of(model, name, base), shape=tuple(t.shape), requires_grad=t.requires_grad,
             in_parameters=id(t) in param_ids, in_state_dict=name in keys, device_after_to=str(after_to.device),
             moved=after_to.device != t.device, in_optimizer=id(t) in optimized,
             changed_by_step=not torch.equal(before[name], get_path(model, name).detach()),
         ))
-    return RegistryTable(tuple(rows), device, keys, _registry_code(seed, device))
-
-
-def _registry_code(seed: int, device: str) -> str:
-    return f'''import copy
-import functools
-
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-{source_of(Tagged)}
-
-
-torch.manual_seed({seed})
-model = Tagged()
-print("parameters():", [n for n, _ in model.named_parameters()])
-print("buffers():   ", [n for n, _ in model.named_buffers()])
-print("state_dict():", list(model.state_dict()))
-moved = copy.deepcopy(model).to("{device}")
-for name in ["conv.weight", "bn.running_mean", "class_weight", "last_logits", "temperature"]:
-    print(name, "->", functools.reduce(getattr, name.split("."), moved).device)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-before = model.temperature.clone()
-loss = F.cross_entropy(model(torch.randn(4, 3, 8, 8)), torch.tensor([0, 1, 2, 0]))
-loss.backward()
-optimizer.step()
-print("temperature has a grad:", model.temperature.grad is not None,
-      "but the optimizer never changes it:", torch.equal(before, model.temperature))
-'''
+    return keys, rows
 
 
 def registry_frame(table: RegistryTable) -> pd.DataFrame:
@@ -155,7 +140,7 @@ class BufferVsAttribute:
     attribute_device: str
     buffer_outcome: str
     attribute_outcome: str
-    code: str
+    code: Script
 
 
 class WithBuffer(nn.Module):
@@ -180,7 +165,8 @@ class WithAttribute(nn.Module):
         return x * self.scale
 
 
-def _forward_after_move(model: nn.Module, device: str) -> str:
+def forward_after_move(model: nn.Module, device: str) -> str:
+    """What forward does on an input on `device`: its output's device, or torch's error."""
     try:
         out = model(torch.ones(2, 3, device=device))
         return f"forward works: output on {out.device}, shape {tuple(out.shape)}"
@@ -188,30 +174,25 @@ def _forward_after_move(model: nn.Module, device: str) -> str:
         return f"RuntimeError: {str(err).splitlines()[0]}"
 
 
+def moved_and_run(model_cls, device: str):
+    """A fresh model's state_dict keys, then where its scale lives after .to(device) and what forward does there."""
+    model = model_cls()
+    keys = list(model.state_dict())
+    model.to(device)
+    return keys, str(model.scale.device), forward_after_move(model, device)
+
+
 def buffer_vs_attribute() -> BufferVsAttribute:
     """register_buffer vs a plain attribute: state_dict keys, device after .to(), forward after the move."""
     device = target_device()
-    good, bad = WithBuffer().to(device), WithAttribute().to(device)
-    code = f'''import torch
-import torch.nn as nn
-
-
-{source_of(WithBuffer, WithAttribute)}
-
-
-for model in (WithBuffer(), WithAttribute()):
-    print(type(model).__name__, "state_dict keys:", list(model.state_dict()))
-    model.to("{device}")
-    print("  scale is on", model.scale.device)
-    try:
-        print("  forward ->", model(torch.ones(2, 3, device="{device}")).device)
-    except RuntimeError as err:
-        print("  RuntimeError:", err)
-'''
-    return BufferVsAttribute(
-        tuple(WithBuffer().state_dict()), tuple(WithAttribute().state_dict()), str(good.scale.device),
-        str(bad.scale.device), _forward_after_move(good, device), _forward_after_move(bad, device), code,
-    )
+    (good_keys, good_device, good_outcome), (bad_keys, bad_device, bad_outcome) = (
+        moved_and_run(cls, device) for cls in (WithBuffer, WithAttribute))
+    code = script(WithBuffer, WithAttribute, forward_after_move, moved_and_run, imports=MODULE_IMPORTS,
+                  settings={"device": device}, run="""
+for model_cls in (WithBuffer, WithAttribute):
+    print(model_cls.__name__, moved_and_run(model_cls, device))""")
+    return BufferVsAttribute(tuple(good_keys), tuple(bad_keys), good_device, bad_device, good_outcome, bad_outcome,
+                             code)
 
 
 @dataclass(frozen=True)
@@ -232,47 +213,38 @@ def batchnorm_stats(train_steps: int = 5, momentum: float = 0.1, seed: int = 0) 
         raise InputError(f"Train steps must be between 1 and {MAX_TRAIN_STEPS}; got {train_steps}.")
     if not 0.01 <= momentum <= 1.0:
         raise InputError(f"Momentum must be between 0.01 and 1.0; got {momentum}.")
+    rows = trace_batchnorm(train_steps, momentum, seed)
+    columns = {key: tuple(row[key] for row in rows) for key in rows[0]}
+    code = script(trace_batchnorm, imports=MODULE_IMPORTS,
+                  settings={"TRUE_MEAN": TRUE_MEAN, "TRUE_STD": TRUE_STD, "EVAL_STEPS": EVAL_STEPS,
+                            "train_steps": train_steps, "momentum": momentum, "seed": seed}, run="""
+for row in trace_batchnorm(train_steps, momentum, seed)[1:]:  # after each batch (row 0: at init)
+    print(row)""")
+    return BatchNormTrace(momentum, columns["mode"], columns["batch_mean"], columns["running_mean"],
+                          columns["running_var"], columns["num_batches_tracked"], all(columns["eval_as_formula"]),
+                          code)
+
+
+def trace_batchnorm(train_steps: int, momentum: float, seed: int) -> list[dict]:
+    """BatchNorm1d over `train_steps` train() batches, then EVAL_STEPS eval() batches: per step its mode, the batch's
+    mean, the running statistics after it, and (in eval) whether the output is the formula with the running stats."""
     torch.manual_seed(seed)
     bn = nn.BatchNorm1d(3, momentum=momentum)
     mean, std = torch.tensor(TRUE_MEAN), torch.tensor(TRUE_STD)
-    nan = (float("nan"),) * 3
-    modes, batch_means = ["init"], [nan]
-    running_means, running_vars = [tuple(bn.running_mean.tolist())], [tuple(bn.running_var.tolist())]
-    counts = [int(bn.num_batches_tracked)]
-    eval_ok = True
+    rows = [dict(mode="init", batch_mean=(float("nan"),) * 3, running_mean=tuple(bn.running_mean.tolist()),
+                 running_var=tuple(bn.running_var.tolist()), num_batches_tracked=int(bn.num_batches_tracked),
+                 eval_as_formula=True)]
     for step in range(train_steps + EVAL_STEPS):
-        training = step < train_steps
-        bn.train(training)
+        bn.train(step < train_steps)
         x = torch.randn(16, 3) * std + mean
         with torch.no_grad():
             y = bn(x)
-        if not training:
-            expected = (x - bn.running_mean) / torch.sqrt(bn.running_var + bn.eps) * bn.weight + bn.bias
-            eval_ok = eval_ok and torch.allclose(y, expected, atol=1e-5)
-        modes.append("train" if training else "eval")
-        batch_means.append(tuple(x.mean(0).tolist()))
-        running_means.append(tuple(bn.running_mean.tolist()))
-        running_vars.append(tuple(bn.running_var.tolist()))
-        counts.append(int(bn.num_batches_tracked))
-    return BatchNormTrace(momentum, tuple(modes), tuple(batch_means), tuple(running_means), tuple(running_vars),
-                          tuple(counts), eval_ok, _batchnorm_code(train_steps, momentum, seed))
-
-
-def _batchnorm_code(train_steps: int, momentum: float, seed: int) -> str:
-    return f'''import torch
-import torch.nn as nn
-
-torch.manual_seed({seed})
-bn = nn.BatchNorm1d(3, momentum={momentum})
-mean, std = torch.tensor({list(TRUE_MEAN)}), torch.tensor({list(TRUE_STD)})
-for step in range({train_steps + EVAL_STEPS}):
-    bn.train(step < {train_steps})  # {train_steps} train() steps, then {EVAL_STEPS} eval() steps
-    x = torch.randn(16, 3) * std + mean
-    with torch.no_grad():
-        bn(x)
-    print("train" if bn.training else "eval ", "running_mean", [round(v, 4) for v in bn.running_mean.tolist()],
-          "num_batches_tracked", int(bn.num_batches_tracked))
-'''
+        expected = (x - bn.running_mean) / torch.sqrt(bn.running_var + bn.eps) * bn.weight + bn.bias
+        rows.append(dict(mode="train" if bn.training else "eval", batch_mean=tuple(x.mean(0).tolist()),
+                         running_mean=tuple(bn.running_mean.tolist()), running_var=tuple(bn.running_var.tolist()),
+                         num_batches_tracked=int(bn.num_batches_tracked),
+                         eval_as_formula=bn.training or torch.allclose(y, expected, atol=1e-5)))
+    return rows
 
 
 def momentum_formula(trace: BatchNormTrace, channel: int = 0) -> str:

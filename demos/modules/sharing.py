@@ -7,7 +7,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from demos.errors import InputError
-from demos.modules.common import norm, source_of
+from demos.modules.common import MODULE_IMPORTS, norm
+from demos.shown import Script, script
 
 MIN_VOCAB, MAX_VOCAB = 4, 1000
 MIN_DIM, MAX_DIM = 2, 128
@@ -60,7 +61,7 @@ class TyingResult:
     drift_tied: tuple[float, ...]  # ||embed - out|| after each SGD step
     drift_copied: tuple[float, ...]
     count_copied: int
-    code: str
+    code: Script
 
 
 def validate(vocab: int, dim: int, steps: int) -> None:
@@ -111,6 +112,17 @@ def count(model: nn.Module) -> int:
 def weight_tying(vocab: int = 50, dim: int = 16, steps: int = 10, seed: int = 0) -> TyingResult:
     """Tie, count, compare the tied gradient with the untied sum, and watch a copy drift away."""
     validate(vocab, dim, steps)
+    code = script(norm, TinyLM, tokens, lm_loss, untied_copy, copied_not_tied, drift, count, tying_facts,
+                  imports=MODULE_IMPORTS, settings={"vocab": vocab, "dim": dim, "steps": steps, "seed": seed}, run="""
+for name, value in tying_facts(vocab, dim, steps, seed).items():
+    if name != "ids":  # id() numbers change from run to run
+        print(name, value)""")
+    return TyingResult(**tying_facts(vocab, dim, steps, seed), code=code)
+
+
+def tying_facts(vocab: int, dim: int, steps: int, seed: int) -> dict:
+    """A tied TinyLM beside an untied copy of it and a copied-not-tied trap: parameter counts and names, state_dict
+    storage, the tied gradient against the sum of the untied two, and how far embed and out drift apart in SGD."""
     torch.manual_seed(seed)
     tied = TinyLM(vocab, dim, tie=True)
     untied, copied = untied_copy(tied), copied_not_tied(tied)
@@ -119,53 +131,17 @@ def weight_tying(vocab: int = 50, dim: int = 16, steps: int = 10, seed: int = 0)
     lm_loss(untied, x, y).backward()
     summed = untied.embed.weight.grad + untied.out.weight.grad
     sd = tied.state_dict()
-    keys = tuple(sd)
     storage = {sd[k].untyped_storage().data_ptr() for k in ("embed.weight", "out.weight")}
-    result = dict(
+    facts = dict(
         vocab=vocab, dim=dim, same_object=tied.out.weight is tied.embed.weight,
         ids=(id(tied.embed.weight), id(tied.out.weight)), count_tied=count(tied), count_untied=count(untied),
         names_dedup=tuple(n for n, _ in tied.named_parameters()),
         names_all=tuple(n for n, _ in tied.named_parameters(remove_duplicate=False)),
-        state_dict_keys=keys, same_storage=len(storage) == 1,
+        state_dict_keys=tuple(sd), same_storage=len(storage) == 1,
         grad_embed_use=norm(untied.embed.weight.grad), grad_out_use=norm(untied.out.weight.grad),
         grad_tied=norm(tied.embed.weight.grad),
         grad_max_diff=float((tied.embed.weight.grad - summed).abs().max()),
         count_copied=count(copied),
     )
     tied.zero_grad()
-    return TyingResult(**result, drift_tied=drift(tied, x, y, steps), drift_copied=drift(copied, x, y, steps),
-                       code=_code(vocab, dim, steps, seed))
-
-
-def _code(vocab: int, dim: int, steps: int, seed: int) -> str:
-    return f'''import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-{source_of(TinyLM, tokens, lm_loss, untied_copy, copied_not_tied)}
-
-
-torch.manual_seed({seed})
-tied = TinyLM({vocab}, {dim}, tie=True)
-untied, copied = untied_copy(tied), copied_not_tied(tied)
-print("same object:", tied.out.weight is tied.embed.weight)
-print("parameters tied / untied:", sum(p.numel() for p in tied.parameters()),
-      sum(p.numel() for p in untied.parameters()))
-sd = tied.state_dict()
-print("state_dict keys:", list(sd), "one storage:",
-      sd["embed.weight"].untyped_storage().data_ptr() == sd["out.weight"].untyped_storage().data_ptr())
-x, y = tokens({vocab}, {seed})
-lm_loss(tied, x, y).backward()
-lm_loss(untied, x, y).backward()
-summed = untied.embed.weight.grad + untied.out.weight.grad
-print("tied grad == embed grad + out grad:", torch.allclose(tied.embed.weight.grad, summed, atol=1e-6))
-tied.zero_grad()
-for name, model in (("tied", tied), ("copied", copied)):
-    opt = torch.optim.SGD(model.parameters(), lr=0.5)
-    for _ in range({steps}):
-        opt.zero_grad()
-        lm_loss(model, x, y).backward()
-        opt.step()
-    print(name, "||embed - out|| after {steps} steps:", (model.embed.weight - model.out.weight).norm().item())
-'''
+    return dict(facts, drift_tied=drift(tied, x, y, steps), drift_copied=drift(copied, x, y, steps))

@@ -9,6 +9,7 @@ import torch
 
 from demos.errors import InputError, quoted
 from demos.parsing import format_shape, parse_shape, plural, split_entries, strip_brackets, text_field
+from demos.shown import Script, script
 from demos.style import COLORS, base_layout, category_scale, cell_text
 from demos.tensors.common import Trap, torch_error, trap
 
@@ -35,7 +36,7 @@ class BroadcastResult:
     conflict: str | None  # our sentence naming every conflicting dimension
     conflict_dims: tuple[int, ...]  # the conflicting aligned dims, counted from the right (-1 is the last)
     torch_error: str | None  # torch's own message for the same shapes
-    code: str
+    code: Script
 
 
 def parse_shapes(texts: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
@@ -91,16 +92,12 @@ def _conflict_sentence(shapes, ndim: int, cols: list[int]) -> str:
             "torch's message names only the first conflict it meets.")
 
 
-def _code(shapes) -> str:
-    lines = ["import torch", ""]
-    args = ", ".join(format_shape(s) for s in shapes)
-    lines.append(f"print(torch.broadcast_shapes({args}))")
-    names = ", ".join(n.lower() for n in NAMES[: len(shapes)])
-    for name, shape in zip(NAMES, shapes, strict=False):
-        lines.append(f"{name.lower()} = torch.zeros({format_shape(shape)})")
-    lines.append(f"out = torch.broadcast_tensors({names})[0]  # same rule as {' + '.join(names.split(', '))}")
-    lines.append("print(out.shape)")
-    return "\n".join(lines) + "\n"
+def broadcast_result(shapes):
+    """torch's broadcast shape for these shapes and None, or None and the error torch raised."""
+    try:
+        return tuple(torch.broadcast_shapes(*shapes)), None
+    except RuntimeError as err:
+        return None, err
 
 
 def broadcast(texts: tuple[str, ...]) -> BroadcastResult:
@@ -117,12 +114,10 @@ def broadcast(texts: tuple[str, ...]) -> BroadcastResult:
         if size is None:
             clashes.append(col)
     conflict = _conflict_sentence(shapes, ndim, clashes) if clashes else None
-    try:
-        result, error = tuple(torch.broadcast_shapes(*shapes)), None
-    except RuntimeError as err:
-        result, error = None, torch_error(err)
+    result, error = broadcast_result(shapes)
+    code = script(broadcast_result, settings={"shapes": tuple(shapes)}, run="print(*broadcast_result(shapes))")
     return BroadcastResult(tuple(shapes), ndim, tuple(tuple(r) for r in roles), result, conflict,
-                           tuple(c - ndim for c in clashes), error, _code(shapes))
+                           tuple(c - ndim for c in clashes), error and torch_error(error), code)
 
 
 def alignment_figure(r: BroadcastResult) -> go.Figure:
@@ -171,7 +166,7 @@ class GridResult:
     result: tuple[int, ...]
     index: tuple[int, ...]  # the picked element of the result, normalised to non-negative
     reads: tuple[tuple[int, ...], ...]  # per operand: the index of the element that out[index] reads
-    code: str
+    code: Script
 
 
 def grid_available(r: BroadcastResult) -> bool:
@@ -203,6 +198,17 @@ def parse_index(text: str, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(index)
 
 
+def element_reads(shapes, index):
+    """For out[index], the index of the element each input supplies: broadcast arange(n) (each element holds its
+    own flat position), read the position at `index`, and unravel it in that input's shape."""
+    operands = [torch.arange(max(1, torch.Size(s).numel())).reshape(s) for s in shapes]
+    reads = []
+    for shape, big in zip(shapes, torch.broadcast_tensors(*operands), strict=True):
+        flat = big[index].item()
+        reads.append(tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape)) if shape else ())
+    return reads
+
+
 def grid(texts: tuple[str, ...], index_text: str) -> GridResult:
     """Which element of each input out[index] reads, found by torch: broadcast arange(n) and index it."""
     r = broadcast(texts)
@@ -210,21 +216,9 @@ def grid(texts: tuple[str, ...], index_text: str) -> GridResult:
         raise InputError(f"The grid view draws compatible results up to {GRID_MAX_NDIM}-D with every dim "
                          f"between 1 and {GRID_MAX_SIDE}.")
     index = parse_index(index_text, r.result)
-    operands = [torch.arange(max(1, torch.Size(s).numel())).reshape(s) for s in r.shapes]
-    expanded = torch.broadcast_tensors(*operands)
-    reads = []
-    for shape, big in zip(r.shapes, expanded, strict=True):
-        flat = big[index].item()
-        reads.append(tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape)) if shape else ())
-    names = ", ".join(n.lower() for n in NAMES[: len(r.shapes)])
-    code = "\n".join([
-        "import torch", "",
-        *[f"{n.lower()} = torch.arange({max(1, torch.Size(s).numel())}).reshape({format_shape(s)})"
-          for n, s in zip(NAMES, r.shapes, strict=False)],
-        f"for name, big, t in zip('{''.join(NAMES[: len(r.shapes)])}', torch.broadcast_tensors({names}), ({names})):",
-        f"    flat = big[{index}].item()  # each element holds its own flat position",
-        "    print(name, 'reads', torch.unravel_index(torch.tensor(flat), t.shape) if t.dim() else ())",
-    ]) + "\n"
+    reads = element_reads(r.shapes, index)
+    code = script(element_reads, settings={"shapes": r.shapes, "index": index},
+                  run="print(element_reads(shapes, index))")
     return GridResult(r.shapes, r.result, index, tuple(reads), code)
 
 

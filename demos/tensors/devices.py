@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from demos.shown import Script, script
 from demos.style import COLORS, text_on
 from demos.tensors.common import Trap, torch_error, trap
 
@@ -25,7 +26,7 @@ class DeviceReport:
     module_same_object: bool  # model.to(target) is model
     mixing_error: str | None  # torch's message for cpu + target
     pinned: str  # what pin_memory() said here
-    code: str
+    code: Script
 
 
 def target_device() -> str:
@@ -40,25 +41,21 @@ def chosen_device() -> torch.device:
     return torch.device("cpu")
 
 
-_CODE = '''import torch
-
-device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")
-target = "cuda" if torch.cuda.is_available() else "meta"  # meta: shapes without data, runs anywhere
-print("chosen device:", device)
-
-x = torch.ones(2, 3)
-y = x.to(target)  # a NEW tensor; x stays where it was
-print(x.device, y.device, y is x)
-
-model = torch.nn.Linear(3, 2)
-same = model.to(target)  # moves the parameters in place and returns the same module
-print(next(model.parameters()).device, same is model)
-
-try:
-    x + y
-except RuntimeError as err:
-    print("mixing devices:", err)
-'''
+def placement(target: str) -> dict:
+    """tensor.to makes a new tensor, module.to moves the module in place, and mixing devices fails: where each
+    thing lives afterwards, and torch's error for x + y (None if it worked)."""
+    x = torch.ones(2, 3)
+    y = x.to(target)  # a NEW tensor; x stays where it was
+    model = torch.nn.Linear(3, 2)
+    before = str(next(model.parameters()).device)
+    same = model.to(target)  # moves the parameters in place and returns the same module
+    try:
+        x + y
+        mixing = None
+    except RuntimeError as err:
+        mixing = err
+    return dict(x=str(x.device), y=str(y.device), y_is_x=y is x, model_before=before,
+                model_after=str(next(model.parameters()).device), same_module=same is model, mixing=mixing)
 
 
 NEEDS_ACCELERATOR = "needs an accelerator"
@@ -76,20 +73,14 @@ def report() -> DeviceReport:
     """Run the placement examples on this host and record what torch says."""
     target = target_device()
     accelerator = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
-    x = torch.ones(2, 3)
-    y = x.to(target)
-    model = torch.nn.Linear(3, 2)
-    before = str(next(model.parameters()).device)
-    same = model.to(target)
-    try:
-        x + y
-        mixing = None
-    except RuntimeError as err:
-        mixing = torch_error(err)
+    p = placement(target)
+    code = script(target_device, chosen_device, placement, run="""
+print("chosen device:", chosen_device())
+print(placement(target_device()))  # meta when there is no CUDA: shapes without data, runs anywhere""")
     return DeviceReport(
         None if accelerator is None else str(accelerator), str(chosen_device()), target,
-        str(x.device), str(y.device), y is x, str(x.device), before, str(next(model.parameters()).device),
-        same is model, mixing, _pin_status(), _CODE,
+        p["x"], p["y"], p["y_is_x"], p["x"], p["model_before"], p["model_after"], p["same_module"],
+        p["mixing"] and torch_error(p["mixing"]), _pin_status(), code,
     )
 
 

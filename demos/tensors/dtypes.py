@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import torch
 
 from demos.errors import InputError, quoted
+from demos.shown import Script, script
 from demos.style import COLORS, base_layout, cell_text
 from demos.tensors.common import Trap, trap
 
@@ -29,16 +30,21 @@ CATEGORY_COLORS = {
 class PromotionResult:
     labels: tuple[str, ...]  # one per operand kind, e.g. "int64 tensor", "int64 0-dim", "Python float"
     results: tuple[tuple[str, ...], ...]  # torch.result_type(row, column), dtype names without "torch."
-    code: str
+    code: Script
 
 
-def _operands(dtypes, zero_dim: bool, scalars) -> list[tuple[str, object, str]]:
-    """(label, operand, source code) for each chosen kind."""
-    ops = [(f"{d} tensor", torch.ones(2, dtype=DTYPES[d]), f"torch.ones(2, dtype=torch.{d})") for d in dtypes]
+def operands(dtypes, zero_dim: bool, scalars) -> list[tuple[str, object]]:
+    """(label, operand) for each chosen kind: a tensor per dtype, a 0-dim tensor per dtype if asked, Python scalars."""
+    ops = [(f"{d} tensor", torch.ones(2, dtype=DTYPES[d])) for d in dtypes]
     if zero_dim:
-        ops += [(f"{d} 0-dim", torch.tensor(1, dtype=DTYPES[d]), f"torch.tensor(1, dtype=torch.{d})") for d in dtypes]
-    ops += [(f"Python {s}", SCALARS[s], repr(SCALARS[s])) for s in scalars]
+        ops += [(f"{d} 0-dim", torch.tensor(1, dtype=DTYPES[d])) for d in dtypes]
+    ops += [(f"Python {s}", SCALARS[s]) for s in scalars]
     return ops
+
+
+def result_types(ops) -> list[list[str]]:
+    """torch.result_type(a, b) for every pair of operands (a per row, b per column), without "torch."."""
+    return [[str(torch.result_type(a, b)).removeprefix("torch.") for _, b in ops] for _, a in ops]
 
 
 def validate(dtypes, scalars) -> None:
@@ -53,15 +59,13 @@ def validate(dtypes, scalars) -> None:
 def promotion(dtypes: tuple[str, ...], zero_dim: bool, scalars: tuple[str, ...]) -> PromotionResult:
     """torch.result_type for every pair of the chosen operands (n-dim tensors, 0-dim tensors, Python scalars)."""
     validate(dtypes, scalars)
-    ops = _operands(dtypes, zero_dim, scalars)
-    results = tuple(
-        tuple(str(torch.result_type(a, b)).removeprefix("torch.") for _, b, _ in ops) for _, a, _ in ops
-    )
-    lines = ["import torch", "", "operands = {"]
-    lines += [f"    {label!r}: {src}," for label, _, src in ops]
-    lines += ["}", "for row, a in operands.items():",
-              "    print(row, [str(torch.result_type(a, b)) for b in operands.values()])"]
-    return PromotionResult(tuple(label for label, _, _ in ops), results, "\n".join(lines) + "\n")
+    ops = operands(dtypes, zero_dim, scalars)
+    code = script(operands, result_types, settings={"DTYPES": DTYPES, "SCALARS": SCALARS, "dtypes": dtypes,
+                                                    "zero_dim": zero_dim, "scalars": scalars}, run="""
+ops = operands(dtypes, zero_dim, scalars)
+for (label, _), row in zip(ops, result_types(ops)):
+    print(label, row)""")
+    return PromotionResult(tuple(label for label, _ in ops), tuple(map(tuple, result_types(ops))), code)
 
 
 def category(dtype_name: str) -> str:

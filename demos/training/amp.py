@@ -14,12 +14,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from demos.errors import InputError
 from demos.guests import process_slot
 from demos.parsing import parse_numbers, whole_in_range
+from demos.shown import Script, script
 from demos.style import COLORS, base_layout
-from demos.training.common import HEADER, SPIRAL_SOURCE, SpiralNet, check_int, single_threaded, spiral
+from demos.training.common import IMPORTS, SpiralNet, check_int, single_threaded, spiral
 
 # Ops that only move or view data; the table keeps the ones that compute (and the casts autocast inserts).
-_QUIET = {"detach", "t", "view", "lift_fresh", "alias", "_unsafe_view", "expand", "transpose", "unsqueeze",
-          "squeeze", "reshape", "as_strided", "permute"}
+QUIET_OPS = ("detach", "t", "view", "lift_fresh", "alias", "_unsafe_view", "expand", "transpose", "unsqueeze",
+             "squeeze", "reshape", "as_strided", "permute")
 MAX_SCALE_EXP = 40
 MAX_AMP_STEPS = 200
 MAX_HIDDEN, MAX_BATCH, MAX_REPS = 1024, 512, 6  # the largest measurement stays under 1 s on 2 cores
@@ -32,7 +33,7 @@ def amp_device() -> tuple[str, torch.dtype]:
     return "cpu", torch.bfloat16
 
 
-class _OpRecorder(TorchDispatchMode):
+class OpRecorder(TorchDispatchMode):
     """Records each aten op as it runs: name, input dtypes, output dtype."""
 
     def __init__(self):
@@ -43,7 +44,7 @@ class _OpRecorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         name = func.__name__.split(".")[0]
-        if name not in _QUIET:
+        if name not in QUIET_OPS:
             ins = sorted({str(a.dtype).replace("torch.", "") for a in args if torch.is_tensor(a)})
             first = out[0] if isinstance(out, (tuple, list)) and out else out
             dtype = str(first.dtype).replace("torch.", "") if torch.is_tensor(first) else "—"
@@ -51,7 +52,7 @@ class _OpRecorder(TorchDispatchMode):
         return out
 
 
-def _mlp(hidden: int) -> nn.Module:
+def mlp(hidden: int) -> nn.Module:
     return nn.Sequential(nn.Linear(hidden, hidden), nn.LayerNorm(hidden), nn.GELU(), nn.Linear(hidden, 10))
 
 
@@ -60,7 +61,7 @@ class OpsResult:
     device: str
     dtype: str
     ops: tuple[tuple[str, str, str, str], ...]  # (phase, op, input dtypes, output dtype) in the order they ran
-    code: str
+    code: Script
 
 
 @single_threaded
@@ -69,55 +70,37 @@ def autocast_ops(hidden: int = 32, batch: int = 8) -> OpsResult:
     check_int(hidden, "Hidden size", 4, 256)
     check_int(batch, "Batch", 1, 256)
     device, dtype = amp_device()
+    ops, *_ = recorded_step(hidden, batch, device, dtype)
+    return OpsResult(device, str(dtype).replace("torch.", ""), tuple(ops), ops_script(hidden, batch))
+
+
+def recorded_step(hidden: int, batch: int, device: str, dtype: torch.dtype):
+    """Forward + loss under autocast, then backward, recording every computing op's dtypes as it runs; the ops, and
+    the dtypes of the output, the loss and a weight's gradient."""
     torch.manual_seed(0)
-    model = _mlp(hidden).to(device)
+    model = mlp(hidden).to(device)
     x = torch.randn(batch, hidden, device=device)
     y = torch.randint(0, 10, (batch,), device=device)
-    with _OpRecorder() as rec:
+    with OpRecorder() as rec:
         with torch.autocast(device, dtype=dtype):
-            out = model(x)
+            out = model(x)  # linear layers run in the autocast dtype
             loss = nn.functional.cross_entropy(out, y)
         rec.phase = "backward"
-        loss.backward()
-    ops = tuple(rec.ops)
-    return OpsResult(device, str(dtype).replace("torch.", ""), ops, ops_code(device, dtype, hidden, batch,
-                                                                             loss_dtypes(ops)))
+        loss.backward()  # backward runs each op in its forward dtype
+    return rec.ops, out.dtype, loss.dtype, model[0].weight.grad.dtype
 
 
-def loss_dtypes(ops) -> str:
-    """What cross_entropy's two ops wrote in the recorded forward: CPU autocast runs log_softmax in float32; CUDA
-    autocast has no rule for cross_entropy, so its log_softmax keeps the autocast dtype and only nll_loss is
-    float32."""
-    forward = {op: out for phase, op, _, out in ops if phase == "forward"}
-    return f"log_softmax ran in {forward.get('_log_softmax', 'no recorded dtype')}, " \
-           f"nll_loss in {forward.get('nll_loss_forward', 'no recorded dtype')}"
+OPS_IMPORTS = "import torch\nfrom torch import nn\nfrom torch.utils._python_dispatch import TorchDispatchMode"
 
 
-def ops_code(device, dtype, hidden, batch, loss_note: str) -> str:
-    return f"""import torch
-from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
-
-
-class Recorder(TorchDispatchMode):
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {{}}))
-        first = out[0] if isinstance(out, (tuple, list)) else out
-        print(func.__name__, [a.dtype for a in args if torch.is_tensor(a)], "->", getattr(first, "dtype", None))
-        return out
-
-
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear({hidden}, {hidden}), nn.LayerNorm({hidden}), nn.GELU(), nn.Linear({hidden}, 10))
-model = model.to("{device}")
-x, y = torch.randn({batch}, {hidden}, device="{device}"), torch.randint(0, 10, ({batch},), device="{device}")
-with Recorder():
-    with torch.autocast("{device}", dtype={dtype}):
-        out = model(x)                                  # linear layers run in {str(dtype).replace('torch.', '')}
-        loss = nn.functional.cross_entropy(out, y)      # {loss_note}
-    loss.backward()                                     # backward runs each op in its forward dtype
-print(out.dtype, loss.dtype, model[0].weight.grad.dtype)   # parameters and their grads stay float32
-"""
+def ops_script(hidden: int, batch: int) -> Script:
+    return script(amp_device, OpRecorder, mlp, recorded_step, imports=OPS_IMPORTS,
+                  settings={"QUIET_OPS": QUIET_OPS, "hidden": hidden, "batch": batch}, run="""
+device, dtype = amp_device()
+ops, out_dtype, loss_dtype, grad_dtype = recorded_step(hidden, batch, device, dtype)
+for phase, op, inputs, output in ops:
+    print(phase, op, inputs, "->", output)
+print(out_dtype, loss_dtype, grad_dtype)  # parameters and their grads stay float32""")
 
 
 @dataclass(frozen=True)
@@ -128,10 +111,11 @@ class SpeedResult:
     batch: int
     ms: dict  # "float32" / "autocast <dtype>" -> median milliseconds of forward + backward
     saved_bytes: dict  # same keys -> bytes autograd saved for backward
-    code: str
+    code: Script
 
 
-def _saved_bytes(model, x, y, device, dtype) -> int:
+def saved_bytes(model, x, y, device, dtype) -> int:
+    """Bytes autograd saves for backward of one forward + loss (each storage once); dtype None is float32."""
     seen, total = set(), 0
 
     def pack(t):
@@ -149,7 +133,8 @@ def _saved_bytes(model, x, y, device, dtype) -> int:
     return total
 
 
-def _once_ms(model, x, y, device, dtype) -> float:
+def once_ms(model, x, y, device, dtype) -> float:
+    """Milliseconds of one forward + loss + backward; dtype None is float32."""
     model.zero_grad(set_to_none=True)
     start = time.perf_counter()
     with torch.autocast(device, dtype=dtype, enabled=dtype is not None):
@@ -168,47 +153,35 @@ def measure(hidden: int = 512, batch: int = 256, reps: int = 5) -> SpeedResult:
     check_int(batch, "Batch", 1, MAX_BATCH)
     check_int(reps, "Repeats", 1, MAX_REPS)
     device, dtype = amp_device()
+    ms, saved = float32_vs_autocast(hidden, batch, reps, device, dtype)
+    return SpeedResult(device, str(dtype), hidden, batch, ms, saved, measure_script(hidden, batch, reps))
+
+
+def float32_vs_autocast(hidden: int, batch: int, reps: int, device: str, dtype: torch.dtype):
+    """Median milliseconds of forward + backward, and bytes saved for backward, float32 vs autocast."""
     torch.manual_seed(0)
-    model = nn.Sequential(_mlp(hidden)[:3], nn.Linear(hidden, hidden), nn.GELU(), nn.Linear(hidden, 10)).to(device)
+    model = nn.Sequential(mlp(hidden)[:3], nn.Linear(hidden, hidden), nn.GELU(), nn.Linear(hidden, 10)).to(device)
     x = torch.randn(batch, hidden, device=device)
     y = torch.randint(0, 10, (batch,), device=device)
     label = f"autocast {str(dtype).replace('torch.', '')}"
     times = {"float32": [], label: []}
     for rep in range(reps + 1):  # interleaved so both see the same machine load; rep 0 warms up
         for name, dt in (("float32", None), (label, dtype)):
-            ms = _once_ms(model, x, y, device, dt)
+            ms = once_ms(model, x, y, device, dt)
             if rep:
                 times[name].append(ms)
     ms = {name: statistics.median(t) for name, t in times.items()}
-    saved = {"float32": _saved_bytes(model, x, y, device, None), label: _saved_bytes(model, x, y, device, dtype)}
-    return SpeedResult(device, str(dtype), hidden, batch, ms, saved, measure_code(device, dtype, hidden, batch, reps))
+    saved = {"float32": saved_bytes(model, x, y, device, None), label: saved_bytes(model, x, y, device, dtype)}
+    return ms, saved
 
 
-def measure_code(device, dtype, hidden, batch, reps) -> str:
-    return f"""import statistics, time
-import torch
-from torch import nn
-
-torch.manual_seed(0)
-h = {hidden}
-model = nn.Sequential(nn.Linear(h, h), nn.LayerNorm(h), nn.GELU(), nn.Linear(h, h), nn.GELU(), nn.Linear(h, 10))
-model = model.to("{device}")
-x, y = torch.randn({batch}, h, device="{device}"), torch.randint(0, 10, ({batch},), device="{device}")
-for name, dtype in (("float32", None), ("autocast", {dtype})):
-    times = []
-    for _ in range({reps} + 1):
-        start = time.perf_counter()
-        with torch.autocast("{device}", dtype=dtype, enabled=dtype is not None):
-            loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        times.append((time.perf_counter() - start) * 1000)
-    saved = []
-    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
-        with torch.autocast("{device}", dtype=dtype, enabled=dtype is not None):
-            nn.functional.cross_entropy(model(x), y)
-    mib = sum({{t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in saved}}.values()) / 2**20
-    print(name, f"{{statistics.median(times[1:]):.2f}} ms", f"saved for backward {{mib:.2f}} MiB")
-"""
+def measure_script(hidden: int, batch: int, reps: int) -> Script:
+    return script(amp_device, mlp, once_ms, saved_bytes, float32_vs_autocast,
+                  imports="import statistics\nimport time\n\nimport torch\nfrom torch import nn",
+                  settings={"hidden": hidden, "batch": batch, "reps": reps}, run="""
+ms, saved = float32_vs_autocast(hidden, batch, reps, *amp_device())
+for name in ms:
+    print(name, f"{ms[name]:.2f} ms", f"saved for backward {saved[name] / 2**20:.2f} MiB")""")
 
 
 @dataclass(frozen=True)
@@ -223,7 +196,7 @@ class ScalerResult:
     losses: tuple[float, ...]
     bf16_losses: tuple[float, ...]  # the same loop under bfloat16 autocast with no scaler
     bf16_finite: bool  # every bfloat16 gradient was finite
-    code: str
+    code: Script
 
 
 def parse_spikes(text: str, steps: int) -> tuple[int, ...]:
@@ -235,7 +208,8 @@ def parse_spikes(text: str, steps: int) -> tuple[int, ...]:
                          for i, v in enumerate(values)}))
 
 
-def _spiral_setup(seed: int):
+def spiral_setup(seed: int):
+    """The spiral data, classifier and SGD optimizer, from the seed."""
     torch.manual_seed(seed)
     x, y = spiral(256, seed)
     model = SpiralNet(16)
@@ -251,35 +225,43 @@ def scaler_run(steps: int = 80, scale_exp: int = 24, growth_interval: int = 10, 
     check_int(growth_interval, "Growth interval", 1, 100)
     check_int(seed, "Seed", 0, 10_000)
     spikes = parse_spikes(spikes_text, steps)
+    history = train_with_scaler(steps, scale_exp, growth_interval, spikes, seed)
+    before, after, skipped, losses = zip(*history, strict=True)
+    bf16_losses, finite = bf16_run(steps, spikes, seed)
+    code = scaler_script(steps, scale_exp, growth_interval, spikes, seed)
+    return ScalerResult(steps, 2.0**scale_exp, growth_interval, spikes, before, after, skipped, losses, bf16_losses,
+                        finite, code)
+
+
+def train_with_scaler(steps: int, scale_exp: int, growth_interval: int, spikes, seed: int):
+    """Float16 autocast training with a GradScaler, the loss multiplied by 1e9 at the `spikes` steps (a bad batch);
+    per step: the scale before and after, whether optimizer.step() was skipped, and the loss."""
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    x, y, model, opt = _spiral_setup(seed)
+    x, y, model, opt = spiral_setup(seed)
     model.to(device)
     x, y = x.to(device), y.to(device)
     scaler = torch.amp.GradScaler(device, init_scale=2.0**scale_exp, growth_interval=growth_interval)
-    before, after, skipped, losses = [], [], [], []
+    history = []
     for step in range(steps):
         opt.zero_grad()
         with torch.autocast(device, dtype=torch.float16):
             loss = nn.functional.cross_entropy(model(x), y)
+        logged = loss.item()
         if step in spikes:
-            loss = loss * 1e9  # a bad batch: the scaled gradient cannot fit in float16
+            loss = loss * 1e9  # provoke an overflow: the scaled gradient cannot fit in float16
         old = [p.detach().clone() for p in model.parameters()]
-        before.append(scaler.get_scale())
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        after.append(scaler.get_scale())
-        skipped.append(all(torch.equal(o, p) for o, p in zip(old, model.parameters(), strict=True)))
-        losses.append(loss.item() / (1e9 if step in spikes else 1))
-    bf16_losses, finite = _bf16_run(steps, spikes, seed)
-    code = scaler_code(steps, scale_exp, growth_interval, spikes, seed)
-    return ScalerResult(steps, 2.0**scale_exp, growth_interval, spikes, tuple(before), tuple(after), tuple(skipped),
-                        tuple(losses), bf16_losses, finite, code)
+        scale = scaler.get_scale()
+        scaler.scale(loss).backward()  # backward of loss × scale: small grads survive float16
+        scaler.step(opt)  # unscale; skip the step if any grad is inf/NaN
+        scaler.update()  # halve on overflow; double after growth_interval clean steps
+        skipped = all(torch.equal(o, p) for o, p in zip(old, model.parameters(), strict=True))
+        history.append((scale, scaler.get_scale(), skipped, logged))
+    return history
 
 
-def _bf16_run(steps: int, spikes, seed: int) -> tuple[tuple[float, ...], bool]:
+def bf16_run(steps: int, spikes, seed: int) -> tuple[tuple[float, ...], bool]:
     """The same loop in bfloat16 without a scaler (spikes included): its range is float32's."""
-    x, y, model, opt = _spiral_setup(seed)
+    x, y, model, opt = spiral_setup(seed)
     losses, finite = [], True
     for step in range(steps):
         opt.zero_grad()
@@ -307,29 +289,15 @@ def scaler_contrast(scale_exp: int, growth_interval: int, steps: int) -> str:
             f"{growth_interval} steps so that {steps} steps show both the halving on overflow and the growth back.")
 
 
-def scaler_code(steps, scale_exp, growth_interval, spikes, seed) -> str:
-    return HEADER + SPIRAL_SOURCE + f"""
-
-device = "cuda" if torch.cuda.is_available() else "cpu"
-torch.manual_seed({seed})
-x, y = spiral(256, {seed})
-model = SpiralNet(16).to(device)
-x, y = x.to(device), y.to(device)
-opt = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
-scaler = torch.amp.GradScaler(device, init_scale=2.0**{scale_exp}, growth_interval={growth_interval})
-for step in range({steps}):
-    opt.zero_grad()
-    with torch.autocast(device, dtype=torch.float16):
-        loss = nn.functional.cross_entropy(model(x), y)
-    logged = loss.item()
-    if step in {set(spikes) or "set()"}:
-        loss = loss * 1e9                     # provoke an overflow on purpose
-    scale = scaler.get_scale()
-    scaler.scale(loss).backward()             # backward of loss × scale: small grads survive float16
-    scaler.step(opt)                          # unscale; skip the step if any grad is inf/NaN
-    scaler.update()                           # halve on overflow; double after {growth_interval} clean steps
-    print(step, f"scale 2^{{math.log2(scale):g}} -> 2^{{math.log2(scaler.get_scale()):g}}", f"loss {{logged:.4g}}")
-"""
+def scaler_script(steps, scale_exp, growth_interval, spikes, seed) -> Script:
+    return script(spiral, SpiralNet, spiral_setup, train_with_scaler, bf16_run, imports=IMPORTS,
+                  settings={"steps": steps, "scale_exp": scale_exp, "growth_interval": growth_interval,
+                            "spikes": spikes, "seed": seed}, run="""
+history = train_with_scaler(steps, scale_exp, growth_interval, spikes, seed)
+for step, (before, after, skipped, loss) in enumerate(history):
+    print(step, f"scale 2^{math.log2(before):g} -> 2^{math.log2(after):g}", "skipped" if skipped else "", loss)
+bf16_losses, finite = bf16_run(steps, spikes, seed)
+print("bfloat16 without a scaler: every gradient finite:", finite)""")
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from demos.errors import InputError, quoted
+from demos.shown import Script
 
 _THREADS_LOCK = threading.Lock()
 _THREADS_USERS = [0, 0]  # [active demos, thread count to restore]
@@ -35,6 +36,9 @@ def one_thread():
 ONE_THREAD_LINE = "torch.set_num_threads(1)  # as on the page: one thread adds every sum in the same order"
 
 
+IMPORTS = f"import math\n\nimport torch\nfrom torch import nn\n\n{ONE_THREAD_LINE}"  # a training script's head
+
+
 def with_one_thread(code: str) -> str:
     """A snippet that pins one intra-op thread right after its imports, as the demo that made its numbers did.
 
@@ -47,7 +51,9 @@ def with_one_thread(code: str) -> str:
     lines = code.split("\n")
     body = next(i for i, line in enumerate(lines)
                 if line.strip() and not line.startswith(("import ", "from ", "#")))
-    return "\n".join([*lines[:body], ONE_THREAD_LINE, "", *lines[body:]])
+    pinned = Script("\n".join([*lines[:body], ONE_THREAD_LINE, "", *lines[body:]]))
+    pinned.origins = getattr(code, "origins", ())  # a Script stays one, naming the same code that ran
+    return pinned
 
 
 def _pin_snippets(result):
@@ -129,34 +135,6 @@ class SpiralNet(nn.Module):
         x = self.drop(x)
         x = torch.tanh(self.fc2(x))
         return self.out(x)
-
-
-SPIRAL_SOURCE = '''def spiral(n, seed, noise=0.1):
-    g = torch.Generator().manual_seed(seed)
-    y = torch.arange(n) % 2
-    t = torch.rand(n, generator=g) * 2 * math.pi + 0.5
-    angle = t + math.pi * y
-    x = torch.stack([t * torch.cos(angle), t * torch.sin(angle)], dim=1) / math.pi
-    return x + noise * torch.randn(n, 2, generator=g), y
-
-
-class SpiralNet(nn.Module):
-    def __init__(self, hidden=16, dropout=0.0, batchnorm=False):
-        super().__init__()
-        self.fc1 = nn.Linear(2, hidden)
-        self.norm = nn.BatchNorm1d(hidden) if batchnorm else nn.Identity()
-        self.drop = nn.Dropout(dropout)
-        self.fc2 = nn.Linear(hidden, hidden)
-        self.out = nn.Linear(hidden, 2)
-
-    def forward(self, x):
-        x = torch.tanh(self.norm(self.fc1(x)))
-        x = self.drop(x)
-        x = torch.tanh(self.fc2(x))
-        return self.out(x)
-'''
-
-HEADER = "import math\n\nimport torch\nfrom torch import nn\n\n"
 
 
 def short(values, n: int = 4) -> str:

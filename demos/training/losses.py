@@ -10,8 +10,9 @@ from torch import nn
 
 from demos.errors import InputError
 from demos.parsing import parse_numbers
+from demos.shown import Script, script
 from demos.style import COLORS, REFERENCE, SERIES, base_layout
-from demos.training.common import check_int, check_range, single_threaded
+from demos.training.common import IMPORTS, check_int, check_range, single_threaded
 
 MAX_LOGIT = 1000.0
 
@@ -29,7 +30,7 @@ class CrossEntropyResult:
     batch_loss: float
     batch_loss_by_hand: float  # mean over the rows that are not ignored
     ignored_row_grad: float  # max |grad| of the ignored row's logits
-    code: str
+    code: Script
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class BceResult:
     with_logits: tuple[float, float]  # nn.BCEWithLogitsLoss
     sweep_x: tuple[float, ...]
     sweep: dict  # name -> losses over sweep_x (None where not finite)
-    code: str
+    code: Script
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class RobustResult:
     fits: dict  # loss name -> (slope, intercept)
     residuals: tuple[float, ...]
     grads: dict  # loss name -> d loss / d prediction over residuals
-    code: str
+    code: Script
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class ReductionResult:
     batch_sizes: tuple[int, ...]
     grad_mean: tuple[float, ...]
     grad_sum: tuple[float, ...]
-    code: str
+    code: Script
 
 
 def parse_logits(text: str) -> tuple[float, ...]:
@@ -81,68 +82,71 @@ def cross_entropy(logits_text: str = "2, 1, 0.1", target: int = 0, smoothing: fl
     c = len(logits)
     check_int(target, "Target class", 0, c - 1)
     check_range(smoothing, "Label smoothing", 0.0, 0.9)
-    z = torch.tensor([logits])
-    t = torch.tensor([target])
-    loss = nn.CrossEntropyLoss(label_smoothing=smoothing)(z, t).item()
+    loss, by_hand, on_probs, probs = ce_one_row(logits, target, smoothing)
+    batch_loss, batch_by_hand, targets, grad = ce_ignore_index(logits, target, seed)
+    return CrossEntropyResult(logits, target, smoothing, tuple(probs.tolist()), loss, by_hand, on_probs,
+                              tuple(targets.tolist()), batch_loss, batch_by_hand, grad[3].abs().max().item(),
+                              ce_script(logits, target, smoothing, seed))
+
+
+def ce_one_row(logits, target, smoothing):
+    """nn.CrossEntropyLoss on one row, the formula by hand, and the trap of feeding it probabilities."""
+    z = torch.tensor([logits])  # raw scores, NOT probabilities
+    t = torch.tensor([target])  # a class index, NOT one-hot
+    loss = nn.CrossEntropyLoss(label_smoothing=smoothing)(z, t)
     logp = torch.log_softmax(z, dim=1)[0]
-    by_hand = ((1 - smoothing) * -logp[target] + smoothing / c * -logp.sum()).item()
-    on_probs = nn.CrossEntropyLoss()(z.softmax(dim=1), t).item()
-    g = torch.Generator().manual_seed(seed)
-    batch = torch.cat([z, torch.randn(3, c, generator=g) * 2]).requires_grad_()
-    targets = torch.tensor([target, *torch.randint(0, c, (2,), generator=g).tolist(), -100])
-    batch_loss = nn.CrossEntropyLoss(ignore_index=-100)(batch, targets)
-    batch_loss.backward()
-    kept = targets != -100
-    by_hand_batch = -torch.log_softmax(batch.detach(), dim=1)[kept, targets[kept]].mean().item()
-    return CrossEntropyResult(
-        logits, target, smoothing, tuple(logp.exp().tolist()), loss, by_hand, on_probs, tuple(targets.tolist()),
-        batch_loss.item(), by_hand_batch, batch.grad[3].abs().max().item(),
-        ce_code(logits, target, smoothing, seed))
+    by_hand = (1 - smoothing) * -logp[target] + smoothing / len(logits) * -logp.sum()
+    on_probs = nn.CrossEntropyLoss()(z.softmax(dim=1), t)  # the trap: softmax fed in
+    return loss.item(), by_hand.item(), on_probs.item(), logp.exp()
 
 
-def ce_code(logits, target, smoothing, seed) -> str:
+def ce_ignore_index(logits, target, seed):
+    """A batch of 4 rows whose last target is ignore_index: the loss is the mean over the 3 kept rows (checked by
+    hand), and the ignored row gets zero gradient."""
     c = len(logits)
-    return f"""import torch
-from torch import nn
-
-logits = torch.tensor([{list(logits)}])          # raw scores, NOT probabilities
-target = torch.tensor([{target}])                # a class index, NOT one-hot
-loss = nn.CrossEntropyLoss(label_smoothing={smoothing})(logits, target)
-logp = torch.log_softmax(logits, dim=1)[0]
-by_hand = (1 - {smoothing}) * -logp[{target}] + {smoothing} / {c} * -logp.sum()
-print(loss.item(), by_hand.item())
-print("trap, softmax fed in:", nn.CrossEntropyLoss()(logits.softmax(dim=1), target).item())
-
-g = torch.Generator().manual_seed({seed})
-batch = torch.cat([logits, torch.randn(3, {c}, generator=g) * 2]).requires_grad_()
-targets = torch.tensor([{target}, *torch.randint(0, {c}, (2,), generator=g).tolist(), -100])
-batch_loss = nn.CrossEntropyLoss(ignore_index=-100)(batch, targets)   # mean over the 3 kept rows
-batch_loss.backward()
-print(batch_loss.item(), batch.grad[3])                              # the ignored row gets zero gradient
-"""
+    g = torch.Generator().manual_seed(seed)
+    batch = torch.cat([torch.tensor([logits]), torch.randn(3, c, generator=g) * 2]).requires_grad_()
+    targets = torch.tensor([target, *torch.randint(0, c, (2,), generator=g).tolist(), -100])
+    loss = nn.CrossEntropyLoss(ignore_index=-100)(batch, targets)
+    loss.backward()
+    kept = targets != -100
+    by_hand = -torch.log_softmax(batch.detach(), dim=1)[kept, targets[kept]].mean()
+    return loss.item(), by_hand.item(), targets, batch.grad
 
 
-def _value_and_grad(fn, logit: float, target: int) -> tuple[float, float]:
+def ce_script(logits, target, smoothing, seed) -> Script:
+    return script(ce_one_row, ce_ignore_index, imports=IMPORTS,
+                  settings={"logits": logits, "target": target, "smoothing": smoothing, "seed": seed}, run="""
+loss, by_hand, on_probs, probs = ce_one_row(logits, target, smoothing)
+print(loss, by_hand)
+print("trap, softmax fed in:", on_probs)
+batch_loss, batch_by_hand, targets, grad = ce_ignore_index(logits, target, seed)
+print(batch_loss, batch_by_hand, grad[3].abs().max().item())  # the ignored row: zero gradient""")
+
+
+def value_and_grad(fn, logit: float, target: int) -> tuple[float, float]:
+    """The loss fn gives at one float32 logit, and its gradient with respect to that logit."""
     x = torch.tensor([logit], requires_grad=True)
     loss = fn(x, torch.tensor([float(target)]))
     loss.backward()
     return loss.item(), x.grad.item()
 
 
-def _manual(x, y):
-    p = torch.sigmoid(x)
+def bce_by_hand(x, y):
+    p = torch.sigmoid(x)  # rounds to exactly 1.0 (or 0.0) for large |x|
     return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
 
 
-def _bce(x, y):
-    return nn.BCELoss()(torch.sigmoid(x), y)
+def bce_on_sigmoid(x, y):
+    return nn.BCELoss()(torch.sigmoid(x), y)  # clamps log(.) at -100
 
 
-def _with_logits(x, y):
-    return nn.BCEWithLogitsLoss()(x, y)
+def bce_with_logits(x, y):
+    return nn.BCEWithLogitsLoss()(x, y)  # log-sum-exp form: stable
 
 
-BCE_WAYS = {"−log(1 − sigmoid(x)) by hand": _manual, "sigmoid + BCELoss": _bce, "BCEWithLogitsLoss": _with_logits}
+BCE_WAYS = {"−log(1 − sigmoid(x)) by hand": bce_by_hand, "sigmoid + BCELoss": bce_on_sigmoid,
+            "BCEWithLogitsLoss": bce_with_logits}
 
 
 @single_threaded
@@ -158,34 +162,44 @@ def bce_compare(logit: float = 100.0, target: int = 0) -> BceResult:
         for name, fn in BCE_WAYS.items():
             vals = [fn(xs[i : i + 1], y[i : i + 1]).item() for i in range(len(xs))]
             sweep[name] = tuple(v if math.isfinite(v) else None for v in vals)
-    return BceResult(logit, target, _value_and_grad(_manual, logit, target), _value_and_grad(_bce, logit, target),
-                     _value_and_grad(_with_logits, logit, target), tuple(xs.tolist()), sweep, bce_code(logit, target))
+    return BceResult(logit, target, value_and_grad(bce_by_hand, logit, target),
+                     value_and_grad(bce_on_sigmoid, logit, target), value_and_grad(bce_with_logits, logit, target),
+                     tuple(xs.tolist()), sweep, bce_script(logit, target))
 
 
-def bce_code(logit: float, target: int) -> str:
-    return f"""import torch
-from torch import nn
-
-y = torch.tensor([{float(target)}])
-for name in ("by hand", "BCELoss", "BCEWithLogitsLoss"):
-    x = torch.tensor([{logit}], requires_grad=True)          # float32
-    if name == "by hand":
-        p = torch.sigmoid(x)                                 # rounds to exactly 1.0 (or 0.0) for large |x|
-        loss = -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
-    elif name == "BCELoss":
-        loss = nn.BCELoss()(torch.sigmoid(x), y)             # clamps log(.) at -100
-    else:
-        loss = nn.BCEWithLogitsLoss()(x, y)                  # log-sum-exp form: stable
-    loss.backward()
-    print(name, loss.item(), x.grad.item())
-"""
+def bce_script(logit: float, target: int) -> Script:
+    return script(value_and_grad, bce_by_hand, bce_on_sigmoid, bce_with_logits,
+                  imports="import torch\nfrom torch import nn", settings={"logit": logit, "target": target}, run="""
+for fn in (bce_by_hand, bce_on_sigmoid, bce_with_logits):
+    print(fn.__name__, *value_and_grad(fn, logit, target))  # loss, d loss / d logit""")
 
 
 ROBUST = ("MSELoss", "L1Loss", "HuberLoss")
 
 
-def _loss_module(name: str):
+def loss_module(name: str):
     return {"MSELoss": nn.MSELoss(), "L1Loss": nn.L1Loss(), "HuberLoss": nn.HuberLoss(delta=1.0)}[name]
+
+
+def outlier_data(n_outliers, outlier_size, seed):
+    """40 points on y = 2x + 1 with noise, `n_outliers` of them shifted up by `outlier_size`."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.linspace(-3, 3, 40)
+    y = 2 * x + 1 + 0.3 * torch.randn(40, generator=g)
+    out = torch.zeros(40, dtype=torch.bool)
+    out[torch.randperm(40, generator=g)[:n_outliers]] = True
+    return x, torch.where(out, y + outlier_size, y), out
+
+
+def fit_line(loss_fn, x, y, steps):
+    """Fit y = a·x + b by Adam under loss_fn; (a, b)."""
+    w = torch.zeros(2, requires_grad=True)
+    opt = torch.optim.Adam([w], lr=0.1)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss_fn(w[0] * x + w[1], y).backward()
+        opt.step()
+    return w[0].item(), w[1].item()
 
 
 @single_threaded
@@ -195,51 +209,25 @@ def robust_fit(n_outliers: int = 4, outlier_size: float = 15.0, seed: int = 0, s
     check_range(outlier_size, "Outlier size", 0.0, 100.0)
     check_int(seed, "Seed", 0, 10_000)
     check_int(steps, "Fit steps", 10, 1000)
-    g = torch.Generator().manual_seed(seed)
-    x = torch.linspace(-3, 3, 40)
-    y = 2 * x + 1 + 0.3 * torch.randn(40, generator=g)
-    out = torch.zeros(40, dtype=torch.bool)
-    out[torch.randperm(40, generator=g)[:n_outliers]] = True
-    y = torch.where(out, y + outlier_size, y)
-    fits = {}
-    for name in ROBUST:
-        w = torch.zeros(2, requires_grad=True)
-        opt = torch.optim.Adam([w], lr=0.1)
-        loss_fn = _loss_module(name)
-        for _ in range(steps):
-            opt.zero_grad()
-            loss_fn(w[0] * x + w[1], y).backward()
-            opt.step()
-        fits[name] = (w[0].item(), w[1].item())
+    x, y, out = outlier_data(n_outliers, outlier_size, seed)
+    fits = {name: fit_line(loss_module(name), x, y, steps) for name in ROBUST}
     r = torch.linspace(-4, 4, 161)
     grads = {}
     for name in ROBUST:
         pred = r.clone().requires_grad_()
-        _loss_module(name)(pred, torch.zeros_like(r)).backward()
+        loss_module(name)(pred, torch.zeros_like(r)).backward()
         grads[name] = tuple((pred.grad * len(r)).tolist())  # per-element gradient (undo the mean)
     return RobustResult(tuple(x.tolist()), tuple(y.tolist()), tuple(out.tolist()), fits, tuple(r.tolist()), grads,
-                        robust_code(n_outliers, outlier_size, seed, steps))
+                        robust_script(n_outliers, outlier_size, seed, steps))
 
 
-def robust_code(n_outliers, outlier_size, seed, steps) -> str:
-    return f"""import torch
-from torch import nn
-
-g = torch.Generator().manual_seed({seed})
-x = torch.linspace(-3, 3, 40)
-y = 2 * x + 1 + 0.3 * torch.randn(40, generator=g)
-out = torch.zeros(40, dtype=torch.bool)
-out[torch.randperm(40, generator=g)[:{n_outliers}]] = True
-y = torch.where(out, y + {outlier_size}, y)                 # a few large outliers
-for loss_fn in (nn.MSELoss(), nn.L1Loss(), nn.HuberLoss(delta=1.0)):
-    w = torch.zeros(2, requires_grad=True)
-    opt = torch.optim.Adam([w], lr=0.1)
-    for _ in range({steps}):
-        opt.zero_grad()
-        loss_fn(w[0] * x + w[1], y).backward()
-        opt.step()
-    print(type(loss_fn).__name__, "slope", w[0].item(), "intercept", w[1].item())
-"""
+def robust_script(n_outliers, outlier_size, seed, steps) -> Script:
+    return script(loss_module, outlier_data, fit_line, imports="import torch\nfrom torch import nn",
+                  settings={"ROBUST": ROBUST, "n_outliers": n_outliers, "outlier_size": outlier_size, "seed": seed,
+                            "steps": steps}, run="""
+x, y, outlier = outlier_data(n_outliers, outlier_size, seed)
+for name in ROBUST:
+    print(name, "slope, intercept", *fit_line(loss_module(name), x, y, steps))""")
 
 
 @single_threaded
@@ -247,6 +235,12 @@ def reduction_scaling(max_batch: int = 256, seed: int = 0) -> ReductionResult:
     """Gradient norm of a linear model's weight under reduction='mean' and 'sum', for growing batches."""
     check_int(max_batch, "Largest batch", 2, 4096)
     check_int(seed, "Seed", 0, 10_000)
+    sizes, norms = weight_grad_norms(max_batch, seed)
+    return ReductionResult(tuple(sizes), tuple(norms["mean"]), tuple(norms["sum"]), reduction_script(max_batch, seed))
+
+
+def weight_grad_norms(max_batch, seed):
+    """‖grad‖ of a Linear's weight under MSELoss with reduction "mean" and "sum", for batches 1, 2, 4, … max_batch."""
     sizes = [2**k for k in range(int(math.log2(max_batch)) + 1)]
     torch.manual_seed(seed)  # the Linear's initial weights
     g = torch.Generator().manual_seed(seed)
@@ -255,27 +249,18 @@ def reduction_scaling(max_batch: int = 256, seed: int = 0) -> ReductionResult:
     y = torch.randn(sizes[-1], 1, generator=g)
     norms = {"mean": [], "sum": []}
     for b in sizes:
-        for red in norms:
+        for reduction in norms:
             model.zero_grad()
-            nn.MSELoss(reduction=red)(model(x[:b]), y[:b]).backward()
-            norms[red].append(model.weight.grad.norm().item())
-    return ReductionResult(tuple(sizes), tuple(norms["mean"]), tuple(norms["sum"]), reduction_code(max_batch, seed))
+            nn.MSELoss(reduction=reduction)(model(x[:b]), y[:b]).backward()
+            norms[reduction].append(model.weight.grad.norm().item())
+    return sizes, norms
 
 
-def reduction_code(max_batch, seed) -> str:
-    return f"""import torch
-from torch import nn
-
-torch.manual_seed({seed})  # the Linear's initial weights
-g = torch.Generator().manual_seed({seed})
-model = nn.Linear(8, 1)
-x, y = torch.randn({max_batch}, 8, generator=g), torch.randn({max_batch}, 1, generator=g)
-for b in (1, 16, {max_batch}):
-    for reduction in ("mean", "sum"):
-        model.zero_grad()
-        nn.MSELoss(reduction=reduction)(model(x[:b]), y[:b]).backward()
-        print(b, reduction, model.weight.grad.norm().item())   # sum = b × mean: rescale lr accordingly
-"""
+def reduction_script(max_batch, seed) -> Script:
+    return script(weight_grad_norms, imports=IMPORTS, settings={"max_batch": max_batch, "seed": seed}, run="""
+sizes, norms = weight_grad_norms(max_batch, seed)
+for b, mean, total in zip(sizes, norms["mean"], norms["sum"]):
+    print(b, mean, total)  # sum = b × mean: rescale the learning rate accordingly""")
 
 
 def ce_figure(r: CrossEntropyResult) -> go.Figure:

@@ -7,8 +7,9 @@ import plotly.graph_objects as go
 import torch
 from torch import nn
 
+from demos.shown import Script, script, source
 from demos.style import COLORS, SERIES, base_layout
-from demos.training.common import HEADER, SPIRAL_SOURCE, SpiralNet, check_int, check_range, single_threaded, spiral
+from demos.training.common import IMPORTS, SpiralNet, check_int, check_range, single_threaded, spiral
 
 VARIANTS = {
     "correct": "Correct loop",
@@ -40,7 +41,7 @@ class LoopRun:
     param_change: float  # max |θ_end - θ_start|
     val_loss: float  # cross-entropy of the final model on held-out points
     warnings: tuple[str, ...]
-    code: str
+    code: Script
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,145 @@ class MistakesResult:
     seed: int
     runs: dict  # variant -> LoopRun
     control: LoopRun  # the correct loop with dropout 0: separates what dropout did from what eval mode did
+
+
+# The loop's torch core: the demo runs these and the page shows their source (demos/shown.py). Each mistake is one
+# train step (or validation) function beside the correct one; the loop around them is shared.
+
+
+def train_step(model, optimizer, scheduler, loss_fn, x, y):
+    """One correct step: clear .grad, forward, backward, update, schedule."""
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    return loss.item()
+
+
+def step_without_zero_grad(model, optimizer, scheduler, loss_fn, x, y):
+    # optimizer.zero_grad()  <- missing: .grad keeps summing every step
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    return loss.item()
+
+
+def step_zero_grad_before_step(model, optimizer, scheduler, loss_fn, x, y):
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.zero_grad()  # <- wipes the gradient just computed
+    optimizer.step()  # sees .grad None: nothing moves
+    scheduler.step()
+    return loss.item()
+
+
+def step_before_backward(model, optimizer, scheduler, loss_fn, x, y):
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    optimizer.step()  # <- .grad is still None here: nothing moves
+    loss.backward()
+    scheduler.step()
+    return loss.item()
+
+
+def step_scheduler_first(model, optimizer, scheduler, loss_fn, x, y):
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    scheduler.step()  # <- before optimizer.step(): warns, the schedule shifts one step early
+    optimizer.step()
+    return loss.item()
+
+
+def step_softmax_into_ce(model, optimizer, scheduler, loss_fn, x, y):
+    optimizer.zero_grad()
+    loss = loss_fn(model(x).softmax(dim=1), y)  # <- CrossEntropyLoss applies log_softmax itself
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    return loss.item()
+
+
+def step_logging_the_tensor(model, optimizer, scheduler, loss_fn, x, y):
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    return loss  # <- a tensor: the running total keeps every step's graph reachable
+
+
+def validate(model, x_val):
+    """A look at held-out data in eval mode, then back to training."""
+    model.eval()
+    with torch.no_grad():
+        model(x_val)
+    model.train()
+
+
+def validate_forgetting_train(model, x_val):
+    model.eval()
+    with torch.no_grad():
+        model(x_val)
+    # model.train()  <- missing: dropout off, batch-norm statistics frozen from now on
+
+
+def train(step_fn, validate_fn, steps, lr, seed, dropout, watch=None):
+    """Train the spiral classifier with step_fn, validating every EVAL_EVERY steps; the model and its validation
+    loss. `watch` is the page's recorder (hooks on the model, loss and optimizer); the script runs without one."""
+    torch.manual_seed(seed)
+    x, y = spiral(N_TRAIN, seed)
+    x_val, y_val = spiral(N_TRAIN, seed + 1)
+    model = SpiralNet(16, dropout=dropout, batchnorm=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=STEP_SIZE, gamma=GAMMA)
+    loss_fn = nn.CrossEntropyLoss()
+    if watch:
+        watch.start(model, optimizer, loss_fn)
+    running = 0.0
+    for step in range(steps):
+        idx = torch.randint(0, N_TRAIN, (BATCH,))
+        running = running + step_fn(model, optimizer, scheduler, loss_fn, x[idx], y[idx])
+        if watch:
+            watch.logged(running)
+        if (step + 1) % EVAL_EVERY == 0:
+            validate_fn(model, x_val)
+    model.eval()
+    with torch.no_grad():
+        return model, loss_fn(model(x_val), y_val).item()
+
+
+LOOPS = {  # variant -> (train step, validation): each mistake changes exactly one of the two
+    "correct": (train_step, validate),
+    "no_zero_grad": (step_without_zero_grad, validate),
+    "zero_grad_before_step": (step_zero_grad_before_step, validate),
+    "step_before_backward": (step_before_backward, validate),
+    "scheduler_first": (step_scheduler_first, validate),
+    "no_train_after_eval": (train_step, validate_forgetting_train),
+    "softmax_into_ce": (step_softmax_into_ce, validate),
+    "accumulate_tensor": (step_logging_the_tensor, validate),
+}
+LOOP_CONSTANTS = {"N_TRAIN": N_TRAIN, "BATCH": BATCH, "EVAL_EVERY": EVAL_EVERY, "STEP_SIZE": STEP_SIZE,
+                  "GAMMA": GAMMA}
+
+
+def loop_script(variant: str, steps: int, lr: float, seed: int, dropout: float) -> Script:
+    """The runnable script for one variant: the spiral task, its steps, the loop, and a line that prints the
+    validation loss the page reports."""
+    step_fn, validate_fn = LOOPS[variant]
+    return script(spiral, SpiralNet, step_fn, validate_fn, train, imports=IMPORTS,
+                  settings={**LOOP_CONSTANTS, "steps": steps, "lr": lr, "seed": seed, "dropout": dropout},
+                  run=f"model, val_loss = train({step_fn.__name__}, {validate_fn.__name__}, steps, lr, seed, dropout)\n"
+                      "print(\"validation loss\", val_loss)")
+
+
+def differing_source(variant: str) -> tuple[str, str]:
+    """The correct loop's function and the variant's in its place (the step, or the validation), for side by side."""
+    pairs = zip(LOOPS["correct"], LOOPS[variant], strict=True)
+    good, bad = next(((g, b) for g, b in pairs if g is not b), (train_step, train_step))
+    return source(good), source(bad)
 
 
 class _NodeCounter:
@@ -74,6 +214,42 @@ def _grad_norm(model) -> float:
     return torch.linalg.vector_norm(torch.cat([g.flatten() for g in grads])).item() if grads else 0.0
 
 
+class _Recorder:
+    """What each training step saw, read by hooks: the loss, model.training at each forward, the lr and .grad norm
+    at each optimizer.step(), and the autograd nodes held by the logged total. Validation runs under no_grad and is
+    not recorded."""
+
+    def __init__(self):
+        self.losses, self.lrs, self.norms, self.training, self.nodes = [], [], [], [], []
+        self.counter = _NodeCounter()
+
+    def start(self, model, optimizer, loss_fn):
+        self.model, self.begin = model, [p.detach().clone() for p in model.parameters()]
+        model.register_forward_pre_hook(self.forward)
+        loss_fn.register_forward_hook(self.loss)
+        optimizer.register_step_pre_hook(self.step)
+
+    def forward(self, model, args):
+        if torch.is_grad_enabled():
+            self.training.append(model.training)
+
+    def loss(self, loss_fn, args, out):
+        if torch.is_grad_enabled():
+            self.losses.append(out.item())
+
+    def step(self, optimizer, args, kwargs):
+        self.lrs.append(optimizer.param_groups[0]["lr"])
+        self.norms.append(_grad_norm(self.model))
+
+    def logged(self, running):
+        self.nodes.append(self.counter.count(running.grad_fn) if torch.is_tensor(running) else 0)
+
+    def change(self) -> float:
+        """max |θ_end - θ_start|"""
+        return max((p.detach() - s).abs().max().item() for p, s in zip(self.model.parameters(), self.begin,
+                                                                        strict=True))
+
+
 @single_threaded
 def run_loop(variant: str, steps: int = 150, lr: float = 0.5, seed: int = 0, dropout: float = DROPOUT) -> LoopRun:
     """Train the spiral classifier `steps` steps with the given loop variant; record what each step saw."""
@@ -82,57 +258,15 @@ def run_loop(variant: str, steps: int = 150, lr: float = 0.5, seed: int = 0, dro
     check_int(steps, "Steps", MIN_STEPS, MAX_STEPS)
     check_range(lr, "Learning rate", MIN_LR, MAX_LR)
     check_int(seed, "Seed", 0, 10_000)
-    torch.manual_seed(seed)
-    x, y = spiral(N_TRAIN, seed)
-    x_val, y_val = spiral(N_TRAIN, seed + 1)
-    model = SpiralNet(16, dropout=dropout, batchnorm=True)
-    start = [p.detach().clone() for p in model.parameters()]
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=STEP_SIZE, gamma=GAMMA)
-    loss_fn = nn.CrossEntropyLoss()
-    losses, lrs, norms, training, nodes, caught = [], [], [], [], [], []
-    running, counter = 0.0, _NodeCounter()
+    step_fn, validate_fn = LOOPS[variant]
+    watch = _Recorder()
     with warnings.catch_warnings(record=True) as records:
         warnings.simplefilter("always")
-        for step in range(steps):
-            idx = torch.randint(0, N_TRAIN, (BATCH,))
-            if variant != "no_zero_grad":
-                opt.zero_grad()
-            training.append(model.training)
-            out = model(x[idx])
-            loss = loss_fn(out.softmax(dim=1) if variant == "softmax_into_ce" else out, y[idx])
-            if variant == "step_before_backward":
-                lrs.append(opt.param_groups[0]["lr"])
-                norms.append(_grad_norm(model))
-                opt.step()
-                loss.backward()
-            else:
-                loss.backward()
-                if variant == "zero_grad_before_step":
-                    opt.zero_grad()
-                if variant == "scheduler_first":
-                    sched.step()
-                lrs.append(opt.param_groups[0]["lr"])
-                norms.append(_grad_norm(model))
-                opt.step()
-            if variant != "scheduler_first":
-                sched.step()
-            running = running + loss if variant == "accumulate_tensor" else running + loss.item()
-            losses.append(loss.item())
-            nodes.append(counter.count(running.grad_fn) if torch.is_tensor(running) else 0)
-            if (step + 1) % EVAL_EVERY == 0:
-                model.eval()
-                with torch.no_grad():
-                    model(x_val)
-                if variant != "no_train_after_eval":
-                    model.train()
-        caught = [str(r.message) for r in records if "lr_scheduler.step()" in str(r.message)]
-    model.eval()
-    with torch.no_grad():
-        val = loss_fn(model(x_val), y_val).item()
-    change = max((p.detach() - s).abs().max().item() for p, s in zip(model.parameters(), start, strict=True))
-    return LoopRun(variant, tuple(losses), tuple(lrs), tuple(norms), tuple(training), tuple(nodes), change, val,
-                   tuple(dict.fromkeys(caught)), loop_code(variant, steps, lr, seed))
+        _, val = train(step_fn, validate_fn, steps, lr, seed, dropout, watch)
+    caught = [str(r.message) for r in records if "lr_scheduler.step()" in str(r.message)]
+    return LoopRun(variant, tuple(watch.losses), tuple(watch.lrs), tuple(watch.norms), tuple(watch.training),
+                   tuple(watch.nodes), watch.change(), val, tuple(dict.fromkeys(caught)),
+                   loop_script(variant, steps, lr, seed, dropout))
 
 
 @single_threaded
@@ -159,107 +293,6 @@ def why_eval_scores_better(result: MistakesResult) -> str:
                  f"step {off}.")
     return said + (" Better or worse, this is not the training you configured, and nothing warned you: the lesson "
                    "is that eval() silently changes the forward pass.")
-
-
-_BODY = {
-    "correct": """
-    optimizer.zero_grad()
-    out = model(x[idx])
-    loss = loss_fn(out, y[idx])
-    loss.backward()
-    optimizer.step()
-    scheduler.step()
-    running += loss.item()""",
-    "no_zero_grad": """
-    # optimizer.zero_grad()  <- missing: .grad keeps summing every step
-    out = model(x[idx])
-    loss = loss_fn(out, y[idx])
-    loss.backward()
-    optimizer.step()
-    scheduler.step()
-    running += loss.item()""",
-    "zero_grad_before_step": """
-    out = model(x[idx])
-    loss = loss_fn(out, y[idx])
-    loss.backward()
-    optimizer.zero_grad()  # <- wipes the gradient just computed
-    optimizer.step()       # sees .grad None: nothing moves
-    scheduler.step()
-    running += loss.item()""",
-    "step_before_backward": """
-    optimizer.zero_grad()
-    out = model(x[idx])
-    loss = loss_fn(out, y[idx])
-    optimizer.step()   # <- .grad is still None here: nothing moves
-    loss.backward()
-    scheduler.step()
-    running += loss.item()""",
-    "scheduler_first": """
-    optimizer.zero_grad()
-    out = model(x[idx])
-    loss = loss_fn(out, y[idx])
-    loss.backward()
-    scheduler.step()   # <- before optimizer.step(): warns, schedule shifts one step early
-    optimizer.step()
-    running += loss.item()""",
-    "no_train_after_eval": """
-    optimizer.zero_grad()
-    out = model(x[idx])
-    loss = loss_fn(out, y[idx])
-    loss.backward()
-    optimizer.step()
-    scheduler.step()
-    running += loss.item()
-    if (step + 1) % 10 == 0:
-        model.eval()
-        with torch.no_grad():
-            model(x_val)
-        # model.train()  <- missing: dropout off, batch-norm statistics frozen from now on""",
-    "softmax_into_ce": """
-    optimizer.zero_grad()
-    out = model(x[idx])
-    loss = loss_fn(out.softmax(dim=1), y[idx])  # <- CrossEntropyLoss applies log_softmax itself
-    loss.backward()
-    optimizer.step()
-    scheduler.step()
-    running += loss.item()""",
-    "accumulate_tensor": """
-    optimizer.zero_grad()
-    out = model(x[idx])
-    loss = loss_fn(out, y[idx])
-    loss.backward()
-    optimizer.step()
-    scheduler.step()
-    running = running + loss  # <- a tensor: keeps every step's graph reachable""",
-}
-
-
-def loop_code(variant: str, steps: int, lr: float, seed: int) -> str:
-    """The runnable loop for one variant (the eval every 10 steps is included in every variant)."""
-    body = _BODY[variant]
-    if variant != "no_train_after_eval":
-        body += """
-    if (step + 1) % 10 == 0:
-        model.eval()
-        with torch.no_grad():
-            model(x_val)
-        model.train()"""
-    return HEADER + SPIRAL_SOURCE + f"""
-
-torch.manual_seed({seed})
-x, y = spiral({N_TRAIN}, {seed})
-x_val, y_val = spiral({N_TRAIN}, {seed + 1})
-model = SpiralNet(16, dropout=0.1, batchnorm=True)
-optimizer = torch.optim.SGD(model.parameters(), lr={lr}, momentum=0.9)
-scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size={STEP_SIZE}, gamma={GAMMA})
-loss_fn = nn.CrossEntropyLoss()
-running = 0.0
-for step in range({steps}):
-    idx = torch.randint(0, {N_TRAIN}, ({BATCH},)){body}
-model.eval()
-with torch.no_grad():
-    print("validation loss", loss_fn(model(x_val), y_val).item())
-"""
 
 
 def symptom(run: LoopRun, correct: LoopRun) -> str:

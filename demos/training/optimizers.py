@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import torch
 
+from demos.shown import Script, script
 from demos.style import REFERENCE, SERIES, base_layout
 from demos.training.common import check_choice, check_int, check_range, single_threaded
 
@@ -45,7 +46,7 @@ class SurfaceResult:
     grid_y: tuple[float, ...]
     grid_z: tuple[tuple[float, ...], ...]
     runs: tuple[Trajectory, ...]
-    code: str
+    code: Script
 
 
 @dataclass(frozen=True)
@@ -57,10 +58,11 @@ class DecayResult:
     first_step: dict  # name -> (x, y) after one step, from torch
     first_step_formula: dict  # name -> (x, y) from the written-out update rule
     final_gap: float  # |θ_Adam-L2 − θ_AdamW| at the end
-    code: str
+    code: Script
 
 
-def _optimizer(name: str, params, sgd_lr, momentum, adam_lr, beta1, beta2, weight_decay):
+def make_optimizer(name: str, params, sgd_lr, momentum, adam_lr, beta1, beta2, weight_decay):
+    """The optimizer called `name`, with the page's hyperparameters."""
     betas = (beta1, beta2)
     return {
         "SGD": lambda: torch.optim.SGD(params, lr=sgd_lr),
@@ -77,29 +79,28 @@ def _optimizer(name: str, params, sgd_lr, momentum, adam_lr, beta1, beta2, weigh
     }[name]()
 
 
-def _lr_text(name: str) -> str:
-    return {"RMSprop": "adam_lr * 0.1", "Adagrad": "adam_lr * 10", "Adadelta": "adam_lr * 20"}.get(
-        name, "sgd_lr" if name.startswith("SGD") else "adam_lr")
+def descend(surface: str, start, name: str, steps: int, hyper: dict):
+    """Step one optimizer from `start`; the points and losses, and the step at which it diverged (None if it did
+    not: recording stops at the first non-finite point)."""
+    p = torch.tensor(start, dtype=torch.float64, requires_grad=True)
+    opt = make_optimizer(name, [p], **hyper)
+    points, losses = [p.tolist()], [surface_fn(surface, p).item()]
+    for step in range(1, steps + 1):
+        opt.zero_grad()
+        surface_fn(surface, p).backward()
+        opt.step()
+        if not torch.isfinite(p).all() or p.abs().max() > 1e6:
+            return points, losses, step
+        points.append(p.tolist())
+        losses.append(surface_fn(surface, p.detach()).item())
+    return points, losses, None
 
 
 def trajectory(surface: str, name: str, steps: int, **hyper) -> Trajectory:
-    """Step one optimizer from the surface's start; stop recording at the first non-finite point."""
-    p = torch.tensor(SURFACES[surface]["start"], dtype=torch.float64, requires_grad=True)
-    opt = _optimizer(name, [p], **hyper)
-    xs, ys, losses = [p[0].item()], [p[1].item()], [surface_fn(surface, p).item()]
-    diverged = None
-    for step in range(1, steps + 1):
-        opt.zero_grad()
-        loss = surface_fn(surface, p)
-        loss.backward()
-        opt.step()
-        if not torch.isfinite(p).all() or p.abs().max() > 1e6:
-            diverged = step
-            break
-        xs.append(p[0].item())
-        ys.append(p[1].item())
-        losses.append(surface_fn(surface, p.detach()).item())
-    return Trajectory(name, tuple(xs), tuple(ys), tuple(losses), diverged)
+    """One optimizer's path from the surface's start."""
+    points, losses, diverged = descend(surface, SURFACES[surface]["start"], name, steps, hyper)
+    xs, ys = zip(*points, strict=True)
+    return Trajectory(name, xs, ys, tuple(losses), diverged)
 
 
 def validate(surface, steps, sgd_lr, momentum, adam_lr, beta1, beta2, weight_decay, extra="RMSprop") -> None:
@@ -137,47 +138,17 @@ def race(surface: str = "ravine", steps: int = 150, sgd_lr: float | None = None,
     names = ("SGD", "SGD + momentum", "Adam", "AdamW", extra)
     runs = tuple(trajectory(surface, n, steps, **hyper) for n in names)
     gx, gy, gz = _grid(surface)
-    return SurfaceResult(surface, steps, gx, gy, gz, runs, race_code(surface, steps, names, hyper))
+    return SurfaceResult(surface, steps, gx, gy, gz, runs, race_script(surface, steps, names, hyper))
 
 
-def race_code(surface: str, steps: int, names, hyper: dict) -> str:
-    makes = "\n".join(f'    "{n}": lambda p: {_make_text(n)},' for n in names)
-    f = "0.05 * x**2 + 2 * y**2" if surface == "ravine" else "(1 - x) ** 2 + 100 * (y - x**2) ** 2"
-    return f"""import torch
-
-sgd_lr, momentum, adam_lr = {hyper['sgd_lr']}, {hyper['momentum']}, {hyper['adam_lr']}
-betas, weight_decay = ({hyper['beta1']}, {hyper['beta2']}), {hyper['weight_decay']}
-
-
-def f(p):
-    x, y = p[0], p[1]
-    return {f}
-
-
-optimizers = {{
-{makes}
-}}
-for name, make in optimizers.items():
-    p = torch.tensor({SURFACES[surface]['start']}, dtype=torch.float64, requires_grad=True)
-    opt = make([p])
-    for step in range({steps}):
-        opt.zero_grad()
-        f(p).backward()
-        opt.step()
-    print(name, p.tolist(), f(p).item())
-"""
-
-
-def _make_text(name: str) -> str:
-    cls = {"SGD + momentum": "SGD", "Adam (L2 weight_decay)": "Adam"}.get(name, name)
-    extra = ""
-    if name == "SGD + momentum":
-        extra = ", momentum=momentum"
-    elif name.startswith("Adam") and name != "Adamax" or name in ("NAdam", "RAdam", "Adamax"):
-        extra = ", betas=betas"
-    if name in ("AdamW", "Adam (L2 weight_decay)"):
-        extra += ", weight_decay=weight_decay"
-    return f"torch.optim.{cls}(p, lr={_lr_text(name)}{extra})"
+def race_script(surface: str, steps: int, names, hyper: dict) -> Script:
+    """Each optimizer's descent, printing where it ended, its loss there, and the step it diverged at (or None)."""
+    return script(surface_fn, make_optimizer, descend, imports="import torch",
+                  settings={"surface": surface, "start": SURFACES[surface]["start"], "steps": steps, "names": names,
+                            "hyper": hyper}, run="""
+for name in names:
+    points, losses, diverged = descend(surface, start, name, steps, hyper)
+    print(name, points[-1], losses[-1], diverged)""")
 
 
 @single_threaded
@@ -194,7 +165,7 @@ def decay_compare(surface: str = "ravine", steps: int = 150, adam_lr: float | No
     formula = {n: first_step_by_hand(surface, n, adam_lr, weight_decay) for n in names}
     a, b = runs[1], runs[2]
     gap = math.dist((a.xs[-1], a.ys[-1]), (b.xs[-1], b.ys[-1]))
-    code = race_code(surface, steps, names, hyper)
+    code = race_script(surface, steps, names, hyper)
     return DecayResult(surface, runs, first, formula, gap, code)
 
 

@@ -8,8 +8,9 @@ import torch
 from plotly.subplots import make_subplots
 from torch import nn
 
+from demos.shown import Script, script
 from demos.style import COLORS, base_layout
-from demos.training.common import HEADER, SPIRAL_SOURCE, SpiralNet, check_int, single_threaded, spiral
+from demos.training.common import IMPORTS, SpiralNet, check_int, single_threaded, spiral
 
 VARIANTS = {
     "full": "Resume with everything",
@@ -41,10 +42,13 @@ class ResumeResult:
     checkpoint_bytes: int
     straight: Run
     resumed: dict  # variant -> Run
-    code: str
+    code: Script
 
 
-def _build(seed: int, total: int):
+# The torch core: the demo runs these functions and the page shows their source (demos/shown.py).
+
+
+def build(seed: int, total: int):
     """Model, Adam, warmup + cosine schedule and a GradScaler, as a fresh process would build them."""
     torch.manual_seed(seed)
     model = SpiralNet(16, dropout=0.1)
@@ -56,43 +60,61 @@ def _build(seed: int, total: int):
     return model, opt, sched, scaler
 
 
-def _train(objs, x, y, steps: range, log: dict):
-    model, opt, sched, scaler = objs
+def train(model, opt, sched, scaler, x, y, steps, watch=None):
+    """Train over `steps`; watch(model, opt, loss), if given, sees each step before the schedule moves on."""
     model.train()
     for _ in steps:
-        idx = torch.randint(0, N_POINTS, (BATCH,))  # batch sampling draws from the global RNG, like dropout
+        idx = torch.randint(0, N_POINTS, (BATCH,))  # global RNG: batch sampling
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
+        loss = nn.functional.cross_entropy(model(x[idx]), y[idx])  # global RNG: dropout
         scaler.scale(loss).backward()
-        log["lrs"].append(opt.param_groups[0]["lr"])
         scaler.step(opt)
         scaler.update()
+        if watch:
+            watch(model, opt, loss)
         sched.step()
-        log["losses"].append(loss.item())
-        log["params"].append(torch.cat([p.detach().flatten() for p in model.parameters()]))
 
 
-def _checkpoint(objs, step: int) -> bytes:
-    model, opt, sched, scaler = objs
+def checkpoint(model, opt, sched, scaler, step: int) -> bytes:
+    """Everything a resume needs, saved with torch.save."""
     buf = io.BytesIO()
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
                 "scaler": scaler.state_dict(), "step": step, "rng": torch.get_rng_state()}, buf)
     return buf.getvalue()
 
 
-def _resume(blob: bytes, variant: str, seed: int, total: int):
-    """Fresh objects (built as a new process would, other seed), then load what this variant restores."""
+def resume(blob: bytes, seed: int, total: int, skip: str = ""):
+    """Fresh objects (built as a new process would, another seed), then every state the checkpoint holds except
+    `skip` (the traps: "optimizer", "scheduler" or "rng")."""
     ckpt = torch.load(io.BytesIO(blob), weights_only=True)
-    model, opt, sched, scaler = _build(seed + 1, total)
+    model, opt, sched, scaler = build(seed + 1, total)
     model.load_state_dict(ckpt["model"])
-    if variant != "no_optimizer":
-        opt.load_state_dict(ckpt["optimizer"])
-    if variant != "no_scheduler":
-        sched.load_state_dict(ckpt["scheduler"])
-    scaler.load_state_dict(ckpt["scaler"])
-    if variant != "no_rng":
-        torch.set_rng_state(ckpt["rng"])
+    if skip != "optimizer":
+        opt.load_state_dict(ckpt["optimizer"])  # Adam's exp_avg / exp_avg_sq / step
+    if skip != "scheduler":
+        sched.load_state_dict(ckpt["scheduler"])  # where the schedule is
+    scaler.load_state_dict(ckpt["scaler"])  # the loss scale and its growth tracker
+    if skip != "rng":
+        torch.set_rng_state(ckpt["rng"])  # dropout masks and batch order continue identically
     return (model, opt, sched, scaler), ckpt["step"]
+
+
+SKIPPED = {"full": "", "no_optimizer": "optimizer", "no_scheduler": "scheduler", "no_rng": "rng"}
+
+
+class _Log:
+    """Each step's loss, learning rate and flat parameters (a train() watcher)."""
+
+    def __init__(self, losses=(), lrs=(), params=()):
+        self.losses, self.lrs, self.params = list(losses), list(lrs), list(params)
+
+    def __call__(self, model, opt, loss):
+        self.lrs.append(opt.param_groups[0]["lr"])
+        self.losses.append(loss.item())
+        self.params.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+
+    def copy(self) -> "_Log":
+        return _Log(self.losses, self.lrs, self.params)
 
 
 def scheduler_trap(r: ResumeResult) -> str:
@@ -118,75 +140,44 @@ def resume_demo(total: int = 120, split: int = 60, seed: int = 0) -> ResumeResul
     check_int(split, "Checkpoint step", 1, total - 1)
     check_int(seed, "Seed", 0, 10_000)
     x, y = spiral(N_POINTS, seed)
-    straight_log = {"losses": [], "lrs": [], "params": []}
-    _train(_build(seed, total), x, y, range(total), straight_log)
-    ref = straight_log["params"]
-    first_log = {"losses": [], "lrs": [], "params": []}
-    objs = _build(seed, total)
-    _train(objs, x, y, range(split), first_log)
-    blob = _checkpoint(objs, split)
+    straight_log, first_log = _Log(), _Log()
+    train(*build(seed, total), x, y, range(total), straight_log)
+    first = build(seed, total)
+    train(*first, x, y, range(split), first_log)
+    blob = checkpoint(*first, split)
     resumed = {}
     for variant in VARIANTS:
-        log = {k: list(v) for k, v in first_log.items()}
-        fresh, step = _resume(blob, variant, seed, total)
-        _train(fresh, x, y, range(step, total), log)
-        resumed[variant] = _run(VARIANTS[variant], log, ref)
+        log = first_log.copy()
+        fresh, step = resume(blob, seed, total, SKIPPED[variant])
+        train(*fresh, x, y, range(step, total), log)
+        resumed[variant] = _run(VARIANTS[variant], log, straight_log.params)
     keys = tuple(torch.load(io.BytesIO(blob), weights_only=True))
-    return ResumeResult(total, split, keys, len(blob), _run("Straight run", straight_log, ref), resumed,
-                        resume_code(total, split, seed))
+    return ResumeResult(total, split, keys, len(blob), _run("Straight run", straight_log, straight_log.params),
+                        resumed, resume_script(total, split, seed))
 
 
-def _run(name: str, log: dict, ref) -> Run:
-    dist = tuple((p - r).abs().max().item() for p, r in zip(log["params"], ref, strict=True))
-    return Run(name, tuple(log["losses"]), tuple(log["lrs"]), dist, dist[-1])
+def _run(name: str, log: _Log, ref) -> Run:
+    dist = tuple((p - r).abs().max().item() for p, r in zip(log.params, ref, strict=True))
+    return Run(name, tuple(log.losses), tuple(log.lrs), dist, dist[-1])
 
 
-def resume_code(total: int, split: int, seed: int) -> str:
-    return "import io\n" + HEADER + SPIRAL_SOURCE + f"""
+def resume_script(total: int, split: int, seed: int) -> Script:
+    """Straight run, then split + checkpoint + full resume, printing how far the two ended apart."""
+    return script(spiral, SpiralNet, build, train, checkpoint, resume, imports=f"import io\n{IMPORTS}",
+                  settings={"N_POINTS": N_POINTS, "BATCH": BATCH, "WARMUP": WARMUP, "PEAK_LR": PEAK_LR,
+                            "total": total, "split": split, "seed": seed},
+                  run="""
+x, y = spiral(N_POINTS, seed)
+straight = build(seed, total)
+train(*straight, x, y, range(total))
 
-def build(seed):
-    torch.manual_seed(seed)
-    model = SpiralNet(16, dropout=0.1)
-    opt = torch.optim.Adam(model.parameters(), lr={PEAK_LR})
-    sched = torch.optim.lr_scheduler.SequentialLR(opt, schedulers=[
-        torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters={WARMUP}),
-        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max={total - WARMUP})], milestones=[{WARMUP}])
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10, growth_interval=5)
-    return model, opt, sched, scaler
-
-
-def train(model, opt, sched, scaler, steps):
-    for _ in steps:
-        idx = torch.randint(0, {N_POINTS}, ({BATCH},))     # global RNG: batch sampling
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x[idx]), y[idx])   # global RNG: dropout
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        sched.step()
-
-
-x, y = spiral({N_POINTS}, {seed})
-straight = build({seed})
-train(*straight, range({total}))
-
-model, opt, sched, scaler = build({seed})
-train(model, opt, sched, scaler, range({split}))
-buf = io.BytesIO()
-torch.save({{"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-            "scaler": scaler.state_dict(), "step": {split}, "rng": torch.get_rng_state()}}, buf)
-
-ckpt = torch.load(io.BytesIO(buf.getvalue()), weights_only=True)
-model, opt, sched, scaler = build({seed + 1})           # fresh objects, as in a new process
-model.load_state_dict(ckpt["model"])
-opt.load_state_dict(ckpt["optimizer"])                  # Adam's exp_avg / exp_avg_sq / step
-sched.load_state_dict(ckpt["scheduler"])                # where the schedule is
-scaler.load_state_dict(ckpt["scaler"])                  # the loss scale and its growth tracker
-torch.set_rng_state(ckpt["rng"])                        # dropout masks and batch order continue identically
-train(model, opt, sched, scaler, range(ckpt["step"], {total}))
-diff = max((a - b).abs().max().item() for a, b in zip(model.parameters(), straight[0].parameters()))
-print("max |difference| vs the straight run:", diff)    # 0.0
-"""
+first = build(seed, total)
+train(*first, x, y, range(split))
+blob = checkpoint(*first, split)
+resumed, step = resume(blob, seed, total)  # fresh objects, as in a new process
+train(*resumed, x, y, range(step, total))
+diff = max((a - b).abs().max().item() for a, b in zip(resumed[0].parameters(), straight[0].parameters()))
+print("max |difference| vs the straight run:", diff)  # 0.0""")
 
 
 def resume_figure(r: ResumeResult, variants) -> go.Figure:

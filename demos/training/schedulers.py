@@ -7,8 +7,9 @@ import torch
 from plotly.subplots import make_subplots
 from torch import nn
 
+from demos.shown import Script, script
 from demos.style import COLORS, SERIES, base_layout
-from demos.training.common import HEADER, SPIRAL_SOURCE, SpiralNet, check_int, check_range, single_threaded, spiral
+from demos.training.common import IMPORTS, SpiralNet, check_int, check_range, single_threaded, spiral
 
 SCHEDULERS = ("StepLR", "CosineAnnealingLR", "OneCycleLR", "Warmup + cosine (SequentialLR)")
 MAX_TOTAL = 1000
@@ -20,7 +21,7 @@ class ScheduleResult:
     total: int
     base_lr: float
     curves: dict  # scheduler name -> tuple of the lr used at each step
-    code: str
+    code: Script
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,11 @@ class PlateauResult:
     val_losses: tuple[float, ...]
     lrs: tuple[float, ...]  # lr used during each epoch
     reductions: tuple[int, ...]  # epochs after which the lr was cut
-    code: str
+    code: Script
 
 
 def make_scheduler(name: str, opt, total: int, base_lr: float, step_size: int, gamma: float, warmup: int):
-    """The scheduler called `name`, built exactly as the page's code panel shows."""
+    """The scheduler called `name`."""
     sch = torch.optim.lr_scheduler
     if name == "StepLR":
         return sch.StepLR(opt, step_size=step_size, gamma=gamma)
@@ -74,34 +75,18 @@ def schedules(total: int = 100, base_lr: float = 0.1, step_size: int = 30, gamma
     """The learning rate of each scheduler over `total` steps."""
     validate(total, base_lr, step_size, gamma, warmup)
     curves = {n: lr_curve(n, total, base_lr, step_size, gamma, warmup) for n in SCHEDULERS}
-    return ScheduleResult(total, base_lr, curves, schedules_code(total, base_lr, step_size, gamma, warmup))
+    return ScheduleResult(total, base_lr, curves, schedules_script(total, base_lr, step_size, gamma, warmup))
 
 
-def schedules_code(total, base_lr, step_size, gamma, warmup) -> str:
-    return f"""import torch
-from torch import nn
-
-sch = torch.optim.lr_scheduler
-total, base_lr = {total}, {base_lr}
-makers = {{
-    "StepLR": lambda opt: sch.StepLR(opt, step_size={step_size}, gamma={gamma}),
-    "CosineAnnealingLR": lambda opt: sch.CosineAnnealingLR(opt, T_max=total),
-    "OneCycleLR": lambda opt: sch.OneCycleLR(opt, max_lr=base_lr, total_steps=total),
-    "Warmup + cosine": lambda opt: sch.SequentialLR(opt, schedulers=[
-        sch.LinearLR(opt, start_factor=0.01, end_factor=1.0, total_iters={warmup}),
-        sch.CosineAnnealingLR(opt, T_max=total - {warmup})], milestones=[{warmup}]),
-}}
-for name, make in makers.items():
-    opt = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=base_lr)
-    scheduler = make(opt)
-    lrs = []
-    for step in range(total):
-        lrs.append(opt.param_groups[0]["lr"])
-        opt.step()                      # the training step would be here
-        if step < total - 1:
-            scheduler.step()            # after optimizer.step(), once per step
-    print(name, [round(lr, 5) for lr in lrs[:: max(1, total // 10)]])
-"""
+def schedules_script(total, base_lr, step_size, gamma, warmup) -> Script:
+    """Every scheduler's curve, printed as every tenth learning rate."""
+    return script(make_scheduler, lr_curve, imports="import torch\nfrom torch import nn",
+                  settings={"SCHEDULERS": SCHEDULERS, "total": total, "base_lr": base_lr, "step_size": step_size,
+                            "gamma": gamma, "warmup": warmup},
+                  run="""
+for name in SCHEDULERS:
+    lrs = lr_curve(name, total, base_lr, step_size, gamma, warmup)
+    print(name, lrs[:: max(1, total // 10)])""")
 
 
 @single_threaded
@@ -112,51 +97,43 @@ def plateau(epochs: int = 40, lr: float = 0.5, factor: float = 0.5, patience: in
     check_range(factor, "Plateau factor", 0.05, 0.95)
     check_int(patience, "Patience", 0, 20)
     check_int(seed, "Seed", 0, 10_000)
+    history = train_with_plateau(epochs, lr, factor, patience, seed)
+    cuts = tuple(epoch for epoch, (used, _, after) in enumerate(history) if after < used)
+    code = plateau_script(epochs, lr, factor, patience, seed)
+    return PlateauResult(epochs, tuple(h[1] for h in history), tuple(h[0] for h in history), cuts, code)
+
+
+def train_with_plateau(epochs, lr, factor, patience, seed):
+    """Train the spiral classifier, feeding each epoch's validation loss to ReduceLROnPlateau; per epoch the
+    learning rate it trained with, its validation loss, and the learning rate the scheduler set next."""
     torch.manual_seed(seed)
     x, y = spiral(256, seed)
     x_val, y_val = spiral(256, seed + 1)
     model = SpiralNet(16)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-    sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=factor, patience=patience)
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=factor, patience=patience)
     loss_fn = nn.CrossEntropyLoss()
-    val_losses, lrs, cuts = [], [], []
-    for epoch in range(epochs):
-        lrs.append(opt.param_groups[0]["lr"])
+    history = []
+    for _ in range(epochs):
+        used = opt.param_groups[0]["lr"]
         for idx in torch.randperm(256).split(64):
             opt.zero_grad()
             loss_fn(model(x[idx]), y[idx]).backward()
             opt.step()
         with torch.no_grad():
             val = loss_fn(model(x_val), y_val).item()
-        val_losses.append(val)
-        sched.step(val)
-        if opt.param_groups[0]["lr"] < lrs[-1]:
-            cuts.append(epoch)
-    code = plateau_code(epochs, lr, factor, patience, seed)
-    return PlateauResult(epochs, tuple(val_losses), tuple(lrs), tuple(cuts), code)
+        scheduler.step(val)  # the plateau scheduler needs the metric
+        history.append((used, val, opt.param_groups[0]["lr"]))
+    return history
 
 
-def plateau_code(epochs, lr, factor, patience, seed) -> str:
-    return HEADER + SPIRAL_SOURCE + f"""
-
-torch.manual_seed({seed})
-x, y = spiral(256, {seed})
-x_val, y_val = spiral(256, {seed + 1})
-model = SpiralNet(16)
-opt = torch.optim.SGD(model.parameters(), lr={lr}, momentum=0.9)
-scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor={factor}, patience={patience})
-loss_fn = nn.CrossEntropyLoss()
-for epoch in range({epochs}):
-    lr = opt.param_groups[0]["lr"]
-    for idx in torch.randperm(256).split(64):
-        opt.zero_grad()
-        loss_fn(model(x[idx]), y[idx]).backward()
-        opt.step()
-    with torch.no_grad():
-        val = loss_fn(model(x_val), y_val).item()
-    scheduler.step(val)                 # the plateau scheduler needs the metric
-    print(epoch, lr, round(val, 4))
-"""
+def plateau_script(epochs, lr, factor, patience, seed) -> Script:
+    """The plateau run, printing each epoch's learning rate and validation loss."""
+    return script(spiral, SpiralNet, train_with_plateau, imports=IMPORTS,
+                  settings={"epochs": epochs, "lr": lr, "factor": factor, "patience": patience, "seed": seed},
+                  run="""
+for epoch, (used, val, _) in enumerate(train_with_plateau(epochs, lr, factor, patience, seed)):
+    print(epoch, used, val)""")
 
 
 def schedules_figure(result: ScheduleResult, chosen) -> go.Figure:

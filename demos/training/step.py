@@ -7,10 +7,10 @@ import torch
 from plotly.subplots import make_subplots
 from torch import nn
 
+from demos.shown import Script, script
 from demos.style import COLORS, base_layout, text_on
 from demos.training.common import (
-    HEADER,
-    SPIRAL_SOURCE,
+    IMPORTS,
     SpiralNet,
     check_choice,
     check_int,
@@ -51,10 +51,11 @@ class WalkResult:
     before: Snapshot
     after: Snapshot
     changed: tuple[str, ...]
-    code: str
+    code: Script
 
 
-def _make_optimizer(name: str, params, lr: float):
+def make_optimizer(name: str, params, lr: float):
+    """The optimizer the visitor picked."""
     if name == "SGD + momentum":
         return torch.optim.SGD(params, lr=lr, momentum=0.9)
     if name == "Adam":
@@ -62,7 +63,35 @@ def _make_optimizer(name: str, params, lr: float):
     return torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
 
 
-def _snapshot(model, opt, loss, out, grad_norm) -> Snapshot:
+def setup(optimizer_name: str, lr: float, seed: int):
+    """The batch, model, optimizer and scheduler of the walk, from the seed."""
+    torch.manual_seed(seed)
+    x, y = spiral(BATCH, seed)
+    model = SpiralNet(HIDDEN)
+    optimizer = make_optimizer(optimizer_name, model.parameters(), lr)
+    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=GAMMA)
+    return x, y, model, optimizer, scheduler
+
+
+def train_step(model, optimizer, scheduler, loss_fn, x, y, max_norm):
+    """One training step in its seven sub-steps: a generator that pauses after each, yielding (out, loss, norm)."""
+    optimizer.zero_grad()  # 1. clear last step's .grad (set to None)
+    yield None, None, None
+    out = model(x)  # 2. forward: build the graph
+    yield out, None, None
+    loss = loss_fn(out, y)  # 3. loss: a scalar
+    yield out, loss, None
+    loss.backward()  # 4. backward: fill .grad
+    yield out, loss, None
+    norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm)  # 5. clip: rescale .grad if too long
+    yield out, loss, norm
+    optimizer.step()  # 6. update parameters (and optimizer state)
+    yield out, loss, norm
+    scheduler.step()  # 7. next learning rate
+    yield out, loss, norm
+
+
+def _snapshot(model, opt, out, loss, norm) -> Snapshot:
     named = dict(model.named_parameters())
     params = {n: p.detach().tolist() for n, p in named.items()}
     grads = {n: (None if p.grad is None else p.grad.tolist()) for n, p in named.items()}
@@ -72,7 +101,7 @@ def _snapshot(model, opt, loss, out, grad_norm) -> Snapshot:
         state[n] = {k: v.tolist() for k, v in st.items() if torch.is_tensor(v) and v.dim() > 0}
     return Snapshot(params, grads, state, opt.param_groups[0]["lr"],
                     None if loss is None else loss.item(),
-                    None if out is None else out[:4].detach().tolist(), grad_norm)
+                    None if out is None else out[:4].detach().tolist(), None if norm is None else norm.item())
 
 
 def _changed(a: Snapshot, b: Snapshot) -> tuple[str, ...]:
@@ -94,61 +123,33 @@ def walk(index: int, optimizer: str = "Adam", lr: float = 0.05, max_norm: float 
     """Replay sub-steps 0..index of the loop from the seed; return the state before and after sub-step `index`."""
     validate_walk(optimizer, lr, max_norm, seed)
     check_int(index, "Sub-step", 0, MAX_ITERATIONS * len(SUBSTEPS) - 1)
-    torch.manual_seed(seed)
-    x, y = spiral(BATCH, seed)
-    model = SpiralNet(HIDDEN)
-    opt = _make_optimizer(optimizer, model.parameters(), lr)
-    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=GAMMA)
+    x, y, model, opt, sched = setup(optimizer, lr, seed)
     loss_fn = nn.CrossEntropyLoss()
-    out = loss = grad_norm = None
-    before = after = None
+    state, substeps = (None, None, None), iter(())
     for i in range(index + 1):
-        sub = i % len(SUBSTEPS)
+        if i % len(SUBSTEPS) == 0:
+            substeps = train_step(model, opt, sched, loss_fn, x, y, max_norm)
         if i == index:
-            before = _snapshot(model, opt, loss, out, grad_norm)
-        if sub == 0:
-            opt.zero_grad()
-            out = loss = grad_norm = None
-        elif sub == 1:
-            out = model(x)
-        elif sub == 2:
-            loss = loss_fn(out, y)
-        elif sub == 3:
-            loss.backward()
-        elif sub == 4:
-            grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
-        elif sub == 5:
-            opt.step()
-        else:
-            sched.step()
-        if i == index:
-            after = _snapshot(model, opt, loss, out, grad_norm)
+            before = _snapshot(model, opt, *state)
+        state = next(substeps)
+    after = _snapshot(model, opt, *state)
+    iterations = index // len(SUBSTEPS) + 1
     return WalkResult(index, index // len(SUBSTEPS), SUBSTEPS[index % len(SUBSTEPS)], before, after,
-                      _changed(before, after), walk_code(optimizer, lr, max_norm, seed, index // len(SUBSTEPS) + 1))
+                      _changed(before, after), walk_script(optimizer, lr, max_norm, seed, iterations))
 
 
-def walk_code(optimizer: str, lr: float, max_norm: float, seed: int, iterations: int) -> str:
-    make = {"SGD + momentum": f"torch.optim.SGD(model.parameters(), lr={lr}, momentum=0.9)",
-            "Adam": f"torch.optim.Adam(model.parameters(), lr={lr})",
-            "AdamW": f"torch.optim.AdamW(model.parameters(), lr={lr}, weight_decay=0.01)"}[optimizer]
-    return (HEADER + SPIRAL_SOURCE + f"""
-
-torch.manual_seed({seed})
-x, y = spiral({BATCH}, {seed})
-model = SpiralNet({HIDDEN})
-optimizer = {make}
-scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma={GAMMA})
+def walk_script(optimizer: str, lr: float, max_norm: float, seed: int, iterations: int) -> Script:
+    """The walk's code run for whole iterations, printing each one's loss, gradient norm and next learning rate."""
+    return script(spiral, SpiralNet, make_optimizer, setup, train_step, imports=IMPORTS,
+                  settings={"BATCH": BATCH, "HIDDEN": HIDDEN, "GAMMA": GAMMA, "optimizer_name": optimizer, "lr": lr,
+                            "max_norm": max_norm, "seed": seed, "iterations": iterations},
+                  run="""
+x, y, model, optimizer, scheduler = setup(optimizer_name, lr, seed)
 loss_fn = nn.CrossEntropyLoss()
-for it in range({iterations}):
-    optimizer.zero_grad()                                      # 1. clear last step's .grad (set to None)
-    out = model(x)                                             # 2. forward: build the graph
-    loss = loss_fn(out, y)                                     # 3. loss: a scalar
-    loss.backward()                                            # 4. backward: fill .grad
-    norm = nn.utils.clip_grad_norm_(model.parameters(), {max_norm})  # 5. clip: rescale .grad if too long
-    optimizer.step()                                           # 6. update parameters (and optimizer state)
-    scheduler.step()                                           # 7. next learning rate
-    print(it, loss.item(), norm.item(), scheduler.get_last_lr())
-""")
+for it in range(iterations):
+    for out, loss, norm in train_step(model, optimizer, scheduler, loss_fn, x, y, max_norm):
+        pass  # the page pauses here, after each sub-step, to draw the state
+    print(it, loss.item(), norm.item(), scheduler.get_last_lr())""")
 
 
 def loop_dot(result: WalkResult) -> str:

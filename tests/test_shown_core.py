@@ -1,0 +1,413 @@
+"""The code each core page shows is the code that drew its figure: per demo, call it (every function and class the
+snippet shows must run, tests/provenance.py), then run the snippet alone (tests/snippet_runner.py) and check it
+prints the figure's numbers."""
+
+import dataclasses
+import math
+
+import pytest
+
+from demos import home
+from demos.autograd import accumulate, custom, modes
+from demos.gradient_flow import clipping, dead_relu, flow
+from demos.modules import containers, freezing, hooks, params, sharing
+from demos.quiz import format_answer
+from demos.tensors import broadcasting, devices, dtypes
+from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
+from demos.training import questions as training_questions
+from demos.training import traps as training_traps
+from tests.provenance import assert_shows_what_ran
+from tests.snippet_runner import run_alone
+
+
+def printed(code: str, tmp_path, snippet_server) -> str:
+    """What the snippet prints, run as a reader would run it; it must exit cleanly."""
+    done = run_alone(code, tmp_path, snippet_server)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+# Training loop ----------------------------------------------------------------------------------------------------
+
+
+def test_mistake_loop(tmp_path, snippet_server):
+    run = assert_shows_what_ran(mistakes.run_loop, "no_train_after_eval", 20, 0.5, 3)
+    assert printed(run.code, tmp_path, snippet_server) == f"validation loss {run.val_loss}\n"
+
+
+def test_one_step_walk(tmp_path, snippet_server):
+    r = assert_shows_what_ran(step.walk, 2 * len(step.SUBSTEPS) + 6, "SGD + momentum", 0.1, 0.5, 2)
+    last = printed(r.code, tmp_path, snippet_server).splitlines()[-1].split(" ", 3)
+    assert [int(last[0]), float(last[1]), float(last[2])] == [r.iteration, r.after.loss, r.after.grad_norm]
+    assert last[3] == f"[{r.after.lr}]"
+
+
+def test_exact_resume(tmp_path, snippet_server):
+    r = assert_shows_what_ran(resume.resume_demo, 24, 12, 1)
+    said = printed(r.code, tmp_path, snippet_server)
+    assert said == f"max |difference| vs the straight run: {r.resumed['full'].max_diff}\n" == (
+        "max |difference| vs the straight run: 0.0\n")
+
+
+def test_scheduler_curves(tmp_path, snippet_server):
+    r = assert_shows_what_ran(schedulers.schedules, 40, 0.2, 7, 0.3, 5)
+    expected = "".join(f"{name} {r.curves[name][::4]}\n" for name in schedulers.SCHEDULERS)
+    assert printed(r.code, tmp_path, snippet_server) == expected
+
+
+def test_reduce_lr_on_plateau(tmp_path, snippet_server):
+    r = assert_shows_what_ran(schedulers.plateau, 12, 0.5, 0.5, 0, 3)
+    assert r.reductions, "the run shows a cut"
+    expected = "".join(f"{e} {lr} {val}\n" for e, (lr, val) in enumerate(zip(r.lrs, r.val_losses, strict=True)))
+    assert printed(r.code, tmp_path, snippet_server) == expected
+
+
+def test_cross_entropy(tmp_path, snippet_server):
+    r = assert_shows_what_ran(losses.cross_entropy, "2, -1, 0.5", 2, 0.1, 4)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{r.loss} {r.loss_by_hand}", f"trap, softmax fed in: {r.loss_on_probs}",
+        f"{r.batch_loss} {r.batch_loss_by_hand} {r.ignored_row_grad}"]
+
+
+def test_bce_three_ways(tmp_path, snippet_server):
+    r = assert_shows_what_ran(losses.bce_compare, 90.0, 1)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{fn.__name__} {loss} {grad}"
+        for fn, (loss, grad) in zip(losses.BCE_WAYS.values(), (r.manual, r.bce, r.with_logits), strict=True)]
+
+
+def test_robust_fits(tmp_path, snippet_server):
+    r = assert_shows_what_ran(losses.robust_fit, 3, 10.0, 2, 40)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{name} slope, intercept {a} {b}" for name, (a, b) in r.fits.items()]
+
+
+def test_reduction(tmp_path, snippet_server):
+    r = assert_shows_what_ran(losses.reduction_scaling, 16, 1)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{b} {m} {s}" for b, m, s in zip(r.batch_sizes, r.grad_mean, r.grad_sum, strict=True)]
+
+
+def test_optimizer_race(tmp_path, snippet_server):
+    r = assert_shows_what_ran(optimizers.race, "rosenbrock", 30, sgd_lr=0.01, extra="NAdam")
+    assert any(run.diverged_at for run in r.runs), "a diverging run is part of the case"
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{run.name} {[run.xs[-1], run.ys[-1]]} {run.losses[-1]} {run.diverged_at}" for run in r.runs]
+
+
+def test_autocast_ops(tmp_path, snippet_server):
+    r = assert_shows_what_ran(amp.autocast_ops, 8, 2)
+    lines = printed(r.code, tmp_path, snippet_server).splitlines()
+    assert lines[:-1] == [f"{phase} {op} {inputs} -> {output}" for phase, op, inputs, output in r.ops]
+    assert lines[-1] == f"torch.{r.dtype} torch.float32 torch.float32"
+
+
+def test_autocast_time_and_memory(tmp_path, snippet_server):
+    r = assert_shows_what_ran(amp.measure, 16, 4, 1)
+    lines = printed(r.code, tmp_path, snippet_server).splitlines()
+    saved = [f"saved for backward {b / 2**20:.2f} MiB" for b in r.saved_bytes.values()]
+    assert [line.split(" ms ")[1] for line in lines] == saved
+    assert [line.split(" ")[0] for line in lines] == [name.split(" ")[0] for name in r.ms]
+
+
+def test_grad_scaler(tmp_path, snippet_server):
+    r = assert_shows_what_ran(amp.scaler_run, 12, 20, 3, "5", 1)
+    assert r.skipped[5] and not r.skipped[4]
+    expected = [f"{i} scale 2^{math.log2(b):g} -> 2^{math.log2(a):g} {'skipped' if s else ''} {loss}"
+                for i, (b, a, s, loss) in enumerate(zip(r.scale_before, r.scale_after, r.skipped, r.losses,
+                                                        strict=True))]
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        *expected, f"bfloat16 without a scaler: every gradient finite: {r.bf16_finite}"]
+
+
+
+# Gradient flow ----------------------------------------------------------------------------------------------------
+
+
+def test_gradient_flow(tmp_path, snippet_server):
+    r = assert_shows_what_ran(flow.gradient_flow, 6, 16, "tanh", "normal", "layer", True, 1)
+    norms, p = r.yours.grad_norms, r.yours
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"loss {p.loss}", f"layer 1: {norms[0]}  last layer: {norms[-1]}  ratio: {norms[0] / max(norms[-1], 1e-45)}"]
+
+
+def test_clipping_compare(tmp_path, snippet_server):
+    r = assert_shows_what_ran(clipping.compare_clipping, 1.0, 0.01)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"norm before {r.norm_before} returned {r.returned_norm}",
+        f"after norm clip {r.norm_after_norm_clip} after value clip {r.norm_after_value_clip}",
+        f"cosine kept: {r.cosine_norm_clip} {r.cosine_value_clip}"]
+
+
+def test_clipping_run(tmp_path, snippet_server):
+    r = assert_shows_what_ran(clipping.clipping_run, "0.5", 1.0)
+    assert r.plain_diverged, "the case shows the rescue"
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"clip_grad_norm_ {clip} steps {len(losses)} last loss {losses[-1]}"
+        for clip, losses in ((None, r.loss_plain), (r.max_norm, r.loss_clipped))]
+
+
+def test_dead_relus(tmp_path, snippet_server):
+    dead_relu.dead_run.cache_clear()  # a cached run would not run again
+    r = assert_shows_what_ran(dead_relu.dead_relus, 0.3, "default")
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"dead before: {r.yours.dead_before}", f"dead after: {r.yours.dead_after}",
+        f"final loss: {r.yours.final_loss}"]
+
+
+
+# Autograd ---------------------------------------------------------------------------------------------------------
+
+
+def test_grad_accumulates(tmp_path, snippet_server):
+    r = assert_shows_what_ran(accumulate.repeated_backward, 3)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"not zeroed: {[list(g) for g in r.accumulated]}", f"zeroed first: {[list(g) for g in r.zeroed]}"]
+
+
+def test_micro_batches(tmp_path, snippet_server):
+    r = assert_shows_what_ran(accumulate.micro_batches, 12, 3)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{r.max_diff}", f"{[f / u for f, u in zip(r.forgot, r.full, strict=True)]}"]
+
+
+def test_retain_graph(tmp_path, snippet_server):
+    r = assert_shows_what_ran(accumulate.freed_graph)
+    lines = printed(r.code, tmp_path, snippet_server).splitlines()
+    assert lines[0] == f"{list(r.first_grad)}" and lines[1].startswith(r.second_error[:-1])
+    assert lines[-1] == f"{[list(g) for g in r.retained_grads]}"
+
+
+def test_gradient_penalty(tmp_path, snippet_server):
+    r = assert_shows_what_ran(accumulate.gradient_penalty)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{list(r.second)} {list(r.analytic)}", f"gradgradcheck: {r.gradgradcheck_ok}", r.no_create_graph_error]
+
+
+def test_autograd_modes(tmp_path, snippet_server):
+    r = assert_shows_what_ran(modes.compare_modes, 16)
+    facts = printed(r.code, tmp_path, snippet_server).splitlines()[::2]
+    rows = r.table.to_dict("records")
+    assert facts == [f"{row['mode']} " + str({
+        "grad_fn": row["out.grad_fn"], "requires_grad": bool(row["out.requires_grad"]),
+        "is_inference": bool(row["out.is_inference()"]), "saved_bytes": saved,
+        "later": row["later: (out * W).sum().backward()"]}) for row, saved in zip(rows, r.saved_bytes, strict=True)]
+
+
+def test_detach_shares_storage(tmp_path, snippet_server):
+    r = assert_shows_what_ran(modes.detach_shares_storage)
+    assert printed(r.code, tmp_path, snippet_server) == f"{dataclasses.astuple(r)[:-1]}\n"
+
+
+def test_inplace_version(tmp_path, snippet_server):
+    r = assert_shows_what_ran(modes.version_counter_trap)
+    lines = printed(r.code, tmp_path, snippet_server).splitlines()
+    assert lines[0] == f"version {r.version_before} -> {r.version_after}" and lines[1].startswith(r.trap_error)
+    assert lines[-1] == f"{list(r.correct_grad)}"
+
+
+def test_custom_functions(tmp_path, snippet_server):
+    examples = [assert_shows_what_ran(example) for example in (custom.straight_through, custom.stable_logsumexp,
+                                                               custom.swish)]
+    for e in examples:
+        forward, checked = printed(e.code, tmp_path, snippet_server).splitlines()
+        shown = [float(v) for v in e.forward.strip("[]…, ").split(", ")]
+        assert [float(f"{v:.4g}") for v in eval(forward)] == shown[:6], e.name
+        assert checked.startswith(f"{e.max_abs_diff} {e.gradcheck_ok} ")
+        assert e.gradcheck_message.startswith(checked.split(" ", 2)[2]), e.name
+
+
+def test_wrong_backward_trap(tmp_path, snippet_server):
+    r = assert_shows_what_ran(custom.wrong_backward_trap)
+    naive, weighted, gradcheck = printed(r.code, tmp_path, snippet_server).splitlines()
+    assert naive == f"{r.naive_passes}" == "True"
+    assert gradcheck == f"{(r.gradcheck_ok, r.gradcheck_message)}" and not r.gradcheck_ok
+
+
+
+
+
+# Modules ----------------------------------------------------------------------------------------------------------
+
+
+def test_parameters_buffers_attributes(tmp_path, snippet_server):
+    r = assert_shows_what_ran(params.registry_table, 1)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"state_dict(): {list(r.state_dict_keys)}", *(f"{dataclasses.asdict(row)}" for row in r.rows)]
+
+
+def test_buffer_vs_attribute(tmp_path, snippet_server):
+    r = assert_shows_what_ran(params.buffer_vs_attribute)
+    assert "RuntimeError" in r.attribute_outcome
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"WithBuffer {(list(r.buffer_keys), r.buffer_device, r.buffer_outcome)}",
+        f"WithAttribute {(list(r.attribute_keys), r.attribute_device, r.attribute_outcome)}"]
+
+
+
+def test_batchnorm_running_stats(tmp_path, snippet_server):
+    t = assert_shows_what_ran(params.batchnorm_stats, 4, 0.2, 1)
+    rows = list(zip(t.modes, t.batch_means, t.running_means, t.running_vars, t.num_batches, strict=True))[1:]
+    assert printed(t.code, tmp_path, snippet_server).splitlines() == [
+        str(dict(mode=mode, batch_mean=batch, running_mean=mean, running_var=var, num_batches_tracked=count,
+                 eval_as_formula=t.eval_uses_running_stats)) for mode, batch, mean, var, count in rows]
+
+
+
+def test_freeze_layers(tmp_path, snippet_server):
+    r = assert_shows_what_ran(freezing.freeze_step, ("stem", "head"), "AdamW")
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        *(f"{dataclasses.asdict(row)}" for row in r.params),
+        f"param groups: {[len(g.names) for g in r.groups]} bn.running_mean moved: {r.bn_running_mean_change}"]
+
+
+def test_late_freeze(tmp_path, snippet_server):
+    r = assert_shows_what_ran(freezing.late_freeze, "SGD + momentum")
+    grads = dict(part.split(": ") for part in r.grad_after_zero_grad.split("; "))
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"set_to_none {flag} stem.weight.grad: {grads[f'set_to_none={flag}']} frozen stem moved by {moved}"
+        for flag, moved in ((True, r.change_set_to_none), (False, r.change_zeroed))]
+
+
+def test_eval_vs_freeze(tmp_path, snippet_server):
+    r = assert_shows_what_ran(freezing.eval_vs_freeze)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{variant} {tuple(row[column] for row in r.rows)}" for column, variant in ((1, "eval"), (2, "freeze"))]
+
+
+def test_per_group_lrs(tmp_path, snippet_server):
+    r = assert_shows_what_ran(freezing.per_group_lrs, "0.02, 0.2")
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        *(f"{name} group {group} lr {lr} |change| / |grad| = {ratio}" for name, group, ratio, lr in r.effective),
+        f"every change is -lr * grad: {r.verified}"]
+
+
+
+def test_weight_tying(tmp_path, snippet_server):
+    t = assert_shows_what_ran(sharing.weight_tying, 30, 8, 4)
+    lines = printed(t.code, tmp_path, snippet_server).splitlines()
+    shown = {f.name: getattr(t, f.name) for f in dataclasses.fields(t) if f.name not in ("ids", "code")}
+    assert sorted(lines) == sorted(f"{name} {value}" for name, value in shown.items())
+    assert t.count_tied * 2 == t.count_untied and t.grad_max_diff < 1e-6
+
+
+
+def test_plain_list_vs_modulelist(tmp_path, snippet_server):
+    r = assert_shows_what_ran(containers.list_vs_modulelist, 2, 4)
+    facts = [eval("{" + line.split(" {", 1)[1]) for line in printed(r.code, tmp_path, snippet_server).splitlines()]
+    assert [(f["tensors"], f["numel"], f["change"]) for f in facts] == list(
+        zip(r.param_tensors, r.numel, r.first_layer_change, strict=True))
+
+
+def test_module_dict(tmp_path, snippet_server):
+    r = assert_shows_what_ran(containers.module_dict_demo, "a, b")
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        *map(str, r.rows), f"parameters: {r.total_params}"]
+
+
+def test_sequential_vs_modulelist(tmp_path, snippet_server):
+    r = assert_shows_what_ran(containers.sequential_vs_modulelist)
+    assert printed(r.code, tmp_path, snippet_server) == f"{dataclasses.astuple(r)[:-1]}\n"
+
+
+def test_module_tree(tmp_path, snippet_server):
+    r = assert_shows_what_ran(containers.module_tree)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        *(str(dataclasses.astuple(node)) for node in r.nodes), f"named_modules(): {list(r.named_modules)}"]
+
+
+
+def test_hook_pile_up(tmp_path, snippet_server):
+    r = assert_shows_what_ran(hooks.hook_pileup, 3)
+    assert r.registered_trap == (1, 2, 3) and r.registered_correct == (0, 0, 0)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{name} hook firings per call: {fires} hooks registered after each: {registered}"
+        for name, fires, registered in (("predict_leaky", r.fires_trap, r.registered_trap),
+                                        ("predict_clean", r.fires_correct, r.registered_correct))]
+
+
+
+def test_forward_pre_hook(tmp_path, snippet_server):
+    r = assert_shows_what_ran(hooks.pre_hook_effect, "3, 5", 16, "stripes", 2, "invert")
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"plain  {[list(row) for row in r.logits_plain]}", f"hooked {[list(row) for row in r.logits_hooked]}",
+        f"hooked == model(transformed x): {r.equals_transformed_input}"]
+
+
+
+def test_forward_hook_zeroes_a_channel(tmp_path, snippet_server):
+    r = assert_shows_what_ran(hooks.zero_channel_effect, "3, 5", 16, "stripes", 2, "conv2", 4)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"plain  {[list(row) for row in r.logits_plain]}", f"hooked {[list(row) for row in r.logits_hooked]}",
+        f"hooked == the channel's weights zeroed: {r.equals_zeroed_weights}"]
+
+
+
+def test_gradient_surgery(tmp_path, snippet_server):
+    r = assert_shows_what_ran(hooks.grad_surgery, "3, 5", 16, "stripes", 2, "clip", "0.001")
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{name} grad norm {hooked}" for name, _, hooked in r.param_grad_norms]
+
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")  # the first conv's input needs no grad
+def test_hooks_on_every_layer(tmp_path, snippet_server):
+    r = assert_shows_what_ran(hooks.hook_outputs, "3, 5", 16, "stripes", 2)
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        *(f"{e.phase:13} {e.layer} {e.received}" for e in r.events),
+        f"hooks registered during the run: {r.hooks_registered} after: {r.hooks_left}",
+        f"logits {[list(row) for row in r.logits]}"]
+
+
+# Tensors ----------------------------------------------------------------------------------------------------------
+
+
+def test_broadcast_shapes(tmp_path, snippet_server):
+    r = assert_shows_what_ran(broadcasting.broadcast, ("8, 1, 6, 1", "7, 1, 5", ""))
+    assert printed(r.code, tmp_path, snippet_server) == f"{r.result} None\n"
+    clash = assert_shows_what_ran(broadcasting.broadcast, ("2, 3", "4, 3", ""))
+    message = clash.torch_error.split(": ", 1)[1]  # torch's first line, after the exception's type
+    assert printed(clash.code, tmp_path, snippet_server).startswith(f"None {message}")
+
+
+def test_broadcast_reads(tmp_path, snippet_server):
+    g = assert_shows_what_ran(broadcasting.grid, ("2, 1, 4", "3, 1", "[]"), "1, 2, 3")
+    assert printed(g.code, tmp_path, snippet_server) == f"{list(g.reads)}\n"
+
+
+
+def test_promotion_matrix(tmp_path, snippet_server):
+    r = assert_shows_what_ran(dtypes.promotion, ("uint8", "int64", "float16"), True, ("int", "float"))
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{label} {list(row)}" for label, row in zip(r.labels, r.results, strict=True)]
+
+
+
+def test_devices(tmp_path, snippet_server):
+    r = assert_shows_what_ran(devices.report)
+    chosen, facts = printed(r.code, tmp_path, snippet_server).splitlines()
+    assert chosen == f"chosen device: {r.chosen}"
+    facts = eval(facts, {"RuntimeError": str})  # the exception prints as RuntimeError('message')
+    assert (facts["x"], facts["y"], facts["y_is_x"], facts["model_after"], facts["same_module"]) == (
+        r.tensor_before, r.tensor_after, r.tensor_same_object, r.module_after, r.module_same_object)
+    assert r.mixing_error.startswith(f"RuntimeError: {facts['mixing'].splitlines()[0]}")
+
+
+# Home, traps, quiz ------------------------------------------------------------------------------------------------
+
+
+def test_home_softmax(tmp_path, snippet_server):
+    r = assert_shows_what_ran(home.softmax_temperature, "2, 1, 0.1", 0.5)
+    assert printed(r.code, tmp_path, snippet_server) == f"{list(r.probs)}\n"
+
+
+def test_trap_pair(tmp_path, snippet_server):
+    r = assert_shows_what_ran(training_traps.clip_before_unscale_trap)
+    assert printed(r.code, tmp_path, snippet_server) == f"trap: {r.trap}\ncorrect: {r.correct}\n"
+
+
+def test_quiz_question(tmp_path, snippet_server):
+    q = next(q for q in training_questions.QUESTIONS if q.key == "onecycle")
+    answer = []
+    snippet = assert_shows_what_ran(lambda: answer.append(q.run()) or q.snippet)
+    assert format_answer(eval(printed(snippet, tmp_path, snippet_server))) == format_answer(answer[0])
