@@ -84,10 +84,17 @@ def cached_quant(width: int, depth: int):
     return run_isolated(quant_report, width, depth)  # torchao's imports (about 120 MB) leave with the child
 
 
-# Figures are built once per setting and shared read-only: building them costs more than a warm rerun may.
+# Figures are built once per measurement and shared read-only: building them costs more than a warm rerun may.
+# Each is keyed on the timings it draws, so a result measured again (its cache entry evicted) gets its own figure.
 @st.cache_resource(max_entries=8, show_spinner=False)
-def onnx_chart(width: int, depth: int):
-    return onnx_latency_figure(cached_onnx(width, depth), width, depth)
+def onnx_chart(_onnx, width: int, depth: int, timings: tuple[float, ...]):
+    return onnx_latency_figure(_onnx, width, depth)
+
+
+def timings_of(onnx, quant=None) -> tuple[float, ...]:
+    """The measured times a figure draws: onnx's eager and onnxruntime medians, and the quantized rows' latency."""
+    rows = quant.rows if quant is not None else ()
+    return (onnx.eager_ms, onnx.ort_ms, *(r["latency ms (batch 256)"] for r in rows))
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -238,7 +245,7 @@ def onnx_section() -> None:
         c[1].metric(".onnx file", f"{r.file_bytes:,} B")
         c[2].metric("eager, batch 32", f"{r.eager_ms:.3f} ms")
         c[3].metric("onnxruntime, batch 32", f"{r.ort_ms:.3f} ms")
-        ui.plot(onnx_chart(width, depth), key="sv_onnx_latency_fig")
+        ui.plot(onnx_chart(r, width, depth, timings_of(r)), key="sv_onnx_latency_fig")
         st.markdown(f"onnxruntime reports the input shape as `{r.input_shape}`: the batch axis is symbolic.")
         table(r.checks)
         left, right = st.columns([1, 2])
@@ -285,7 +292,7 @@ def targets_section() -> None:
     export, onnx, (quant, _) = ui.queued_status(
         "Measuring each path (once per server)…", lambda _: "Each path measured", measured_paths, onnx_size,
         quant_size, key="sv_paths")
-    ui.plot(paths_chart(onnx_size, quant_size), key="sv_paths_fig")
+    ui.plot(paths_chart(onnx, quant, onnx_size, quant_size, timings_of(onnx, quant)), key="sv_paths_fig")
     st.caption(f"ONNX bars: MLP width {onnx_size[0]}, {onnx_size[1]} hidden layers; quantization bars: MLP width "
                f"{quant_size[0]}, {quant_size[1]} hidden layers, trained here. Different models and batches: compare "
                "bars within one model, not across. int8 is faster only where this CPU has int8 kernels.")
@@ -301,8 +308,8 @@ def measured_paths(onnx_size: tuple[int, int], quant_size: tuple[int, int]):
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def paths_chart(onnx_size: tuple[int, int], quant_size: tuple[int, int]):
-    return paths_figure(cached_onnx(*onnx_size), onnx_size, cached_quant(*quant_size)[0], quant_size)
+def paths_chart(_onnx, _quant, onnx_size: tuple[int, int], quant_size: tuple[int, int], timings: tuple[float, ...]):
+    return paths_figure(_onnx, onnx_size, _quant, quant_size)
 
 
 ui.page_header("saving")

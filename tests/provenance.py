@@ -61,11 +61,22 @@ def origins_that_did_not_run(script, called: set[types.CodeType]) -> list[str]:
             if o not in called and not {_where(c) for c in code_objects(o)} & ran]
 
 
+def clear_demo_caches() -> None:
+    """Empty every functools cache of the loaded demos modules: a cached function that an earlier test filled would
+    answer from its cache, and its code would not run during the call under test."""
+    for name, module in list(sys.modules.items()):
+        if name == "demos" or name.startswith("demos."):
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)) and hasattr(value, "__wrapped__"):
+                    value.cache_clear()
+
+
 def assert_shows_what_ran(demo, *args, **kwargs):
     """Call demo(*args, **kwargs); its result's `.code` (or the result itself) must be a Script whose every origin
     ran during the call. Returns the result."""
     from demos.shown import Script
 
+    clear_demo_caches()
     with recording_calls() as called:
         result = demo(*args, **kwargs)
     code = result if isinstance(result, str) else result.code

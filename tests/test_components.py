@@ -91,7 +91,7 @@ def test_url_parameters_set_the_view():
     assert at.text_input(key="home_logits").value == "1, 2, 3, 4"
     assert at.toggle(key="whiteboard").value is True
     code = next(c.value for c in at.code if "softmax" in c.value)
-    assert "[1.0, 2.0, 3.0, 4.0]" in code and "/ 2.0" in code
+    assert "logits = [1.0, 2.0, 3.0, 4.0]" in code and "temperature = 2.0" in code
 
 
 def test_home_bad_logits_show_error_then_recover():

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from demos.autograd.custom import RoundSTE, StableLogSumExp, Swish, _grad
+from demos.autograd.custom import RoundSTE, StableLogSumExp, Swish, grad_of
 from demos.style import COLORS, base_layout, legend_on_top
 
 SWEEP = (-3.0, 3.0, 121)  # linspace of x
@@ -48,8 +48,8 @@ def custom_curves(name: str) -> CustomCurves:
     x = torch.linspace(*SWEEP, dtype=torch.float64)
     with torch.no_grad():
         out = custom(x)
-    return CustomCurves(name, x_label, tuple(x.tolist()), tuple(out.tolist()), tuple(_grad(custom, x).tolist()),
-                        tuple(_grad(plain, x).tolist()))
+    return CustomCurves(name, x_label, tuple(x.tolist()), tuple(out.tolist()), tuple(grad_of(custom, x).tolist()),
+                        tuple(grad_of(plain, x).tolist()))
 
 
 def custom_figure(c: CustomCurves) -> go.Figure:
