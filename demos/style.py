@@ -217,6 +217,7 @@ def presenter_figure(fig: go.Figure) -> go.Figure:
     if any(a.yref == "paper" and (a.y or 0) >= 0.98 for a in out.layout.annotations):
         out.update_layout(margin_t=max(out.layout.margin.t or 0, 2 * size + 10))  # subplot titles fit above
     _keep_every_row_label(out, size)
+    _legend_at_the_bottom_edge(out, size)
     for trace in out.data:
         if "textfont" in trace:
             trace.textfont.size = round((trace.textfont.size or 12) * 1.4)
@@ -224,6 +225,18 @@ def presenter_figure(fig: go.Figure) -> go.Figure:
             trace.colorbar.tickfont.size = size - 4
             trace.colorbar.title.font.size = size - 2
     return out
+
+
+def _legend_at_the_bottom_edge(fig: go.Figure, size: int) -> None:
+    """A legend placed under the plot (a negative paper y, sized for the figure's own height and type) would land
+    on the x-axis title at the presenter height and type: pin it to the figure's bottom edge instead, with room
+    above it for the tick labels and the axis title."""
+    legend = fig.layout.legend
+    if legend.orientation != "h" or legend.y is None or legend.y >= 0:
+        return
+    rows = 2  # a horizontal legend of a few entries wraps to two lines at presenter type on a 1280 px screen
+    fig.update_layout(legend=dict(yref="container", y=0, yanchor="bottom"),
+                      margin_b=max(fig.layout.margin.b or 0, rows * (size + 10) + 3 * size + 20))
 
 
 def _keep_every_row_label(fig: go.Figure, size: int) -> None:

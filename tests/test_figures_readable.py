@@ -260,3 +260,17 @@ def test_every_figure_on_every_page_has_readable_text_in_both_themes(topic):
         figures += len(at.get("vega_lite_chart"))  # Vega-Lite text takes the theme's colours
     assert figures or not topic.charts, "the page drew the figures it draws at its defaults"
     assert not problems, "\n".join(sorted(set(problems)))
+
+
+def test_a_legend_under_the_plot_sits_at_the_presenter_figures_bottom_edge_below_the_axis_title():
+    """The data page's Gantt puts its legend under the plot in paper units sized for its own height; at the
+    presenter height and type that offset landed on the x-axis title."""
+    from demos.data.figures import _legend_below
+    from demos.style import PRESENTER_FONT, base_layout, presenter_figure
+
+    gantt_like = go.Figure(go.Bar(x=[1, 2], y=["main", "worker 0"], orientation="h", name="read (I/O)"))
+    gantt_like.update_xaxes(title_text="time since the run started (ms)")
+    fig = presenter_figure(_legend_below(base_layout(gantt_like, height=400), 400))
+    assert (fig.layout.legend.yref, fig.layout.legend.y, fig.layout.legend.yanchor) == ("container", 0, "bottom")
+    room_for_ticks_and_title = 3 * PRESENTER_FONT
+    assert fig.layout.margin.b >= 2 * (PRESENTER_FONT + 10) + room_for_ticks_and_title
