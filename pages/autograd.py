@@ -164,7 +164,7 @@ def graph_results(leaves: str, expr: str, show_saved: bool) -> None:
         "it, on the right is what autograd actually recorded, drawn by torchviz's `make_dot`."
     )
     g = cached_graph(leaves, expr, show_saved)
-    left, right = st.columns([2, 3], gap="large")
+    left, right = ui.figure_pair("ag_graphs", (2, 3))
     with left:
         st.markdown(f"**Forward: your expression** → output shape `{g.out_shape}`")
         ui.graph(g.forward_dot)

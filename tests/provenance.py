@@ -1,10 +1,14 @@
 """Which functions ran: the check that a snippet's source is the code that drew the figure (demos/shown.py)."""
 
+import ast
 import inspect
+import re
 import sys
 import threading
 import types
 from contextlib import contextmanager
+
+from demos.registry import ROOT
 
 
 @contextmanager
@@ -85,3 +89,18 @@ def assert_shows_what_ran(demo, *args, **kwargs):
     missing = origins_that_did_not_run(code, called)
     assert not missing, f"{demo.__qualname__}: shown but never ran: {missing}"
     return result
+
+
+def show_code_keys(source_file: str) -> list[re.Pattern]:
+    """The `key=` of every ui.show_code call in a source file, as patterns (an f-string key matches any fill)."""
+    tree = ast.parse((ROOT / source_file).read_text())
+    keys = []
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and getattr(call.func, "attr", None) == "show_code":
+            key = next(k.value for k in call.keywords if k.arg == "key")
+            if isinstance(key, ast.Constant):
+                keys.append(re.compile(re.escape(key.value)))
+            else:
+                parts = [re.escape(p.value) if isinstance(p, ast.Constant) else ".+" for p in key.values]
+                keys.append(re.compile("".join(parts)))
+    return keys

@@ -1,6 +1,7 @@
 """demos/shown.py builds snippets from the source of what ran; tests/provenance.py tells shown code that ran from
 shown code that did not."""
 
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -8,8 +9,10 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from demos.registry import ROOT
 from demos.shown import Script, script
-from tests.provenance import assert_shows_what_ran
+from tests import test_shown_core, test_shown_systems
+from tests.provenance import assert_shows_what_ran, show_code_keys
 
 
 class Doubler(torch.nn.Module):
@@ -54,3 +57,17 @@ def test_provenance_sees_classes_and_functions_that_ran_and_names_the_one_that_d
 
     with pytest.raises(AssertionError, match="never_called"):
         assert_shows_what_ran(lying_demo)
+
+
+def test_every_show_code_call_in_the_app_has_a_per_demo_test():
+    """Each `ui.show_code` call (found in the source, so a new one cannot be missed) is mapped to the test that
+    calls its demo through assert_shows_what_ran and runs the snippet it shows."""
+    maps = {test_shown_core: test_shown_core.TESTED_BY, test_shown_systems: test_shown_systems.TESTED_BY}
+    tested = {file: (module, keys) for module, by_file in maps.items() for file, keys in by_file.items()}
+    sources = sorted(str(f.relative_to(ROOT)) for f in (ROOT / "pages").rglob("*.py"))
+    calling = {f: {k.pattern.replace(".+", "{}") for k in show_code_keys(f)} for f in sources}
+    assert {f for f, keys in calling.items() if keys} == set(tested)
+    for file, (module, keys) in tested.items():
+        assert calling[file] == {re.sub(r"\{[^}]*\}", "{}", key) for key in keys}, file
+        missing = [name for name in keys.values() if not callable(getattr(module, name, None))]
+        assert not missing, f"{file}: no test named {missing} in {module.__name__}"

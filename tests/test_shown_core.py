@@ -19,6 +19,50 @@ from demos.training import traps as training_traps
 from tests.provenance import assert_shows_what_ran
 from tests.snippet_runner import run_alone
 
+# Every ui.show_code key on these pages, and the test below that checks its snippet (tests/test_shown.py holds
+# the union of this map and tests/test_shown_systems.py's to every show_code call in the app).
+TESTED_BY = {
+    "pages/training-loop.py": {
+        "tl_walk_code": "test_one_step_walk", "tl_mis_code": "test_mistake_loop",
+        "tl_opt_code": "test_optimizer_race", "tl_decay_code": "test_adam_vs_adamw",
+        "tl_sch_code": "test_scheduler_curves", "tl_pl_code": "test_reduce_lr_on_plateau",
+        "tl_ce_code": "test_cross_entropy", "tl_bce_code": "test_bce_three_ways", "tl_rob_code": "test_robust_fits",
+        "tl_red_code": "test_reduction", "tl_amp_ops_code": "test_autocast_ops",
+        "tl_amp_speed_code": "test_autocast_time_and_memory", "tl_gs_code": "test_grad_scaler",
+        "tl_res_code": "test_exact_resume",
+    },
+    "pages/gradient-flow.py": {
+        "gf_flow_code": "test_gradient_flow", "gf_clip_code": "test_clipping_compare",
+        "gf_run_code": "test_clipping_run", "gf_dead_code": "test_dead_relus",
+    },
+    "pages/autograd.py": {
+        "ag_graph_code": "test_autograd_graph", "ag_backward_code": "test_autograd_backward",
+        "ag_modes_code": "test_autograd_modes", "ag_sharing_code": "test_detach_shares_storage",
+        "ag_version_code": "test_inplace_version", "ag_trap_code": "test_wrong_backward_trap",
+        "ag_repeat_code": "test_grad_accumulates", "ag_micro_code": "test_micro_batches",
+        "ag_freed_code": "test_retain_graph", "ag_penalty_code": "test_gradient_penalty",
+    },
+    "pages/modules.py": {
+        "modules_registry_code": "test_parameters_buffers_attributes",
+        "modules_buffer_trap_code": "test_buffer_vs_attribute",
+        "modules_bn_code": "test_batchnorm_running_stats", "modules_hooks_code": "test_hooks_on_every_layer",
+        "modules_pre_code": "test_forward_pre_hook", "modules_zero_code": "test_forward_hook_zeroes_a_channel",
+        "modules_surgery_code": "test_gradient_surgery", "modules_pileup_code": "test_hook_pile_up",
+        "modules_freeze_code": "test_freeze_layers", "modules_eval_code": "test_eval_vs_freeze",
+        "modules_late_code": "test_late_freeze", "modules_lr_code": "test_per_group_lrs",
+        "modules_tie_code": "test_weight_tying", "modules_lists_code": "test_plain_list_vs_modulelist",
+        "modules_seq_code": "test_sequential_vs_modulelist", "modules_heads_code": "test_module_dict",
+        "modules_tree_code": "test_module_tree",
+    },
+    "pages/tensors.py": {
+        "tensors_bc_code": "test_broadcast_shapes", "tensors_bc_grid_code": "test_broadcast_reads",
+        "tensors_mem_code": "test_strides_and_views", "tensors_dt_code": "test_promotion_matrix",
+        "tensors_es_code": "test_einsum", "tensors_dev_code": "test_devices", "tensors_lab_code": "test_shape_lab",
+    },
+    "pages/home.py": {"home_softmax_code": "test_home_softmax"},
+    "pages/ui/traps.py": {"{key}_code": "test_trap_pair"},
+}
+
 
 def printed(code: str, tmp_path, snippet_server) -> str:
     """What the snippet prints, run as a reader would run it; it must exit cleanly."""
@@ -91,6 +135,13 @@ def test_reduction(tmp_path, snippet_server):
 def test_optimizer_race(tmp_path, snippet_server):
     r = assert_shows_what_ran(optimizers.race, "rosenbrock", 30, sgd_lr=0.01, extra="NAdam")
     assert any(run.diverged_at for run in r.runs), "a diverging run is part of the case"
+    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
+        f"{run.name} {[run.xs[-1], run.ys[-1]]} {run.losses[-1]} {run.diverged_at}" for run in r.runs]
+
+
+def test_adam_vs_adamw(tmp_path, snippet_server):
+    r = assert_shows_what_ran(optimizers.decay_compare, "rosenbrock", 40, weight_decay=0.2)
+    assert r.final_gap > 0, "the two kinds of decay end in different places"
     assert printed(r.code, tmp_path, snippet_server).splitlines() == [
         f"{run.name} {[run.xs[-1], run.ys[-1]]} {run.losses[-1]} {run.diverged_at}" for run in r.runs]
 

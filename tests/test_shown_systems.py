@@ -37,10 +37,9 @@ from demos.saving.quant import quantize_and_measure, scale_schemes
 from demos.saving.state import state_dict_report
 from tests.provenance import assert_shows_what_ran, origins_that_did_not_run, recording_calls
 from tests.snippet_runner import run_alone
-from tests.snippets import show_code_keys
 
-# Every ui.show_code key on these pages, and the test below that checks its snippet. These pages' snippets are
-# checked here, per demo, instead of by the page crawl of tests/test_snippets.py.
+# Every ui.show_code key on these pages, and the test below that checks its snippet (tests/test_shown.py holds
+# the union of this map and tests/test_shown_core.py's to every show_code call in the app).
 TESTED_BY = {
     "pages/saving.py": {
         "sv_state_code": "test_state_dict_anatomy", "sv_ckpt_code": "test_checkpoint_contents_and_the_crash",
@@ -69,13 +68,6 @@ TESTED_BY = {
         "{key}_{run.demo}_code": "test_distributed_ranks_script", "dist_pp_code": "test_pipeline_schedule",
     },
 }
-
-
-def test_every_show_code_on_these_pages_has_a_test_here():
-    for page, tested in TESTED_BY.items():
-        shown = {k.pattern.replace(".+", "{}") for k in show_code_keys(page)}
-        assert shown == {re.sub(r"\{[^}]*\}", "{}", key) for key in tested}, page
-        assert all(name in globals() for name in tested.values()), page
 
 
 def printed(code: str, tmp_path, snippet_server, lint: bool = True) -> str:

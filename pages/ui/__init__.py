@@ -2,7 +2,7 @@
 
 from pages.ui.code import show_code
 from pages.ui.errors import input_errors
-from pages.ui.figures import graph, legend, plot, vega
+from pages.ui.figures import figure_pair, graph, legend, plot, vega
 from pages.ui.layout import page_header, prose, section_tabs, settings, sidebar_controls, steps, whiteboard_on
 from pages.ui.queue import queued, queued_status
 from pages.ui.quiz import interview_corner, predict_then_run
@@ -11,6 +11,7 @@ from pages.ui.tables import table
 from pages.ui.traps import trap_pair
 
 __all__ = [
+    "figure_pair",
     "graph",
     "input_errors",
     "interview_corner",

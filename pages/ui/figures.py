@@ -25,11 +25,20 @@ _VIEWS_MAX = 64
 _lock = threading.Lock()
 VEGA_FRAME = 60  # px a Vega-Lite chart adds around its plot height in the browser: axis labels, legend
 FIGURE_MARK = "wbfig-"  # the key prefix of a figure's container: whiteboard.css puts it first, the keys step by it
+PAIR_MARK = "wbpair-"  # the key prefix of two figures read together: whiteboard.css keeps them side by side
 
 
 def figure_box(key: str):
     """The container a figure and its tools sit in, marked so whiteboard mode can show it first and frame it."""
     return st.container(key=FIGURE_MARK + key)
+
+
+def figure_pair(key: str, widths: tuple[int, int] = (1, 1)):
+    """Two columns for two figures that are read together (an expression beside the graph autograd recorded).
+    Whiteboard mode stacks every other row of columns that holds a figure; this pair stays side by side there, so
+    both are on the screen at once."""
+    with st.container(key=PAIR_MARK + key):
+        return st.columns(widths, gap="large")
 
 
 def _fingerprint(text: str) -> str:

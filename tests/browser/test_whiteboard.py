@@ -376,6 +376,9 @@ VIEWS = [(t, q) for t in registered() for q in t.views()]
 # sits below its view's figure and does not count as the view's first figure.
 FIGURE_OR_CARD = ("[data-testid=stPlotlyChart], [data-testid=stVegaLiteChart], [data-testid=stGraphVizChart], "
                   "[class*=st-key-wbcard-]")
+# Two figures read together (ui.figure_pair: Autograd's expression beside the graph torch recorded).
+PAIRED_FIGURES = ("[class*=st-key-wbpair-] :is([data-testid=stPlotlyChart], [data-testid=stVegaLiteChart], "
+                  "[data-testid=stGraphVizChart])")
 FRAME_TOP = 90  # px: the app's header strip is above this line (assets/js/presenter.js)
 
 
@@ -416,6 +419,8 @@ def test_every_view_in_whiteboard_mode_opens_on_its_figure_and_reads_from_the_ba
         figures = boxes_on_screen_order(page)
         assert figures, "the view opens on a figure or a question card"
         assert whole_on_screen(figures[0]), f"the first figure is whole on the 1280x720 screen: {figures[0]}"
+        pair = boxes_on_screen_order(page, PAIRED_FIGURES)
+        assert all(whole_on_screen(b) for b in pair), f"both figures of a pair are whole on the screen: {pair}"
         sizes = _metric_and_table_sizes(page)
         assert sizes["overflow"] <= 1, "nothing sticks out sideways at 1280 px"
         assert all(m >= sizes["body"] for m in sizes["metrics"]), sizes
