@@ -7,7 +7,9 @@ torch.autograd.grad: the gradient flowing into any sub-expression is torch.autog
 fresh leaf standing in for it.
 """
 
+import contextlib
 import dataclasses
+import io
 import operator
 
 import pandas as pd
@@ -259,17 +261,19 @@ def test_every_section_agrees_with_autograd_grad(case):
 
 
 def check_snippet(shown) -> None:
-    """The backward snippet, run alone, prints the engine order and every gradient the page shows, as it shows
-    them (the first values of each, to 4 significant digits)."""
-    printed = {}
-    exec(compile(shown.code, "<snippet>", "exec"), {"print": lambda label, value: printed.setdefault(label, value)})
-    assert printed["engine order:"] == list(shown.order["grad_fn"])
-    temps = [label for label in printed if label.startswith("t") and label.endswith(".grad")]
-    shown_rows = list(shown.intermediate_grads["gradient flowing in (.grad)"])
-    assert [CUT_BY_DETACH if printed[t] == "None" else printed[t] for t in temps] == shown_rows
-    for leaf, row in shown.leaf_grads.set_index("leaf").iterrows():
-        if f"{leaf}.grad" in printed:
-            assert printed[f"{leaf}.grad"] == row[".grad"]
+    """The backward snippet, run here, prints the engine order and every gradient the page shows, as it shows them
+    (the first values of each, to 4 significant digits)."""
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        exec(compile(shown.code, "<snippet>", "exec"), {"__name__": "__main__"})
+    lines = said.getvalue().splitlines()
+    order = [(int(k.removeprefix("#")), name) for k, name in zip(shown.order["node"], shown.order["grad_fn"],
+                                                                  strict=True)]
+    leaves = [f"{row['leaf']}.grad {row['.grad']}" for row in shown.leaf_grads.to_dict("records")
+              if row["requires_grad"]]
+    assert lines[:1 + len(leaves)] == [f"engine order: {order}", *leaves]
+    assert [line.split(" ", 1)[1] for line in lines[1 + len(leaves):]] == [
+        "None" if g == CUT_BY_DETACH else g for g in shown.intermediate_grads["gradient flowing in (.grad)"]]
 
 
 def label_case(text: str, shown) -> None:

@@ -4,11 +4,12 @@ prints the figure's numbers."""
 
 import dataclasses
 import math
+import re
 
 import pytest
 
 from demos import home
-from demos.autograd import accumulate, custom, modes
+from demos.autograd import accumulate, backward, custom, graph, modes
 from demos.gradient_flow import clipping, dead_relu, flow
 from demos.modules import containers, freezing, hooks, params, sharing
 from demos.quiz import format_answer
@@ -275,7 +276,32 @@ def test_wrong_backward_trap(tmp_path, snippet_server):
     assert gradcheck == f"{(r.gradcheck_ok, r.gradcheck_message)}" and not r.gradcheck_ok
 
 
+# (leaves, expression): a matmul and a broadcast add; a leaf used three times, one use cut by .detach(), and a leaf
+# without grad named `leaves`, which would overwrite the snippet's own `leaves` unless the snippet renames it
+AUTOGRAD_EXPRESSIONS = [("x: 4,3; W: 3,2 grad; b: 2 grad", "sum(x @ W + b)"),
+                        ("w: 3 grad; leaves: 3", "sum(w * (w * 2).detach() + leaves * w)")]
 
+
+def test_autograd_graph(tmp_path, snippet_server):
+    for (leaves, expr), show_saved in zip(AUTOGRAD_EXPRESSIONS, (False, True), strict=True):
+        r = assert_shows_what_ran(graph.graph_view, leaves, expr, show_saved)
+        table = r.nodes[["node", "grad_fn", "next functions"]].to_dict("records")
+        assert printed(r.code, tmp_path, snippet_server).splitlines() == [str(row) for row in table], expr
+
+
+def test_autograd_backward(tmp_path, snippet_server):
+    for leaves, expr in AUTOGRAD_EXPRESSIONS:
+        r = assert_shows_what_ran(backward.backward_view, leaves, expr)
+        lines = printed(r.code, tmp_path, snippet_server).splitlines()
+        order = [(int(row["node"].removeprefix("#")), row["grad_fn"]) for row in r.order.to_dict("records")]
+        assert lines[0] == f"engine order: {order}", expr
+        leaf_rows = [row for row in r.leaf_grads.to_dict("records") if row["requires_grad"]]
+        assert lines[1:1 + len(leaf_rows)] == [f"{row['leaf']}.grad {row['.grad']}" for row in leaf_rows], expr
+        labels, grads = zip(*(line.split(" ", 1) for line in lines[1 + len(leaf_rows):]), strict=True)
+        assert [re.sub(r"^t\d+\.grad$", "t.grad", label) for label in labels] == ["t.grad"] * (len(labels) - 1) + [
+            "out.grad"]
+        assert list(grads) == ["None" if g == backward.CUT_BY_DETACH else g
+                               for g in r.intermediate_grads["gradient flowing in (.grad)"]], expr
 
 
 # Modules ----------------------------------------------------------------------------------------------------------

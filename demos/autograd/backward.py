@@ -16,15 +16,16 @@ from demos.autograd.expr import (
     Neg,
     Transpose,
     evaluate,
-    leaves_code,
     make_leaves,
     parse_expression,
     parse_leaves,
+    seeded_leaves,
     to_source,
 )
-from demos.autograd.graph import build, creators, fn_name, node_ids
+from demos.autograd.graph import build, code_lines, creators, fn_name, graph_nodes, unpacking, variable_names
 from demos.errors import InputError
 from demos.parsing import format_shape
+from demos.shown import Script, script
 
 FULL_GRADCHECK_NUMEL = 128
 
@@ -67,11 +68,11 @@ class BackwardResult:
     gradcheck_mode: str
     gradcheck_message: str
     max_diff_vs_autograd_grad: float
-    code: str
+    code: Script
 
 
 def preview(t: torch.Tensor | None, n: int = 6) -> str:
-    """A short text of a tensor's values: all of them when few, else the first n and a count."""
+    """A short text of a tensor's values: all of them when few, else the first n and an ellipsis."""
     if t is None:
         return "None"
     flat = t.detach().flatten().tolist()
@@ -107,18 +108,24 @@ def _elem(shape) -> str:
 
 
 def run_backward(b) -> tuple[torch.Tensor, list[int]]:
-    """retain_grad on every intermediate, a pre-hook on every node recording the engine's order, then backward."""
-    ids = node_ids(b.nodes)
-    order: list[int] = []
-    handles = [fn.register_prehook(lambda grads, fn=fn: order.append(ids[fn])) for fn in b.nodes]
-    for step in b.steps:
-        if step.out.requires_grad and not step.out.is_leaf:
-            step.out.retain_grad()
-    seed = torch.ones_like(b.out)
-    b.out.backward(seed, retain_graph=True)
-    for h in handles:
-        h.remove()
-    return seed, order
+    """backward_in_order on the expression's run: the seed it used and the node numbers in the engine's order."""
+    ran = backward_in_order(b.out, [s.out for s in b.steps if s.out.requires_grad])
+    return torch.ones_like(b.out), [i for i, _ in ran]
+
+
+def backward_in_order(out, intermediates):
+    """retain_grad() on each intermediate, a pre-hook on every node of out's graph recording when the engine runs
+    it, then backward from a gradient of ones. Returns (number, class) of each node in the order the engine ran
+    them, numbered as graph_nodes numbers them."""
+    for t in intermediates:
+        t.retain_grad()  # without it, backward fills .grad of leaves only
+    nodes = graph_nodes(out)
+    ran = []
+    hooks = [fn.register_prehook(lambda grads, i=i: ran.append(i)) for i, fn in enumerate(nodes)]
+    out.backward(torch.ones_like(out))
+    for hook in hooks:
+        hook.remove()
+    return [(i, type(nodes[i]).__name__) for i in ran]
 
 
 # ---- the chain rule at one node, computed by hand and compared with the engine -----------------------------------
@@ -360,7 +367,7 @@ def backward_view(leaves_text: str, expr_text: str) -> BackwardResult:
         chains=chains,
         gradcheck_ok=ok, gradcheck_mode=mode, gradcheck_message=message,
         max_diff_vs_autograd_grad=max(diffs, default=0.0),
-        code=backward_code(b, expr_text),
+        code=backward_code(b, grad_steps),
     )
 
 
@@ -369,59 +376,47 @@ def _or_zeros(grad: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(like) if grad is None else grad
 
 
-def backward_code(b, expr_text: str) -> str:
-    """A runnable script: named intermediates with retain_grad, order hooks, backward, gradcheck."""
-    lines = ["import torch", "", leaves_code(b.leaves), "", f"# {expr_text.strip()}"]
-    # keyed by id: two equal sub-expressions (x * 2 + x * 2) are two operations, each with its own temporary
-    temps = {id(s.node): f"t{i}" for i, s in enumerate(b.steps, 1)}
-    for i, s in enumerate(b.steps, 1):
-        lines.append(f"t{i} = {_code_with_temps(s.node, temps, top=True)}")
-        if s.out.requires_grad:
-            lines.append(f"t{i}.retain_grad()")
-    out = f"t{len(b.steps)}"
+BACKWARD_SHOWN = (seeded_leaves, graph_nodes, backward_in_order, preview)
+
+
+def backward_code(b, grad_steps: list) -> Script:
+    """The snippet: the functions that made the leaves and ran backward, then the visitor's expression as torch code,
+    one operation per line (a variable per intermediate, so its .grad can be retained and printed)."""
+    # keyed by id: two equal sub-expressions (x * 2 + x * 2) are two operations, each with its own variable
+    temps = {id(s.node): f"t{i}" for i, s in enumerate(b.steps[:-1], 1)} | {id(b.steps[-1].node): "out"}
+    names = variable_names(b.leaves, {"torch", "shapes", "requires_grad", "leaves", "order", "name", "leaf",
+                                      *temps.values(), *(f.__name__ for f in BACKWARD_SHOWN)})
+    settings = {"shapes": {leaf.name: leaf.shape for leaf in b.leaves},
+                "requires_grad": [leaf.name for leaf in b.leaves if leaf.requires_grad]}
+    wanted = [temps[id(s.node)] for s in grad_steps]
+    lines = ["leaves = seeded_leaves(shapes, requires_grad)", f"{unpacking(names)} = leaves.values()",
+             code_lines("# as typed: ", to_source(b.tree))]
+    lines += [code_lines(f"{temps[id(s.node)]} = ", _code_with_temps(s.node, temps, names, top=True))
+              for s in b.steps]
     lines += [
-        "",
-        "order = []",
-        "def record(fn):",
-        "    fn.register_prehook(lambda grads: order.append(type(fn).__name__))",
-        "    for nxt, _ in fn.next_functions:",
-        "        if nxt is not None and nxt not in seen:",
-        "            seen.add(nxt)",
-        "            record(nxt)",
-        f"seen = {{{out}.grad_fn}}",
-        f"record({out}.grad_fn)",
-        f"{out}.backward(torch.ones_like({out}))",
-        "",
-        "def preview(t, n=6):",
-        '    """What the page\'s tables show of a tensor: its first n values, flattened, to 4 significant digits',
-        '    (print(t) itself shows every value)."""',
-        "    if t is None:",
-        "        return 'None'",
-        "    flat = t.flatten().tolist()",
-        "    body = ', '.join(f'{v:.4g}' for v in flat[:n])",
-        "    return f\"[{body}{', …' if len(flat) > n else ''}]\" if t.dim() else f'{flat[0]:.4g}'",
-        "",
-        "print('engine order:', order)",
+        code_lines("order = backward_in_order(out, [", ", ".join(wanted) + "])"),
+        'print("engine order:", order)',
+        "for name, leaf in leaves.items():",
+        "    if leaf.requires_grad:",
+        '        print(f"{name}.grad", preview(leaf.grad))',
     ]
-    for leaf in b.leaves:
-        if leaf.requires_grad:
-            lines.append(f"print('{leaf.name}.grad', preview({leaf.name}.grad))")
-    lines += [f"print('t{i}.grad', preview(t{i}.grad))" for i, s in enumerate(b.steps, 1) if s.out.requires_grad]
-    return "\n".join(lines) + "\n"
+    lines += [f'print("{t}.grad", preview({t}.grad))' for t in wanted]
+    return script(*BACKWARD_SHOWN, settings=settings, run="\n".join(lines))
 
 
-def _code_with_temps(node, temps: dict, top: bool = False) -> str:
-    """torch code for one operation, its operands replaced by their temporaries."""
+def _code_with_temps(node, temps: dict, names: dict, top: bool = False) -> str:
+    """torch code for one operation, its operands replaced by their temporaries, leaves by their variables."""
     if not top and id(node) in temps:
         return temps[id(node)]
+
     def sub(child):
-        text = _code_with_temps(child, temps)
+        text = _code_with_temps(child, temps, names)
         return text if id(child) in temps or isinstance(child, (E.Name, E.Num)) else f"({text})"
 
     if isinstance(node, E.Num):
         return E.to_source(node)
     if isinstance(node, E.Name):
-        return node.name
+        return names.get(node.name, node.name)
     if isinstance(node, E.BinOp):
         return f"{sub(node.left)} {node.op} {sub(node.right)}"
     if isinstance(node, E.Neg):

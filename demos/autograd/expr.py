@@ -367,19 +367,16 @@ def leaves_text(leaves) -> str:
 
 
 def make_leaves(leaves, dtype=torch.float32, seed: int = 0) -> dict[str, torch.Tensor]:
-    """Seeded randn leaves in declaration order (the same values as the printed snippet creates)."""
+    """Seeded randn leaves in declaration order: seeded_leaves, the function the snippets show, from Leaf specs."""
+    return seeded_leaves({leaf.name: leaf.shape for leaf in leaves},
+                         [leaf.name for leaf in leaves if leaf.requires_grad], dtype=dtype, seed=seed)
+
+
+def seeded_leaves(shapes, requires_grad, dtype=torch.float32, seed=0):
+    """One seeded randn tensor per name, in order; those named in requires_grad are leaves that record a graph."""
     gen = torch.Generator().manual_seed(seed)
-    return {leaf.name: torch.randn(leaf.shape, generator=gen).to(dtype).requires_grad_(leaf.requires_grad)
-            for leaf in leaves}
-
-
-def leaves_code(leaves, seed: int = 0) -> str:
-    """Python that creates the same leaves as make_leaves."""
-    lines = [f"gen = torch.Generator().manual_seed({seed})"]
-    for leaf in leaves:
-        grad = ".requires_grad_()" if leaf.requires_grad else ""
-        lines.append(f"{leaf.name} = torch.randn({tuple(leaf.shape)!r}, generator=gen){grad}")
-    return "\n".join(lines)
+    return {name: torch.randn(shape, generator=gen).to(dtype).requires_grad_(name in requires_grad)
+            for name, shape in shapes.items()}
 
 
 # ---- rendering the tree back to text ----------------------------------------------------------------------------

@@ -1,5 +1,9 @@
 """Section 1: the autograd graph torch records for an expression, drawn by torchviz, with a table of its nodes."""
 
+import builtins
+import dataclasses
+import keyword
+import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -14,14 +18,15 @@ from demos.autograd.expr import (
     Step,
     children,
     evaluate,
-    leaves_code,
     make_leaves,
     parse_expression,
     parse_leaves,
+    seeded_leaves,
     to_source,
 )
 from demos.errors import InputError, quoted
 from demos.parsing import format_shape
+from demos.shown import Script, script
 from demos.style import COLORS, over, text_on
 
 MAX_GRAPH_NODES = 80
@@ -68,23 +73,34 @@ class GraphResult:
     forward_dot: str
     nodes: pd.DataFrame
     notes: tuple[str, ...]
-    code: str
+    code: Script
 
 
-def traverse(root) -> list:
-    """grad_fn nodes reachable from root through next_functions, depth-first in next_functions order."""
-    order, seen, stack = [], set(), [root]
+def graph_nodes(out):
+    """The grad_fn nodes reachable from out.grad_fn through next_functions, depth-first in next_functions order:
+    node i of the node table is graph_nodes(out)[i]."""
+    nodes, stack = [], [out.grad_fn]
     while stack:
         fn = stack.pop()
-        if fn is None or fn in seen:
-            continue
-        seen.add(fn)
-        order.append(fn)
-        if len(order) > MAX_GRAPH_NODES:
-            raise InputError(f"The autograd graph has more than {MAX_GRAPH_NODES} nodes; the limit is "
-                             f"{MAX_GRAPH_NODES}. Shorten the expression.")
-        stack.extend(reversed([nxt for nxt, _ in fn.next_functions if nxt is not None]))
-    return order
+        if fn is not None and fn not in nodes:
+            nodes.append(fn)
+            stack.extend(reversed([nxt for nxt, _ in fn.next_functions if nxt is not None]))
+    return nodes
+
+
+def node_rows(nodes):
+    """The node table: each node's number, its class, and the numbered nodes it passes gradients on to."""
+    number = {fn: i for i, fn in enumerate(nodes)}
+    return [{"node": f"#{i}", "grad_fn": type(fn).__name__,
+             "next functions": ", ".join(f"#{number[nxt]} {type(nxt).__name__}"
+                                         for nxt, _ in fn.next_functions if nxt is not None) or "—"}
+            for i, fn in enumerate(nodes)]
+
+
+def draw_graph(out, leaves, show_saved):
+    """torchviz's picture of the recorded graph, the leaves that require grad labelled with their names."""
+    params = {name: t for name, t in leaves.items() if t.requires_grad}
+    return make_dot(out, params=params, show_saved=show_saved)
 
 
 def build(leaves_text: str, expr_text: str, dtype=torch.float32) -> Built:
@@ -105,7 +121,11 @@ def build(leaves_text: str, expr_text: str, dtype=torch.float32) -> Built:
     if out.grad_fn is None:
         raise InputError("The result has no grad_fn: no leaf with requires_grad=True reaches it (mark a leaf "
                          "with 'grad', or remove a .detach()).")
-    return Built(leaves, tensors, steps, out, tree, traverse(out.grad_fn))
+    nodes = graph_nodes(out)  # at most a few hundred: the expression itself is limited to MAX_NODES
+    if len(nodes) > MAX_GRAPH_NODES:
+        raise InputError(f"The autograd graph has more than {MAX_GRAPH_NODES} nodes; the limit is "
+                         f"{MAX_GRAPH_NODES}. Shorten the expression.")
+    return Built(leaves, tensors, steps, out, tree, nodes)
 
 
 def node_ids(nodes: list) -> dict:
@@ -146,20 +166,18 @@ def creators(b: Built) -> dict:
 
 
 def node_table(b: Built) -> pd.DataFrame:
-    """One row per node: class, next functions, saved tensors, what it creates, leaf or not, retains grad."""
-    ids = node_ids(b.nodes)
+    """One row per node: number, class, what it creates, next functions, saved tensors, leaf or not, retains grad."""
     made = creators(b)
     tensor_of = {s.out.grad_fn: s.out for s in b.steps if s.out.grad_fn is not None}
     rows = []
-    for fn in b.nodes:
+    for fn, row in zip(b.nodes, node_rows(b.nodes), strict=True):
         is_leaf = hasattr(fn, "variable")
         tensor = fn.variable if is_leaf else tensor_of.get(fn)
         rows.append({
-            "node": f"#{ids[fn]}",
-            "grad_fn": fn_name(fn),
+            "node": row["node"],
+            "grad_fn": row["grad_fn"],
             "creates": made.get(fn, "(part of an indexing step)"),
-            "next functions": ", ".join(f"#{ids[n]} {fn_name(n)}" for n, _ in fn.next_functions if n is not None)
-            or "—",
+            "next functions": row["next functions"],
             "saved tensors": ", ".join(f"{k} {format_shape(s)}" for k, s in saved_tensors(fn)) or "—",
             "leaf": "yes" if is_leaf else "no",
             "retains grad": "leaf: .grad is filled" if is_leaf else (
@@ -217,33 +235,85 @@ def _op_label(node) -> str:
     return {"Neg": "neg", "Detach": ".detach()", "Transpose": ".T"}.get(kind, text[text.rfind("["):])
 
 
-def graph_code(leaves, expr_text: str, tree, show_saved: bool) -> str:
-    """The runnable snippet that draws the same graph."""
-    params = ", ".join(f'"{leaf.name}": {leaf.name}' for leaf in leaves if leaf.requires_grad)
-    return (
-        "import torch\nfrom torchviz import make_dot\n\n"
-        f"{leaves_code(leaves)}\n"
-        f"out = {to_source(tree, torch_style=True)}  # {expr_text.strip()}\n"
-        f"dot = make_dot(out, params={{{params}}}, show_saved={show_saved})  # dot.render('graph', format='png') "
-        "draws it\n\n"
-        "# the node table: a depth-first walk of next_functions, numbering each node the first time it is met\n"
-        "order, stack = [], [out.grad_fn]\n"
-        "while stack:\n"
-        "    fn = stack.pop()\n"
-        "    if fn is not None and fn not in order:\n"
-        "        order.append(fn)\n"
-        "        stack.extend(reversed([n for n, _ in fn.next_functions if n is not None]))\n"
-        "for i, fn in enumerate(order):\n"
-        "    nxt = [f'#{order.index(n)} {type(n).__name__}' for n, _ in fn.next_functions if n is not None]\n"
-        "    print(f'#{i}', type(fn).__name__, '->', ', '.join(nxt) or '—')\n"
-    )
+# ---- the snippet: the functions above that drew the page, and the visitor's expression as torch code -----------
+
+def variable_names(leaves, taken) -> dict[str, str]:
+    """A Python variable per leaf for a snippet: its own name, or with '_' appended where that name is a keyword, a
+    builtin or a name in `taken` (one the snippet binds or calls), so a leaf called out or print cannot break it."""
+    taken = set(taken) | set(dir(builtins)) | {"__builtins__"}
+    used = taken | {leaf.name for leaf in leaves}
+    names = {}
+    for leaf in leaves:
+        name = leaf.name
+        if keyword.iskeyword(name) or name in taken:
+            while name in used:
+                name += "_"
+            used.add(name)
+        names[leaf.name] = name
+    return names
+
+
+def renamed(node, names: dict):
+    """The syntax tree with each leaf's Name replaced by its snippet variable."""
+    if isinstance(node, Name):
+        return Name(names.get(node.name, node.name))
+    fields = {f: renamed(getattr(node, f), names) for f in ("left", "right", "operand", "arg") if hasattr(node, f)}
+    return dataclasses.replace(node, **fields) if fields else node
+
+
+def code_lines(head: str, code: str, width: int = 120) -> str:
+    """`head + code` on one line if it fits, else code broken after a space, '(' or '[', between tokens: inside
+    brackets (the one head ends with, or added around code), or as comment lines when head is a comment."""
+    if len(head) + len(code) <= width:
+        return head + code
+    comment = head.startswith("#")
+    indent = " " * len(head) if comment else "    "
+    lines, line = [], ""
+    for piece in re.split(r"(?<=[ (\[])", code):
+        if line and len(indent) + len(line + piece.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    lines.append(line.rstrip())
+    if comment:
+        return head + f"\n#{indent[1:]}".join(lines)
+    if head.endswith(("(", "[")):  # already inside a bracket
+        return head + "\n" + "\n".join(indent + part for part in lines)
+    return head + "(\n" + "\n".join(indent + part for part in lines) + "\n)"
+
+
+def unpacking(names: dict) -> str:
+    """`x, W = leaves.values()`: the leaves as the variables the visitor's expression names."""
+    targets = ", ".join(names.values())
+    return f"({targets},)" if len(names) == 1 else targets
+
+
+GRAPH_SHOWN = (seeded_leaves, graph_nodes, node_rows, draw_graph)
+
+
+def graph_code(leaves, tree, show_saved: bool) -> Script:
+    """The snippet: the functions that made the leaves, drew the graph and numbered its nodes, then the visitor's
+    expression as torch code."""
+    names = variable_names(leaves, {"torch", "make_dot", "shapes", "requires_grad", "show_saved", "leaves", "out",
+                                    "dot", "row", *(f.__name__ for f in GRAPH_SHOWN)})
+    settings = {"shapes": {leaf.name: leaf.shape for leaf in leaves},
+                "requires_grad": [leaf.name for leaf in leaves if leaf.requires_grad], "show_saved": show_saved}
+    run = "\n".join([
+        "leaves = seeded_leaves(shapes, requires_grad)",
+        f"{unpacking(names)} = leaves.values()",
+        code_lines("# as typed: ", to_source(tree)),
+        code_lines("out = ", to_source(renamed(tree, names), torch_style=True)),
+        'dot = draw_graph(out, leaves, show_saved)  # dot.render("graph", format="png") writes graph.png',
+        "for row in node_rows(graph_nodes(out)):",
+        "    print(row)",
+    ])
+    return script(*GRAPH_SHOWN, imports="import torch\nfrom torchviz import make_dot", settings=settings, run=run)
 
 
 def graph_view(leaves_text: str, expr_text: str, show_saved: bool = False) -> GraphResult:
     """Run the expression, then draw the backward graph torch recorded (torchviz) and list its nodes."""
     b = build(leaves_text, expr_text)
-    params = {name: t for name, t in b.tensors.items() if t.requires_grad}
-    dot = make_dot(b.out, params=params, show_saved=show_saved)
+    dot = draw_graph(b.out, b.tensors, show_saved)
     dot.graph_attr.update(size="9,9")
     notes = []
     origin = first_non_finite(b.steps)
@@ -252,14 +322,14 @@ def graph_view(leaves_text: str, expr_text: str, show_saved: bool = False) -> Gr
                  else "The output is finite, but an intermediate result is not")
         notes.append(f"{where}: the first operation whose result holds an inf or a nan is {quoted(origin.text)} "
                      f"({_non_finite_kind(origin.out)}).")
-    unused = [name for name in params if name not in _reached_leaf_names(b)]
+    unused = [name for name, t in b.tensors.items() if t.requires_grad and name not in _reached_leaf_names(b)]
     if unused:
         notes.append(f"Not in the graph although requires_grad=True: {', '.join(unused)} (unused or detached).")
     shapes = {s.node: s.out.shape for s in b.steps}
     return GraphResult(
         expression=to_source(b.tree), leaves_text=leaves_text, out_shape=format_shape(b.out.shape),
         n_nodes=len(b.nodes), dot=dot.source, forward_dot=forward_dot(b.tree, b.tensors, shapes),
-        nodes=node_table(b), notes=tuple(notes), code=graph_code(b.leaves, expr_text, b.tree, show_saved),
+        nodes=node_table(b), notes=tuple(notes), code=graph_code(b.leaves, b.tree, show_saved),
     )
 
 
