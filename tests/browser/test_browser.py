@@ -233,10 +233,6 @@ def test_shape_lab_passing_and_failing_chain(server, browser):
 QUESTION_CARD_PAGES = {"practice"}  # pages that open on a predict-then-run question card instead of a figure
 
 
-def view_path(topic, query: dict[str, str]) -> str:
-    return f"{'' if topic is HOME else topic.slug}{'?' + urllib.parse.urlencode(query) if query else ''}"
-
-
 def visible_charts(page) -> int:
     """Charts drawn and laid out on the page (a chart in a closed tab or expander has no box)."""
     return page.evaluate(f"""() => [...document.querySelectorAll({CHART_SELECTOR!r})]
@@ -250,25 +246,3 @@ def wait_visible_chart(page, timeout: float = 60) -> int:
     except sync_api.TimeoutError:
         pass
     return visible_charts(page)
-
-
-@pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
-def test_every_view_opens_on_a_figure_without_a_press(server, browser, topic):
-    """Each page and tab, opened fresh from its URL with nothing pressed, shows a chart (its default case runs once
-    per server and is shared); Practice shows its question card. One screenshot per view."""
-    context = new_context(browser, viewport=VIEWPORT)
-    page = context.new_page()
-    try:
-        for query in topic.views():
-            path = view_path(topic, query)
-            page.goto(f"{server}/{path}")
-            wait_run(page, timeout=180)  # a default case's first run on this server happens here
-            assert page.locator("[data-testid=stException]").count() == 0, path
-            if topic.slug in QUESTION_CARD_PAGES:
-                sync_api.expect(page.get_by_role("button", name="Run it").first).to_be_visible(timeout=20_000)
-            else:
-                assert wait_visible_chart(page) >= 1, f"{path}: no figure without a press"
-            name = re.sub(r"[^A-Za-z0-9]+", "-", urllib.parse.unquote_plus(path) or "home").strip("-")
-            full_screenshot(page, f"view-{name}")
-    finally:
-        context.close()

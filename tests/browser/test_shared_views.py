@@ -1,4 +1,5 @@
-"""A URL copied from any view opens that view in a fresh browser: every tab of every page, and the training walk."""
+"""A URL copied from any view opens that view in a fresh browser, on its figure with nothing pressed: every tab of
+every page, and the training walk."""
 
 import re
 
@@ -9,6 +10,7 @@ from demos.registry import registered
 from harness.browser import (
     act_and_wait_run,
     artifacts_dir,
+    full_screenshot,
     new_context,
     run_mark,
     run_started,
@@ -16,7 +18,7 @@ from harness.browser import (
     wait_loaded,
     wait_run,
 )
-from tests.browser.test_browser import VIEWPORT, open_app
+from tests.browser.test_browser import QUESTION_CARD_PAGES, VIEWPORT, open_app, wait_visible_chart
 
 pytestmark = pytest.mark.browser
 
@@ -76,12 +78,19 @@ def open_in_fresh_browser(browser, url: str, name: str):  # noqa: F811 (the fixt
     return context, page
 
 
-def assert_same_view(browser, url: str, seen: dict, name: str) -> None:  # noqa: F811
+def assert_same_view_on_its_figure(browser, url: str, seen: dict, name: str, card: bool) -> None:  # noqa: F811
+    """The URL, opened in a fresh browser with nothing pressed, shows the same view, and that view shows a figure
+    (its default case ran once on this server and is shared) or, on Practice, its question card."""
     context, page = open_in_fresh_browser(browser, url, name)
     try:
         wait_charts(page, seen["charts"])
         assert page.locator("[data-testid=stException]").count() == 0
         assert view_of(page) == seen, url
+        if card:
+            sync_api.expect(page.get_by_role("button", name="Run it").first).to_be_visible(timeout=20_000)
+        else:
+            assert wait_visible_chart(page) >= 1, f"{url}: no figure without a press"
+        full_screenshot(page, f"view-{name}")
     finally:
         context.close()
 
@@ -103,8 +112,9 @@ def tab_views(page, topic):
 def test_a_copied_url_of_each_tab_opens_the_same_view(server, browser, topic):  # noqa: F811
     context, page = open_app(browser, f"{server}/{topic.slug}")
     try:
+        card = topic.slug in QUESTION_CARD_PAGES
         for name, url, seen in tab_views(page, topic):
-            assert_same_view(browser, url, seen, f"{topic.slug}-{name}")
+            assert_same_view_on_its_figure(browser, url, seen, f"{topic.slug}-{name}", card)
     finally:
         context.close()
 
