@@ -381,8 +381,8 @@ def einsum_section() -> None:
         st.markdown("**The loop nest it stands for**")
         st.code(r.loop_code, language="python")
         if r.python_loop_diff is not None:
-            st.caption(f"This loop nest, run in plain Python on the same inputs, differs from torch.einsum by at "
-                       f"most {r.python_loop_diff:.2e}.")
+            st.caption(f"This loop nest, run in plain Python on the same inputs (by_loops in the code below), "
+                       f"differs from torch.einsum by at most {r.python_loop_diff:.2e}.")
         ui.show_code(r.code, key="tensors_es_code", file_name="einsum.py")
 
 

@@ -210,11 +210,10 @@ def test_presets_run_and_the_traps_show_what_they_teach():
                                                 (("x: 4, 5; m: 4, 5 bool", "x[m].unsqueeze(0)"), "cpu")])
 def test_the_code_shown_runs_and_prints_the_labs_shape(fields, device):
     r = evaluate(*fields)
-    assert ("device='meta'" in r.code) == (device == "meta") and r.view_source == ("real" if device == "cpu" else
-                                                                                   "meta")
+    assert f"device = '{device}'" in r.code and r.view_source == ("real" if device == "cpu" else "meta")
     printed = []
-    exec(compile(r.code, "<lab>", "exec"), {"print": printed.append})  # the engine's own rendering, not visitor text
-    assert tuple(printed[0]) == r.shape
+    exec(compile(r.code, "<lab>", "exec"), {"print": lambda *a: printed.append(a)})  # the engine's own rendering
+    assert [p[1]["shapes"] for p in printed] == [s.outputs for s in r.steps] and printed[-1][1]["shapes"] == r.shapes
 
 
 def test_the_link_reproduces_the_question():

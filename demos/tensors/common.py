@@ -1,5 +1,6 @@
 """Pieces every Tensors section shares: executed snippets and correct-vs-trap pairs."""
 
+import builtins
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,12 @@ def torch_error(err: BaseException) -> str:
     """torch's own error text, first line, with its exception type."""
     text = str(err).strip().splitlines()[0] if str(err).strip() else ""
     return f"{type(err).__name__}: {text}"
+
+
+def catchable(err: BaseException) -> str:
+    """The exception's class as a snippet can name it in an except clause: itself when it is a builtin (torch raises
+    RuntimeError, IndexError, ...), else its nearest builtin base (torch's OutOfMemoryError is a RuntimeError)."""
+    return next(c.__name__ for c in type(err).__mro__ if getattr(builtins, c.__name__, None) is c)
 
 
 def chips_html(items: dict[str, str]) -> str:

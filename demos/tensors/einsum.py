@@ -1,5 +1,6 @@
 """einsum: parse and validate an equation against shapes, name each index's role, find the standard op it equals."""
 
+import functools
 import itertools
 import math
 import re
@@ -9,7 +10,9 @@ import torch
 
 from demos.errors import InputError, quoted
 from demos.parsing import MAX_TEXT, format_shape, parse_shape, plural, text_field
+from demos.shown import Script, script
 from demos.style import COLORS, darkened, text_on
+from demos.tensors.common import catchable, torch_error
 
 MAX_OPERANDS = 3
 MAX_INDICES = 8
@@ -32,24 +35,90 @@ PRESETS = {
     "sum over rows": ("ij->j", "(3, 4)"),
 }
 
+# The standard ops an einsum pattern equals; each takes the einsum's operands.
+
+
+def by_matmul(a, b):
+    return a @ b
+
+
+def by_linear(a, b):
+    return a @ b.T
+
+
+def by_bmm(a, b):
+    return torch.bmm(a, b)
+
+
+def by_bmm_transposed(a, b):
+    return torch.bmm(a, b.transpose(1, 2))
+
+
+def by_attention_scores(a, b):
+    return a @ b.transpose(-2, -1)
+
+
+def by_outer(a, b):
+    return torch.outer(a, b)
+
+
+def by_dot(a, b):
+    return torch.dot(a, b)
+
+
+def by_mv(a, b):
+    return torch.mv(a, b)
+
+
+def by_trace(a):
+    return torch.trace(a)
+
+
+def by_diagonal(a):
+    return torch.diagonal(a)
+
+
+def by_transpose(a):
+    return a.T
+
+
+def by_bilinear(a, b, c):
+    return a @ b @ c
+
+
+def by_product(a, b):
+    return a * b
+
+
+def by_product_sum(a, b):
+    return (a * b).sum()
+
+
+def by_sum_permute(a, dropped, order):
+    """One operand without repeated indices: sum away the dims the output drops, then put the rest in the
+    output's order."""
+    if dropped:
+        a = a.sum(dim=dropped)
+    return a.permute(order)
+
+
 # Canonical equation (indices renamed a, b, c... in order of appearance) -> (name, code, function).
 EQUIVALENTS = {
-    "ab,bc->ac": ("matmul", "A @ B", lambda a, b: a @ b),
-    "ab,cb->ac": ("matmul with B transposed (nn.Linear)", "A @ B.T", lambda a, b: a @ b.T),
-    "abc,acd->abd": ("bmm", "torch.bmm(A, B)", lambda a, b: torch.bmm(a, b)),
-    "abc,adc->abd": ("bmm with B transposed", "torch.bmm(A, B.transpose(1, 2))", lambda a, b: torch.bmm(a, b.mT)),
-    "abcd,abde->abce": ("batched matmul", "A @ B", lambda a, b: a @ b),
-    "abcd,abed->abce": ("matmul with a transpose (attention scores)", "A @ B.transpose(-2, -1)",
-                        lambda a, b: a @ b.transpose(-2, -1)),
-    "a,b->ab": ("outer", "torch.outer(A, B)", lambda a, b: torch.outer(a, b)),
-    "a,a->": ("dot", "torch.dot(A, B)", lambda a, b: torch.dot(a, b)),
-    "ab,b->a": ("matrix-vector (mv)", "torch.mv(A, B)", lambda a, b: torch.mv(a, b)),
-    "aa->": ("trace", "torch.trace(A)", lambda a: torch.trace(a)),
-    "aa->a": ("diagonal", "torch.diagonal(A)", lambda a: torch.diagonal(a)),
-    "ab->ba": ("transpose", "A.T", lambda a: a.T),
-    "a,ab,b->": ("bilinear form", "A @ B @ C", lambda a, b, c: a @ b @ c),
-    "ab,ab->ab": ("elementwise product", "A * B", lambda a, b: a * b),
-    "ab,ab->": ("sum of the elementwise product", "(A * B).sum()", lambda a, b: (a * b).sum()),
+    "ab,bc->ac": ("matmul", "A @ B", by_matmul),
+    "ab,cb->ac": ("matmul with B transposed (nn.Linear)", "A @ B.T", by_linear),
+    "abc,acd->abd": ("bmm", "torch.bmm(A, B)", by_bmm),
+    "abc,adc->abd": ("bmm with B transposed", "torch.bmm(A, B.transpose(1, 2))", by_bmm_transposed),
+    "abcd,abde->abce": ("batched matmul", "A @ B", by_matmul),
+    "abcd,abed->abce": ("matmul with a transpose (attention scores)", "A @ B.transpose(-2, -1)", by_attention_scores),
+    "a,b->ab": ("outer", "torch.outer(A, B)", by_outer),
+    "a,a->": ("dot", "torch.dot(A, B)", by_dot),
+    "ab,b->a": ("matrix-vector (mv)", "torch.mv(A, B)", by_mv),
+    "aa->": ("trace", "torch.trace(A)", by_trace),
+    "aa->a": ("diagonal", "torch.diagonal(A)", by_diagonal),
+    "ab->ba": ("transpose", "A.T", by_transpose),
+    "a,ab,b->": ("bilinear form", "A @ B @ C", by_bilinear),
+    "ab,ab->ab": ("elementwise product", "A * B", by_product),
+    "ab,ab->": ("sum of the elementwise product", "(A * B).sum()", by_product_sum),
 }
 
 
@@ -86,10 +155,10 @@ class EinsumResult:
     equivalent_code: str | None
     equivalent_ok: bool | None  # torch.allclose(einsum, equivalent) on random inputs
     equivalent_note: str  # why there is none, or torch's error when it did not apply
-    python_loop_diff: float | None  # max |einsum - plain Python loop nest| when small enough to run
+    python_loop_diff: float | None  # max |einsum - by_loops| when small enough to run (and the output not empty)
     values: tuple[float, ...]  # the einsum result, flattened (first 64)
     loop_code: str
-    code: str
+    code: Script
 
 
 def parse_equation(text: str) -> Equation:
@@ -214,12 +283,7 @@ def _single_operand_equivalent(eq: Equation):
     moved = "transpose" if len(order) == 2 else "permute"
     name = {(False, False): "identity", (True, False): "sum", (False, True): moved,
             (True, True): "sum then permute"}[(bool(dropped), permuted)]
-
-    def run(a):
-        a = a.sum(dim=dropped) if dropped else a
-        return a.permute(order) if permuted else a
-
-    return name, code, run
+    return name, code, functools.partial(by_sum_permute, dropped=dropped, order=order)
 
 
 def _find_equivalent(eq: Equation):
@@ -230,21 +294,39 @@ def _find_equivalent(eq: Equation):
     return None
 
 
-def _python_loop(eq: Equation, sizes, operands: list[torch.Tensor], out_shape) -> torch.Tensor:
-    """The loop nest, literally, in Python over nested lists: the definition einsum implements."""
-    nested = [t.tolist() for t in operands]
-    letters = list(sizes)
-    flat = [0.0] * math.prod(out_shape)
-    strides = [math.prod(out_shape[i + 1:]) for i in range(len(out_shape))]
-    for values in itertools.product(*[range(sizes[ch]) for ch in letters]):
-        at = dict(zip(letters, values, strict=True))
-        product = 1.0
-        for term, shape, data in zip(eq.inputs, [t.shape for t in operands], nested, strict=True):
-            for ch, d in zip(term, shape, strict=True):
-                data = data[at[ch] if d > 1 else 0]
-            product *= data
-        flat[sum(at[ch] * s for ch, s in zip(eq.output, strides, strict=True))] += product
-    return torch.tensor(flat, dtype=torch.float64).reshape(out_shape)
+def operands(shapes):
+    """The einsum's inputs: seeded random float64 tensors, one per shape."""
+    gen = torch.Generator().manual_seed(0)
+    return [torch.randn(shape, dtype=torch.float64, generator=gen) for shape in shapes]
+
+
+def by_loops(equation, *operands):
+    """einsum by its definition, as a loop nest: for each output element (a value of each output index) and each
+    value of the indices the output drops, multiply the operands' elements at those index values; the output
+    element is the sum of those products. A dim of size 1 where its index is larger broadcasts: it is read at 0."""
+    inputs, output = equation.split("->")
+    terms = inputs.split(",")
+    sizes = {}
+    for term, t in zip(terms, operands, strict=True):
+        for letter, size in zip(term, t.shape, strict=True):
+            if sizes.get(letter, 1) == 1:
+                sizes[letter] = size
+    dropped = [letter for letter in sizes if letter not in output]
+    values = [t.tolist() for t in operands]  # nested lists of Python floats: the loops do all the arithmetic
+    out = torch.zeros([sizes[letter] for letter in output], dtype=torch.float64)
+    for kept in itertools.product(*(range(sizes[letter]) for letter in output)):
+        total = 0.0
+        for summed in itertools.product(*(range(sizes[letter]) for letter in dropped)):
+            at = dict(zip(output, kept, strict=True)) | dict(zip(dropped, summed, strict=True))
+            product = 1.0
+            for term, t, nested in zip(terms, operands, values, strict=True):
+                element = nested
+                for letter, size in zip(term, t.shape, strict=True):
+                    element = element[at[letter] if size > 1 else 0]
+                product *= element
+            total += product
+        out[kept] = total
+    return out
 
 
 def _loop_code(eq: Equation, shapes, sizes, out_shape) -> str:
@@ -262,15 +344,35 @@ def _loop_code(eq: Equation, shapes, sizes, out_shape) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _snippet(eq: Equation, shapes, equivalent_code: str | None) -> str:
-    names = [n for n, _ in zip(NAMES, shapes, strict=False)]
-    lines = ["import torch", "", "torch.manual_seed(0)"]
-    lines += [f"{n} = torch.randn({format_shape(s)}, dtype=torch.float64)" for n, s in zip(names, shapes, strict=False)]
-    lines.append(f"out = torch.einsum({eq.text!r}, {', '.join(names)})")
-    lines.append("print(out.shape)")
-    if equivalent_code:
-        lines.append(f"print(torch.allclose(out, {equivalent_code}))")
-    return "\n".join(lines) + "\n"
+def _call(fn, names: list[str]) -> str:
+    """How the snippet calls an equivalent: by_matmul(A, B), or by_sum_permute(A, dropped=(1,), order=(0,))."""
+    if isinstance(fn, functools.partial):
+        return f"{fn.func.__name__}({', '.join([*names, *(f'{k}={v!r}' for k, v in fn.keywords.items())])})"
+    return f"{fn.__name__}({', '.join(names)})"
+
+
+def _script(eq: Equation, shapes, found, failure: BaseException | None, loops: bool) -> Script:
+    """operands and the functions that ran; the run line is the visitor's einsum, then each check the page shows."""
+    names = list(NAMES[: len(shapes)])
+    lines = [f"{', '.join(names)} = operands(shapes)" if len(names) > 1 else "A = operands(shapes)[0]",
+             f"out = torch.einsum(equation, {', '.join(names)})", "print(tuple(out.shape))"]
+    shown = [operands]
+    if found:
+        fn = found[2]
+        shown.append(fn.func if isinstance(fn, functools.partial) else fn)
+        check = f"print(torch.allclose(out, {_call(fn, names)}))"
+        lines.append(f"# the standard op: {found[0]}")
+        if failure is None:
+            lines.append(check)
+        else:
+            shown.append(torch_error)
+            lines += ["try:", f"    {check}", f"except {catchable(failure)} as err:", "    print(torch_error(err))"]
+    if loops:
+        shown.append(by_loops)
+        lines += ["# the loop nest, in plain Python: its largest difference from torch.einsum",
+                  f"print((by_loops(equation, {', '.join(names)}) - out).abs().max().item())"]
+    return script(*shown, imports="import itertools\n\nimport torch" if loops else "import torch",
+                  settings={"equation": eq.text, "shapes": shapes}, run="\n".join(lines))
 
 
 def einsum(equation_text: str, shapes_text: str) -> EinsumResult:
@@ -280,28 +382,30 @@ def einsum(equation_text: str, shapes_text: str) -> EinsumResult:
     sizes = index_sizes(eq, shapes)
     out_shape = tuple(sizes[ch] for ch in eq.output)
     iterations = _check_cost(shapes, sizes, out_shape)
-    gen = torch.Generator().manual_seed(0)
-    operands = [torch.randn(s, dtype=torch.float64, generator=gen) for s in shapes]
-    out = torch.einsum(eq.text, *operands)
+    inputs = operands(shapes)
+    out = torch.einsum(eq.text, *inputs)
     found = _find_equivalent(eq)
-    name = code = ok = None
+    name = code = ok = failure = None
     note = "No single standard op matches this pattern; einsum is the clearest way to write it."
     if found:
         name, code, fn = found
         try:
-            ok = bool(torch.allclose(out, fn(*operands)))
+            ok = bool(torch.allclose(out, fn(*inputs)))
             note = "Checked with torch.allclose on the seeded random inputs."
         except (RuntimeError, IndexError) as err:
-            ok, note = None, f"The {name} form does not apply to these sizes: {str(err).splitlines()[0]}"
+            failure = err
+            message = torch_error(err).split(": ", 1)[1]  # torch's first line, after the exception's type
+            ok, note = None, f"The {name} form does not apply to these sizes: {message}"
     loop_diff = None
-    if iterations <= MAX_PY_LOOP:
-        loop_diff = float((_python_loop(eq, sizes, operands, out_shape) - out).abs().max()) if out.numel() else 0.0
+    loops = iterations <= MAX_PY_LOOP and out.numel() > 0  # an empty output has no element to compare
+    if loops:
+        loop_diff = (by_loops(eq.text, *inputs) - out).abs().max().item()
     multiplies, adds = operation_counts(len(eq.inputs), iterations, out.numel())
     return EinsumResult(
         eq.text, shapes, _roles(eq, sizes), tuple(out.shape), iterations, multiplies, adds,
         arithmetic_sentence(multiplies, adds, iterations, out.numel()), name, code, ok, note, loop_diff,
         tuple(out.reshape(-1)[:64].tolist()),
-        _loop_code(eq, shapes, sizes, out_shape), _snippet(eq, shapes, code if ok else None),
+        _loop_code(eq, shapes, sizes, out_shape), _script(eq, shapes, found, failure, loops),
     )
 
 

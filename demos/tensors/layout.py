@@ -10,8 +10,9 @@ from plotly.colors import sample_colorscale
 
 from demos.errors import InputError, quoted
 from demos.parsing import count_range, format_shape, parse_shape, text_field
+from demos.shown import Script, script
 from demos.style import COLORS, base_layout, cell_text
-from demos.tensors.common import Trap, torch_error, trap
+from demos.tensors.common import Trap, catchable, torch_error, trap
 
 MAX_BASE_DIMS = 4
 MAX_BASE_NUMEL = 64  # x is drawn cell by cell up to this size; a larger x (e.g. 32, 3, 64, 64) is tabled only
@@ -198,21 +199,35 @@ class LayoutResult:
     error: str | None  # torch's message when a step failed
     failed: str | None  # the step torch refused
     warnings: tuple[str, ...]  # what torch warned about along the way (e.g. .T on a non-2-D tensor)
-    code: str
+    code: Script
 
 
-def _describe(code: str, t: torch.Tensor, base: torch.Tensor, drawn: bool = True) -> View:
-    shares = t.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
-    if not drawn:
-        return View(code, tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.is_contiguous(), shares, (), (), ())
-    n_storage = t.untyped_storage().nbytes() // t.element_size()
-    storage = torch.as_strided(t, (n_storage,), (1,), 0)
-    positions = torch.as_strided(torch.arange(n_storage), t.shape, t.stride(), t.storage_offset())
-    return View(
-        code, tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.is_contiguous(),
-        t.untyped_storage().data_ptr() == base.untyped_storage().data_ptr(),
-        tuple(t.reshape(-1).tolist()), tuple(positions.reshape(-1).tolist()), tuple(storage.tolist()),
-    )
+def make_x(shape, drawn):
+    """x = arange(n) in the given shape, so each value is its own storage position; too large to draw, x is
+    uninitialised bytes (its layout needs no values)."""
+    if drawn:
+        return torch.arange(torch.Size(shape).numel()).reshape(shape)
+    return torch.empty(shape, dtype=torch.uint8)
+
+
+def describe(t, x, drawn):
+    """What torch says about t: shape, stride, storage offset, contiguity, and whether t still reads x's memory.
+    Drawn, also t's whole storage in memory order, and the storage position each element of t reads (in index
+    order): element [i, j] reads storage[offset + i * stride[0] + j * stride[1]]."""
+    facts = dict(shape=tuple(t.shape), stride=t.stride(), offset=t.storage_offset(), contiguous=t.is_contiguous(),
+                 shares_x=t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr())
+    if drawn:
+        n = t.untyped_storage().nbytes() // t.element_size()
+        facts["storage"] = torch.as_strided(t, (n,), (1,), 0).tolist()
+        facts["reads"] = torch.as_strided(torch.arange(n), t.shape, t.stride(), t.storage_offset()).flatten().tolist()
+    return facts
+
+
+def _view(code: str, t: torch.Tensor, x: torch.Tensor, drawn: bool) -> View:
+    f = describe(t, x, drawn)
+    values = tuple(t.reshape(-1).tolist()) if drawn else ()
+    return View(code, f["shape"], tuple(f["stride"]), f["offset"], f["contiguous"], f["shares_x"], values,
+                tuple(f.get("reads", ())), tuple(f.get("storage", ())))
 
 
 def parse_base(text: str) -> tuple[int, ...]:
@@ -225,36 +240,34 @@ def parse_base(text: str) -> tuple[int, ...]:
     return shape
 
 
-def _code(base_shape, steps, ran: int, drawn: bool = True) -> str:
-    lines = [
-        "import torch", "",
-        "def report(name, t, x):",
-        "    same = t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()",
-        "    print(name, tuple(t.shape), t.stride(), t.storage_offset(), t.is_contiguous(),",
-        "          'shares x' if same else 'copy')",
-        "",
-        f"x = torch.arange({torch.Size(base_shape).numel()}).reshape({format_shape(base_shape)})" if drawn else
-        f"x = torch.empty({format_shape(base_shape)}, dtype=torch.uint8)  # too large to draw: layout only",
-        "report('x', x, x)",
-    ]
-    expr = "x"
-    for i, step in enumerate(steps[: ran + 1]):
-        expr_next = f"y{i + 1}"
-        lines.append(f"{expr_next} = {expr}{step.code}")
-        lines.append(f"report('{expr_next}', {expr_next}, x)")
-        expr = expr_next
-    return "\n".join(lines) + "\n"
+def _run_lines(steps, ran: int, error: BaseException | None) -> str:
+    """The visitor's chain as torch code, one step per line (y1 = x.T, y2 = y1.reshape(12), ...), each followed by
+    what torch says about its result; a step torch refused prints torch's error instead."""
+    lines = ["x = make_x(shape, drawn)", 'print("x", describe(x, x, drawn))']
+    for i, step in enumerate(steps[:ran]):
+        name = f"y{i + 1}"
+        lines += [f"{name} = {f'y{i}' if i else 'x'}{step.code}", f'print("{name}", describe({name}, x, drawn))']
+    if error is not None:
+        name = f"y{ran + 1}"
+        lines += ["try:", f"    {name} = {f'y{ran}' if ran else 'x'}{steps[ran].code}",
+                  f"except {catchable(error)} as err:", f'    print("{name}", torch_error(err))']
+    return "\n".join(lines)
+
+
+def _script(base_shape, drawn: bool, views, steps, error: BaseException | None) -> Script:
+    shown = (make_x, describe, torch_error) if error is not None else (make_x, describe)
+    return script(*shown, settings={"shape": base_shape, "drawn": drawn},
+                  run=_run_lines(steps, len(views) - 1, error))
 
 
 def layout(base_text: str, chain_text: str) -> LayoutResult:
     """Apply the chain to x = arange(n).reshape(base) and record torch's view of every tensor along the way."""
     base_shape = parse_base(base_text)
     steps = parse_chain(chain_text)
-    numel = torch.Size(base_shape).numel()
-    drawn = numel <= MAX_BASE_NUMEL
-    x = torch.arange(numel).reshape(base_shape) if drawn else torch.empty(base_shape, dtype=torch.uint8)
-    views, t, expr = [_describe("x", x, x, drawn)], x, "x"
-    error = failed = None
+    drawn = torch.Size(base_shape).numel() <= MAX_BASE_NUMEL
+    x = make_x(base_shape, drawn)
+    views, t, expr = [_view("x", x, x, drawn)], x, "x"
+    error = failed = refused = None
     notes = []
     for i, step in enumerate(steps):
         try:
@@ -263,16 +276,16 @@ def layout(base_text: str, chain_text: str) -> LayoutResult:
                 t = apply(t, step)
             notes += [f"step {i + 1} ({step.code}): {str(w.message).split('(Triggered')[0].strip()}" for w in caught]
         except (RuntimeError, IndexError, ValueError, TypeError) as err:
-            error, failed = torch_error(err), f"step {i + 1}: {step.code}"
+            refused, error, failed = err, torch_error(err), f"step {i + 1}: {step.code}"
             break
         limit = MAX_NUMEL if drawn else MAX_TABLE_NUMEL
         if t.numel() > limit:
             raise InputError(f"Op chain, step {i + 1} ({quoted(step.code)}) makes {t.numel():,} elements; this view "
                              f"{'draws' if drawn else 'tables'} at most {limit:,}.")
         expr += step.code
-        views.append(_describe(expr, t, x, drawn))
+        views.append(_view(expr, t, x, drawn))
     return LayoutResult(base_shape, tuple(views), drawn, error, failed, tuple(notes),
-                        _code(base_shape, steps, len(views) - 1, drawn))
+                        _script(base_shape, drawn, views, steps, refused))
 
 
 # ---------------------------------------------------------------- figure

@@ -3,6 +3,7 @@
 Sentences are built from the shapes torch reported and the arguments that ran, never typed in by hand.
 """
 
+import builtins
 import math
 import re
 
@@ -10,6 +11,7 @@ import plotly.graph_objects as go
 from torch import nn
 
 from demos.parsing import format_shape
+from demos.shown import Script, script
 from demos.style import COLORS, base_layout, cell_text
 from demos.tensors import shape_grammar as g
 
@@ -354,32 +356,22 @@ def _join_clash(op, inputs, info) -> str:
 # ---- the code that ran -------------------------------------------------------------------------------------------
 
 
-def _on_device(node, device: str):
-    """The tree with device=... where the engine adds it: parameter layers and creation functions."""
-    from demos.tensors import shapes as engine
+# Names the snippet itself uses: a declared tensor with one of these names (or a Python builtin's) is renamed there.
+SNIPPET_NAMES = {"tensors", "device", "declare", "tensors_in", "describe", "index_with_mask", "torch_error", "err",
+                 "out"}
 
-    def again(child):
-        return _on_device(child, device)
 
-    if isinstance(node, g.Call):
-        kwargs = tuple((k, again(v)) for k, v in node.kwargs)
-        if device == "meta" and isinstance(node.func, g.Attr) and (node.func.name in engine.PARAM_LAYERS or (
-                node.func.name in engine.CREATION and _root(node.func) == "torch")):
-            kwargs += (("device", g.Const("meta")),)
-        return g.Call(again(node.func), tuple(again(a) for a in node.args), kwargs)
-    if isinstance(node, g.Attr):
-        return g.Attr(again(node.obj), node.name)
-    if isinstance(node, g.Index):
-        return g.Index(again(node.obj), tuple(again(i) for i in node.items))
-    if isinstance(node, g.BinOp):
-        return g.BinOp(node.op, again(node.left), again(node.right))
-    if isinstance(node, g.Neg):
-        return g.Neg(again(node.operand))
-    if isinstance(node, g.Seq):
-        return g.Seq(tuple(again(i) for i in node.items), node.brackets)
-    if isinstance(node, g.Slice):
-        return g.Slice(*(None if v is None else again(v) for v in (node.start, node.stop, node.step)))
-    return node
+def _renames(decls, n_steps: int) -> dict[str, str]:
+    """Each declared name as the snippet writes it: itself, or with '_' appended where the snippet needs the name."""
+    taken = SNIPPET_NAMES | {f"s{i}" for i in range(1, n_steps + 1)} | set(dir(builtins))
+    declared = {d.name for d in decls}
+    renames: dict[str, str] = {}
+    for d in decls:
+        name = d.name
+        while name in taken or name in renames.values() or (name != d.name and name in declared):
+            name += "_"
+        renames[d.name] = name
+    return renames
 
 
 def _root(node) -> str:
@@ -388,28 +380,118 @@ def _root(node) -> str:
     return node.name if isinstance(node, g.Name) else ""
 
 
-def _declaration(d, device: str) -> str:
-    shape = format_shape(d.shape)
-    if device == "meta":
-        return f"{d.name} = torch.empty({shape}, dtype=torch.{d.dtype}, device='meta')"
-    if d.dtype == "bool":
-        return f"{d.name} = torch.ones({shape}, dtype=torch.bool)  # a mask with every value True"
-    if d.dtype.startswith(("float", "bfloat")):
-        return (f"{d.name} = torch.randn({shape}, generator=torch.Generator().manual_seed(0))"
-                + ("" if d.dtype == "float32" else f".to(torch.{d.dtype})"))
-    return f"{d.name} = torch.zeros({shape}, dtype=torch.{d.dtype})  # index 0 is valid everywhere"
+def _takes_device(node) -> bool:
+    """Whether the engine passed device= to this call: parameter layers and torch's creation functions."""
+    from demos.tensors import shapes as engine
+
+    return isinstance(node.func, g.Attr) and (node.func.name in engine.PARAM_LAYERS or (
+        node.func.name in engine.CREATION and _root(node.func) == "torch"))
 
 
-def code(decls, tree, device: str = "meta") -> str:
-    """The parsed expression as the torch code the engine ran on `device`: its tensors, its layers, one print."""
-    lines = ["import torch", "from torch import nn", "from torch.nn import functional as F", ""]
-    if device == "meta" and any(d.dtype == "bool" for d in decls):
-        lines += ["# meta tensors hold no values, so x[mask] cannot count the mask's True values there;",
-                  "# the lab indexes as if every value were True (the most rows the result can have)"]
-    lines += [_declaration(d, device) for d in decls]
-    lines += ["", f"out = {g.to_source(_on_device(tree, device))}", "print(out.shape if isinstance(out, torch.Tensor) "
-              "else [t.shape for t in out])"]
-    return "\n".join(lines) + "\n"
+def _is_sequential_call(node) -> bool:
+    """nn.Sequential(...)(x): the engine runs each layer as a step of its own."""
+    return (isinstance(node, g.Call) and isinstance(node.func, g.Call) and isinstance(node.func.func, g.Attr)
+            and node.func.func.name == "Sequential")
+
+
+class _Renderer:
+    """The expression's nodes as the code that ran: a node that was a step is its variable (s1, s2, ...), a
+    parameter layer or creation function gets device=device, a masked index on meta calls index_with_mask."""
+
+    def __init__(self, names: dict[int, str], renames: dict[str, str], masked: set[int]):
+        self.names, self.renames, self.masked = names, renames, masked
+
+    def __call__(self, node) -> str:
+        return g.to_source(self.tree(node))
+
+    def tree(self, node):
+        again = self.tree
+        if id(node) in self.names:
+            return g.Name(self.names[id(node)])
+        if isinstance(node, g.Name):
+            return g.Name(self.renames.get(node.name, node.name))
+        if isinstance(node, g.Call):
+            kwargs = tuple((k, again(v)) for k, v in node.kwargs)
+            if _takes_device(node):
+                kwargs += (("device", g.Name("device")),)
+            return g.Call(again(node.func), tuple(again(a) for a in node.args), kwargs)
+        if isinstance(node, g.Attr):
+            return g.Attr(again(node.obj), node.name)
+        if isinstance(node, g.Index):
+            if id(node) in self.masked:
+                return g.Call(g.Name("index_with_mask"), (again(node.obj), g.Seq(tuple(
+                    self.key_item(i) for i in node.items), "()")), ())
+            return g.Index(again(node.obj), tuple(again(i) for i in node.items))
+        if isinstance(node, g.BinOp):
+            return g.BinOp(node.op, again(node.left), again(node.right))
+        if isinstance(node, g.Neg):
+            return g.Neg(again(node.operand))
+        if isinstance(node, g.Seq):
+            return g.Seq(tuple(again(i) for i in node.items), node.brackets)
+        if isinstance(node, g.Slice):
+            return g.Slice(*(None if v is None else again(v) for v in (node.start, node.stop, node.step)))
+        return node
+
+    def key_item(self, item):
+        """An index item as a value in a tuple: 1:3 is slice(1, 3, None); a list of ints the tensor the engine made."""
+        if isinstance(item, g.Slice):
+            return g.Call(g.Name("slice"), tuple(g.Const(None) if v is None else self.tree(v)
+                                                 for v in (item.start, item.stop, item.step)), ())
+        if isinstance(item, g.Seq):  # the engine took it only as whole numbers
+            return g.Call(g.Attr(g.Name("torch"), "tensor"), (g.Seq(item.items, "[]"),),
+                          (("device", g.Name("device")),))
+        return self.tree(item)
+
+
+def _uses(tree, name: str) -> bool:
+    if isinstance(tree, g.Name):
+        return tree.name == name
+    children = [getattr(tree, f) for f in ("obj", "func", "left", "right", "operand", "start", "stop", "step")
+                if getattr(tree, f, None) is not None]
+    for field in ("args", "items"):
+        children += list(getattr(tree, field, ()))
+    children += [v for _, v in getattr(tree, "kwargs", ())]
+    return any(_uses(c, name) for c in children)
+
+
+def code(decls, tree, run) -> Script:
+    """The code that ran: the declared tensors made by declare on the run's device, then each step of the
+    expression as a line of torch code (the expression is the visitor's; each of its steps as the engine ran it),
+    each followed by its row of the table (describe), or torch's error at the step it refused."""
+    from demos.tensors import shapes as engine
+    from demos.tensors.common import catchable, torch_error
+
+    renames = _renames(decls, len(run.steps))
+    names: dict[int, str] = {}
+    render = _Renderer(names, renames, run.masked)
+    lines = [f"{renames[d.name]} = declare(*tensors[{d.name!r}], device)" for d in decls]
+    layers_done: dict[int, int] = {}
+    for step, node in zip(run.steps, run.nodes, strict=True):
+        var = f"s{step.number}"
+        if _is_sequential_call(node):  # layer j of the Sequential, applied to the previous layer's output
+            j = layers_done.get(id(node), 0)
+            layers_done[id(node)] = j + 1
+            value = f"{render(node.func.args[j])}({names[id(node)] if j else render(node.args[0])})"
+        else:
+            value = render(node)
+        names[id(node)] = var
+        if step.error is None:
+            lines += [f"{var} = {value}", f"print({step.number}, describe({var}))"]
+        else:
+            lines += ["try:", f"    {var} = {value}", f"except {catchable(run.failure)} as err:",
+                      f"    print({step.number}, torch_error(err))"]
+    if run.failure is None and id(tree) not in names:
+        lines += [f"out = {render(tree)}", 'print("out", describe(out))']
+    shown = [engine.declare] if decls else []
+    shown += [engine.tensors_in, engine.describe] if any("describe(" in line for line in lines) else []
+    shown += [engine.index_with_mask] if run.masked else []
+    shown += [torch_error] if run.failure is not None else []
+    imports = ["import torch"]
+    imports += ["from torch import nn"] if _uses(tree, "nn") else []
+    imports += ["from torch.nn import functional as F"] if _uses(tree, "F") else []
+    settings = {"tensors": {d.name: (d.shape, d.dtype) for d in decls}} if decls else {}
+    return script(*shown, imports="\n".join(imports), settings={**settings, "device": run.device},
+                  run="\n".join(lines))
 
 
 # ---- the figure --------------------------------------------------------------------------------------------------

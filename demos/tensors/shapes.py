@@ -138,8 +138,11 @@ class Run:
 
     def __init__(self, decls, device: str):
         self.device = device
-        self.tensors = {d.name: _leaf(d, device) for d in decls}
+        self.tensors = {d.name: declare(d.shape, d.dtype, device) for d in decls}
         self.steps: list[Step] = []
+        self.nodes: list = []  # the expression node each step ran (a layer of nn.Sequential: the Sequential's call)
+        self.masked: set[int] = set()  # ids of the index nodes that ran index_with_mask (meta tensors with a mask)
+        self.failure: BaseException | None = None  # what torch raised at the step that failed
         self.parameters = 0  # of every layer constructed, so a large layer never runs for real
 
     # ---- values
@@ -221,7 +224,15 @@ class Run:
             raise InputError(f"{g.EXPR_FIELD}: {quoted(g.to_source(node))} indexes {_kind(obj)}.")
         key = items[0] if len(items) == 1 and not isinstance(items[0], (torch.Tensor, tuple)) else items
         tensors = (obj, *(i for i in items if isinstance(i, torch.Tensor)))
-        return self.step(node, "index", tensors, lambda: _getitem(obj, key, self.device), items=items)
+        return self.step(node, "index", tensors, lambda: self.getitem(node, obj, key), items=items)
+
+    def getitem(self, node, t: torch.Tensor, key):
+        """t[key]; on meta, where a boolean mask holds no values, index_with_mask (as if every value were True)."""
+        items = key if isinstance(key, tuple) else (key,)
+        if self.device != "meta" or not any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in items):
+            return t[key]
+        self.masked.add(id(node))
+        return index_with_mask(t, items)
 
     def index_item(self, item):
         if isinstance(item, g.Slice):
@@ -254,8 +265,8 @@ class Run:
         if not isinstance(fn, Bound):
             raise InputError(f"{g.EXPR_FIELD}: {quoted(text)} calls {_kind(fn)}, which is not callable.")
         if fn.kind == "layer":
-            return self.construct(fn.name, args, kwargs, text)
-        tensors = tuple(_flat_tensors((fn.tensor, *args, *kwargs.values())))
+            return self.construct(node, fn.name, args, kwargs, text)
+        tensors = tuple(tensors_in((fn.tensor, *args, *kwargs.values())))
         if fn.kind == "method":
             method = getattr(fn.tensor, fn.name)
             out = lambda: method(*args, **kwargs)  # noqa: E731
@@ -268,13 +279,13 @@ class Run:
         result = self.step(node, fn.name, tensors, out, args=args, kwargs=kwargs)
         return result
 
-    def construct(self, name: str, args, kwargs, text: str) -> nn.Module:
+    def construct(self, node, name: str, args, kwargs, text: str) -> nn.Module:
         cls = LAYERS[name]
         if name == "Sequential":
             if not all(isinstance(a, nn.Module) for a in args):
                 raise InputError(f"{g.EXPR_FIELD}: {quoted(text)}: nn.Sequential takes layers only.")
             return nn.Sequential(*args)
-        if _flat_tensors((*args, *kwargs.values())):
+        if tensors_in((*args, *kwargs.values())):
             raise InputError(f"{g.EXPR_FIELD}: {quoted(text)}: a layer is built from sizes and options; apply it to "
                              "a tensor afterwards, as in nn.Linear(4, 3)(x).")
         extra = {"device": self.device} if name in PARAM_LAYERS else {}
@@ -283,7 +294,7 @@ class Run:
             self.parameters += sum(p.numel() for p in layer.parameters())
             return layer
         except Exception as err:  # torch refusing the layer's arguments is the step's answer
-            step = self.record(text, name, (), None, err)
+            step = self.record(node, text, name, (), None, err)
             raise StepFailed(step) from None
 
     def module_call(self, node, module: nn.Module, args, kwargs):
@@ -313,23 +324,20 @@ class Run:
             try:
                 out = fn()
             except Exception as err:  # whatever torch raised while running the op is the step's answer
-                raise StepFailed(self.record(text, op, tensors, None, err, info, caught)) from None
-        self.record(text, op, tensors, out, None, info, caught)
+                raise StepFailed(self.record(node, text, op, tensors, None, err, info, caught)) from None
+        self.record(node, text, op, tensors, out, None, info, caught)
         return out
 
-    def record(self, text, op, tensors, out, err, info=None, caught=()) -> Step:
+    def record(self, node, text, op, tensors, out, err, info=None, caught=()) -> Step:
         info = dict(info or {})
         notes = tuple(dict.fromkeys(str(w.message).split("(Triggered")[0].strip() for w in caught))
         inputs = tuple(tuple(t.shape) for t in tensors)
-        outs = tuple(_flat_tensors((out,))) if out is not None else ()
-        first = outs[0] if outs else None
+        row = describe(out) if err is None else {}
+        outs = tuple(tensors_in(out)) if err is None else ()
         step = Step(
             number=len(self.steps) + 1, text=text, op=op, short=_short(text, self.steps), inputs=inputs,
-            outputs=tuple(tuple(t.shape) for t in outs),
-            stride=tuple(first.stride()) if first is not None else (),
-            contiguous=first.is_contiguous() if first is not None else None,
-            dtype=str(first.dtype).removeprefix("torch.") if first is not None else "",
-            view=_view_kind(tensors, outs) if err is None else "",
+            outputs=row.get("shapes", ()), stride=tuple(row.get("stride", ())), contiguous=row.get("contiguous"),
+            dtype=row.get("dtype", ""), view=_view_kind(tensors, outs) if err is None else "",
             arithmetic=ex.safely(ex.arithmetic, "", op, inputs, tuple(tuple(t.shape) for t in outs), info,
                                  err is not None),
             error=torch_error(err) if err is not None else None,
@@ -337,6 +345,9 @@ class Run:
             warnings=notes,
         )
         self.steps.append(step)
+        self.nodes.append(node)
+        if err is not None:
+            self.failure = err
         return step
 
 
@@ -354,23 +365,44 @@ def _short(text: str, earlier) -> str:
     return "…" + text[len(max(heads, key=len)):] if heads else text
 
 
-def _leaf(d: g.Decl, device: str) -> torch.Tensor:
-    dtype = g.DTYPES[d.dtype]
+def declare(shape, dtype, device):
+    """A declared tensor. On the meta device it has a shape, strides and a dtype but no data, so any size costs
+    nothing. For real (a small chain): random floats (seed 0), a mask with every value True, integers zero (index
+    0 is valid for any embedding, gather or index)."""
+    dtype = getattr(torch, dtype)
     if device == "meta":
-        return torch.empty(d.shape, dtype=dtype, device="meta")
+        return torch.empty(shape, dtype=dtype, device="meta")
     if dtype == torch.bool:
-        return torch.ones(d.shape, dtype=dtype)  # a mask with every value True: the meta run's assumption
+        return torch.ones(shape, dtype=dtype)
     if not dtype.is_floating_point:
-        return torch.zeros(d.shape, dtype=dtype)  # index 0 is valid for any embedding, gather or index
-    gen = torch.Generator().manual_seed(0)
-    return torch.randn(d.shape, generator=gen).to(dtype)
+        return torch.zeros(shape, dtype=dtype)
+    return torch.randn(shape, generator=torch.Generator().manual_seed(0)).to(dtype)
 
 
-def _getitem(t: torch.Tensor, key, device: str):
-    """t[key]; on meta a boolean mask becomes the index tensors it stands for, with every value True."""
-    items = key if isinstance(key, tuple) else (key,)
-    if device != "meta" or not any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in items):
-        return t[key]
+def tensors_in(value):
+    """The tensors in a value, in order: chunk, split, unbind, max(dim) and attention return several."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in tensors_in(item)]
+    return []
+
+
+def describe(value):
+    """A step's row of the table: the shape of each tensor it returned, and the stride, contiguity and dtype of
+    the first (size(), dim() and numel() return numbers: no tensor)."""
+    tensors = tensors_in(value)
+    if not tensors:
+        return dict(shapes=())
+    first = tensors[0]
+    return dict(shapes=tuple(tuple(t.shape) for t in tensors), stride=first.stride(), contiguous=first.is_contiguous(),
+                dtype=str(first.dtype).removeprefix("torch."))
+
+
+def index_with_mask(t, items):
+    """t[items] on the meta device, where a boolean mask holds no values, so torch cannot count its True values:
+    index as if every value were True (the most rows the result can have), with the index tensors such a mask
+    stands for."""
     expanded, dim = [], 0
     for item in items:
         if isinstance(item, torch.Tensor) and item.dtype == torch.bool:
@@ -383,18 +415,8 @@ def _getitem(t: torch.Tensor, key, device: str):
             dim += item.dim()
         else:
             expanded.append(item)
-            dim += 0 if item is None else 1 if item is not Ellipsis else 0
+            dim += 0 if item is None or item is Ellipsis else 1
     return t[tuple(expanded)]
-
-
-def _flat_tensors(values) -> list:
-    out = []
-    for v in values:
-        if isinstance(v, torch.Tensor):
-            out.append(v)
-        elif isinstance(v, (tuple, list)):
-            out += _flat_tensors(v)
-    return out
 
 
 def _view_kind(inputs, outs) -> str:
@@ -539,25 +561,25 @@ def evaluate(tensors: str, expression: str) -> ShapeResult:
     tree = g.parse_expression(expression)
     run, out, failed = _run(decls, tree, "meta")
     steps = run.steps
-    if failed is None and not _flat_tensors((out,)):
+    if failed is None and not tensors_in((out,)):
         raise InputError(f"{g.EXPR_FIELD}: it ends in {_kind(out)}; end it in a tensor to see its shape.")
-    source = "meta"
+    source, shown = "meta", run  # shown: the run the snippet repeats
     if failed is None and _fits_real(decls, run):
         real, _, real_failed = _run(decls, tree, "cpu")
         if real_failed is not None:  # meta tensors check shapes, not everything (a Long input to a Float Linear)
-            steps, out, failed, source = real.steps, None, real_failed, "real"
+            steps, out, failed, source, shown = real.steps, None, real_failed, "real", real
         elif len(real.steps) == len(steps):
             steps = [s if not s.view or s.view == "new" else _with_view(s, r.view)
                      for s, r in zip(steps, real.steps, strict=True)]
-            source = "real"
-    outs = tuple(tuple(t.shape) for t in _flat_tensors((out,))) if failed is None else ()
+            source, shown = "real", real
+    outs = describe(out)["shapes"] if failed is None else ()
     last = failed.step if failed else None
     return ShapeResult(
         tensors=decls, expression=g.to_source(tree), steps=tuple(steps), shape=outs[0] if outs else None,
         shapes=outs, dtype=_first_dtype(out) if failed is None else None,
         error=last.error if last else None, clash=last.clash if last else None,
         failed=last.text if last else None, view_source=source,
-        code=ex.code(decls, tree, "cpu" if source == "real" else "meta"),
+        code=ex.code(decls, tree, shown),
     )
 
 
@@ -566,7 +588,7 @@ def _with_view(step: Step, view: str) -> Step:
 
 
 def _first_dtype(out) -> str | None:
-    tensors = _flat_tensors((out,))
+    tensors = tensors_in((out,))
     return str(tensors[0].dtype).removeprefix("torch.") if tensors else None
 
 
