@@ -17,11 +17,17 @@ def recording_calls():
     class of every object a Python __init__ made: a DataLoader's dataset runs its methods in worker processes,
     which this process cannot see, but it was made here."""
     called: set[types.CodeType | type] = set()
+    # A thread the call started keeps this trace function after the block ends (threading.settrace(None) only
+    # reaches new threads): the lock and flag stop it adding to `called` while the caller reads the set.
+    lock, recording = threading.Lock(), [True]
 
     def trace(frame, event, arg):  # a global trace function sees Python calls only (a profiler also sees every
-        called.add(frame.f_code)  # C call, each torch op): returning None skips tracing the lines inside
-        if frame.f_code.co_name == "__init__" and frame.f_code.co_varnames[:1] == ("self",):
-            called.add(type(frame.f_locals["self"]))
+        with lock:  # C call, each torch op): returning None skips tracing the lines inside
+            if not recording[0]:
+                return None
+            called.add(frame.f_code)
+            if frame.f_code.co_name == "__init__" and frame.f_code.co_varnames[:1] == ("self",):
+                called.add(type(frame.f_locals["self"]))
 
     old = sys.gettrace()
     sys.settrace(trace)
@@ -31,6 +37,8 @@ def recording_calls():
     finally:
         sys.settrace(old)
         threading.settrace(None)
+        with lock:
+            recording[0] = False
 
 
 def code_objects(obj) -> set[types.CodeType]:
