@@ -63,19 +63,36 @@ def switch_tab(at: AppTest, key: str, tab: str) -> AppTest:
     return at.run()
 
 
+# The browser tests in two halves of about equal time (10 and 11 minutes on a 2-core host), one per xdist worker:
+# each half starts one server, and neither waits for the other.
+BROWSER_HALVES = {
+    "test_shared_views.py": 1, "test_practice.py": 1, "test_hostile_input.py": 1,
+    "test_whiteboard.py": 2, "test_browser.py": 2, "test_concurrency.py": 2, "test_replicas.py": 2,
+}
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """Under `--dist loadscope` (pyproject's addopts) a test module runs whole on one xdist worker, so its module
-    fixtures are built once; the browser tests form one unit, so one worker starts one server for all of them."""
+    fixtures are built once. The browser tests form two units (BROWSER_HALVES), handed out before any other, so
+    each worker starts one browser half first (one server each) and the rest of the suite fills in around them."""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class BrowserTestsTogether(LoadScopeScheduling):
+    class BrowserHalvesFirst(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "tests/browser" if nodeid.startswith("tests/browser/") else super()._split_scope(nodeid)
+            if not nodeid.startswith("tests/browser/"):
+                return super()._split_scope(nodeid)
+            module = nodeid.split("::")[0].removeprefix("tests/browser/")
+            return f"tests/browser (half {BROWSER_HALVES.get(module, 2)})"
 
-    return BrowserTestsTogether(config, log)
+        def _assign_work_unit(self, node) -> None:
+            for scope in sorted((s for s in self.workqueue if s.startswith("tests/browser ")), reverse=True):
+                self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
+
+    return BrowserHalvesFirst(config, log)
 
 
 @pytest.fixture(scope="module")

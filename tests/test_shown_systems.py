@@ -5,6 +5,7 @@ figure's numbers.
 One case per demo, at small settings: the point is that the shown script is the code that ran, not the demo's
 behaviour at every size (the demos' own tests cover that)."""
 
+import ast
 import re
 import subprocess
 import sys
@@ -216,8 +217,10 @@ def test_profiler(tmp_path, snippet_server):
     out = printed(r.code, tmp_path, snippet_server)
     shown = re.findall(r"OpRow\(name='([^']+)'", out)
     assert len(shown) == len(r.top_ops)
-    assert {"forward", "backward", "optimizer"} <= set(shown) & {op.name for op in r.top_ops}
-    assert "phase_us: {'forward'" in out
+    # which ops lead by self time depends on the host's load; the three phase spans do not
+    phases = ast.literal_eval(re.search(r"phase_us: (\{.*\})", out).group(1))
+    assert list(phases) == list(r.phase_us) == ["forward", "backward", "optimizer"]
+    assert all(us > 0 for us in phases.values())
 
 
 def test_memory_timeline(tmp_path, snippet_server):
