@@ -505,8 +505,9 @@ def test_einsum(tmp_path, snippet_server):
             expected.append(str(r.equivalent_ok))
         elif r.equivalent:  # torch's error, as the page's note quotes it
             expected.append("RuntimeError: " + r.equivalent_note.split(" does not apply to these sizes: ", 1)[1])
-        if r.python_loop_diff is not None:
+        if r.python_loop_diff is not None:  # the loop nest the page shows is the one the snippet runs
             expected.append(str(r.python_loop_diff))
+            assert r.loop_code.rstrip("\n") in str(r.code)
         assert lines == expected
 
 
@@ -537,7 +538,8 @@ def test_shape_lab(tmp_path, snippet_server):
         lines = printed(linted(r.code), tmp_path, snippet_server).splitlines()
         expected = [f"{s.number} {s.error}" if s.error else f"{s.number} {dict(shapes=s.outputs)}" if not s.outputs
                     else f"{s.number} {dict(shapes=s.outputs, stride=s.stride, contiguous=s.contiguous, dtype=s.dtype)}"
-                    for s in r.steps]  # each row of the table: its shapes, stride, contiguity, dtype, or the error
+                         f" {s.view}"
+                    for s in r.steps]  # each table row (shapes, stride, contiguity, dtype, view or copy) or its error
         if len(lines) == len(expected) + 1:  # the expression ends in something that is not a step (a tuple's item)
             assert lines[-1].startswith(f"out {{'shapes': {r.shapes!r}, ") and f"'dtype': '{r.dtype}'" in lines[-1]
             lines.pop()

@@ -454,14 +454,22 @@ def _uses(tree, name: str) -> bool:
     return any(_uses(c, name) for c in children)
 
 
+def _tensor_names(line: str, tensors: set[str]) -> list[str]:
+    """The tensor variables a step's line reads (not attribute names after a dot), in order: the step's inputs."""
+    found = re.findall(r"(?<![.\w])([A-Za-z_]\w*)", line)
+    return list(dict.fromkeys(name for name in found if name in tensors))
+
+
 def code(decls, tree, run) -> Script:
     """The code that ran: the declared tensors made by declare on the run's device, then each step of the
     expression as a line of torch code (the expression is the visitor's; each of its steps as the engine ran it),
-    each followed by its row of the table (describe), or torch's error at the step it refused."""
+    each followed by its row of the table (describe, and whether it is a view of its inputs or a copy), or torch's
+    error at the step it refused."""
     from demos.tensors import shapes as engine
     from demos.tensors.common import catchable, torch_error
 
     renames = _renames(decls, len(run.steps))
+    tensors = {renames[d.name] for d in decls} | {f"s{step.number}" for step in run.steps}
     names: dict[int, str] = {}
     render = _Renderer(names, renames, run.masked)
     lines = [f"{renames[d.name]} = declare(*tensors[{d.name!r}], device)" for d in decls]
@@ -476,7 +484,9 @@ def code(decls, tree, run) -> Script:
             value = render(node)
         names[id(node)] = var
         if step.error is None:
-            lines += [f"{var} = {value}", f"print({step.number}, describe({var}))"]
+            view = (f", view_or_copy(tensors_in([{', '.join(_tensor_names(value, tensors))}]), tensors_in({var}))"
+                    if step.outputs else "")
+            lines += [f"{var} = {value}", f"print({step.number}, describe({var}){view})"]
         else:
             lines += ["try:", f"    {var} = {value}", f"except {catchable(run.failure)} as err:",
                       f"    print({step.number}, torch_error(err))"]
@@ -484,6 +494,7 @@ def code(decls, tree, run) -> Script:
         lines += [f"out = {render(tree)}", 'print("out", describe(out))']
     shown = [engine.declare] if decls else []
     shown += [engine.tensors_in, engine.describe] if any("describe(" in line for line in lines) else []
+    shown += [engine.view_or_copy] if any("view_or_copy(" in line for line in lines) else []
     shown += [engine.index_with_mask] if run.masked else []
     shown += [torch_error] if run.failure is not None else []
     imports = ["import torch"]

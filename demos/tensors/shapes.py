@@ -337,7 +337,7 @@ class Run:
         step = Step(
             number=len(self.steps) + 1, text=text, op=op, short=_short(text, self.steps), inputs=inputs,
             outputs=row.get("shapes", ()), stride=tuple(row.get("stride", ())), contiguous=row.get("contiguous"),
-            dtype=row.get("dtype", ""), view=_view_kind(tensors, outs) if err is None else "",
+            dtype=row.get("dtype", ""), view=view_or_copy(tensors, outs) if err is None else "",
             arithmetic=ex.safely(ex.arithmetic, "", op, inputs, tuple(tuple(t.shape) for t in outs), info,
                                  err is not None),
             error=torch_error(err) if err is not None else None,
@@ -419,7 +419,10 @@ def index_with_mask(t, items):
     return t[tuple(expanded)]
 
 
-def _view_kind(inputs, outs) -> str:
+def view_or_copy(inputs, outs) -> str:
+    """Whether a step's outputs share their input's memory: 'view' (all of them do), 'copy', 'new' (the step had
+    no tensor input) or '' (it returned no tensor). On the meta device there is no memory to compare, so a view
+    is an output whose base is an input's; on a real device, an output inside an input's storage."""
     if not outs:
         return ""
     if not inputs:
