@@ -107,13 +107,16 @@ def served_by(tmp: Path) -> dict[str, list[tuple[str, str]]]:
 
 
 def view_signature(page) -> dict:
-    """What the visitor sees: the page's prose, code and metrics, and every chart's data (the Tensors page draws
-    two charts on its Broadcasting tab)."""
+    """What the link shows: the page's prose, code and metrics, and every chart's data (the Tensors page draws
+    two charts on its Broadcasting tab). What sits inside an expander is left out: whether it is open is the
+    visitor's own state, not the link's (a code panel was once seen open right after a visitor's reload onto
+    the other replica, on a loaded host)."""
     page.bring_to_front()  # a page in the background gets no animation frames, so plotly would not draw there
     assert wait_charts(page, 2, timeout=180) >= 2, "the view's two charts are drawn"
     return page.evaluate("""() => {
         const main = document.querySelector('[data-testid=stMain]');
-        const shown = sel => [...main.querySelectorAll(sel)].filter(e => e.checkVisibility());
+        const shown = sel => [...main.querySelectorAll(sel)]
+            .filter(e => e.checkVisibility() && !e.closest('[data-testid=stExpander]'));
         const texts = sel => shown(sel).map(e => e.innerText.trim());
         return {
             text: texts('[data-testid=stMarkdownContainer], [data-testid=stCode], [data-testid=stMetric]').join('\\n'),
