@@ -63,7 +63,7 @@ def switch_tab(at: AppTest, key: str, tab: str) -> AppTest:
     return at.run()
 
 
-# The browser tests in two halves of about equal time (10 and 11 minutes on a 2-core host), one per xdist worker:
+# The browser tests in two halves of about equal time (about 10 minutes each, timed on one worker), one per worker:
 # each half starts one server, and neither waits for the other.
 BROWSER_HALVES = {
     "test_shared_views.py": 1, "test_practice.py": 1, "test_hostile_input.py": 1,
