@@ -142,12 +142,16 @@ def run_started(page, mark: int, timeout: float = 10) -> bool:
         return False
 
 
-def act_and_wait_run(page, act, start_timeout: float = 10, timeout: float = 60) -> None:
-    """Do `act()` (a click, an upload), doing it once more if no run starts within `start_timeout` s (the
-    frontend sometimes drops the rerun request that follows an action right after a run), then wait for the run."""
-    mark = run_mark(page)
-    act()
-    if not run_started(page, mark, timeout=start_timeout):
+def act_and_wait_run(page, act, start_timeout: float = 10, timeout: float = 60, attempts: int = 3) -> None:
+    """Do `act()` (a click, an upload, a key), again up to `attempts` times while no run starts within
+    `start_timeout` s (the frontend sometimes drops the rerun request that follows an action right after a run,
+    more often on a loaded host), then wait for the run."""
+    for _ in range(attempts - 1):
+        mark = run_mark(page)
+        act()
+        if run_started(page, mark, timeout=start_timeout):
+            break
+    else:
         mark = run_mark(page)
         act()
     wait_run(page, mark, timeout=timeout)

@@ -135,7 +135,8 @@ def test_buttons_run_real_workers_and_leave_no_process():
     assert any(m.value == "18 (12)" for m in at.metric), "3 workers x 6 samples, 12 of them duplicates"
     at.slider(key="dl_stream_len").set_value(7).run()
     assert any("settings changed" in i.value for i in at.info)
-    assert [p.pid for p in psutil.Process().children(recursive=True)] == before
+    # no process of its own is left (one that was already there may have ended meanwhile: a warm helper's idle stop)
+    assert {p.pid for p in psutil.Process().children(recursive=True)} <= set(before)
 
 
 def test_the_device_to_host_trap_says_what_this_host_can_run():

@@ -108,15 +108,27 @@ def served_by(tmp: Path) -> dict[str, list[tuple[str, str]]]:
 
 def view_signature(page) -> dict:
     """What the link shows: the page's prose, code and metrics, and every chart's data (the Tensors page draws
-    two charts on its Broadcasting tab). What sits inside an expander is left out: whether it is open is the
-    visitor's own state, not the link's (a code panel was once seen open right after a visitor's reload onto
-    the other replica, on a loaded host)."""
+    two charts on its Broadcasting tab)."""
     page.bring_to_front()  # a page in the background gets no animation frames, so plotly would not draw there
     assert wait_charts(page, 2, timeout=180) >= 2, "the view's two charts are drawn"
+    # A code block's highlighter loads lazily: on a loaded host a block can still be empty here. Every code block
+    # on these views has text, so wait until each shows it.
+    page.wait_for_function("""() => [...document.querySelectorAll('[data-testid=stMain] [data-testid=stCode]')]
+                                   .every(e => e.innerText.trim().length > 0)""", timeout=60_000)
+    seen = _signature(page)  # and until two readings half a second apart agree
+    for _ in range(20):
+        page.wait_for_timeout(500)
+        again = _signature(page)
+        if again == seen:
+            break
+        seen = again
+    return seen
+
+
+def _signature(page) -> dict:
     return page.evaluate("""() => {
         const main = document.querySelector('[data-testid=stMain]');
-        const shown = sel => [...main.querySelectorAll(sel)]
-            .filter(e => e.checkVisibility() && !e.closest('[data-testid=stExpander]'));
+        const shown = sel => [...main.querySelectorAll(sel)].filter(e => e.checkVisibility());
         const texts = sel => shown(sel).map(e => e.innerText.trim());
         return {
             text: texts('[data-testid=stMarkdownContainer], [data-testid=stCode], [data-testid=stMetric]').join('\\n'),
