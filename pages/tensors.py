@@ -381,8 +381,8 @@ def einsum_section() -> None:
         st.markdown("**The loop nest it stands for**")
         st.code(r.loop_code, language="python")
         if r.python_loop_diff is not None:
-            st.caption(f"This loop nest, run as it reads in plain Python on the same inputs (it is also the end of "
-                       f"the code below), differs from torch.einsum by at most {r.python_loop_diff:.2e}.")
+            st.caption(f"This loop nest, run in plain Python on the same inputs (it is also the end of the code "
+                       f"below), differs from torch.einsum by at most {r.python_loop_diff:.2e}.")
         else:
             st.caption(f"This loop nest is not run in Python here: {r.iterations:,} iterations is past the "
                        f"{es.MAX_PY_LOOP:,} that plain Python loops finish in a moment."
