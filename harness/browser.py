@@ -100,9 +100,13 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 # Installed in every page of a context before Streamlit loads: records each change of the app's script
-# state with a page-side timestamp, so no run can slip between two polls.
+# state with a page-side timestamp, so no run can slip between two polls, and counts the messages the page sends
+# to the server (a rerun request is one), so a test can tell a dropped action from a slow server.
 STATE_RECORDER = """
 window.__wbStates = [];
+window.__wbSent = 0;
+const send = WebSocket.prototype.send;
+WebSocket.prototype.send = function (...args) { window.__wbSent += 1; return send.apply(this, args); };
 new MutationObserver(records => {
   // getAttribute reads the value now, after every change in this batch: a fast run's 'running' survives only
   // as the old value of the next change, so the old values are recorded too.
@@ -142,28 +146,41 @@ def run_started(page, mark: int, timeout: float = 10) -> bool:
         return False
 
 
+def sent_count(page) -> int:
+    """How many messages the page has sent to the server so far."""
+    return page.evaluate("() => window.__wbSent")
+
+
 def act_and_wait_run(page, act, start_timeout: float = 10, timeout: float = 60, attempts: int = 3) -> None:
-    """Do `act()` (a click, an upload, a key), again up to `attempts` times while no run starts within
-    `start_timeout` s (the frontend sometimes drops the rerun request that follows an action right after a run,
-    more often on a loaded host), then wait for the run."""
-    for _ in range(attempts - 1):
-        mark = run_mark(page)
+    """Do `act()` (a click, an upload, a key), then wait for the run it starts.
+
+    The frontend now and then drops the rerun request of an action that comes right after a run, more often on a
+    loaded host. The action is done again (up to `attempts` times in all) only when, `start_timeout` s later, no
+    run has started and the page has sent the server nothing: an action whose request went out is never doubled,
+    however slow the server is to start its run.
+    """
+    for attempt in range(attempts):
+        mark, sent = run_mark(page), sent_count(page)
         act()
-        if run_started(page, mark, timeout=start_timeout):
+        if run_started(page, mark, timeout=start_timeout) or attempt == attempts - 1:
             break
-    else:
-        mark = run_mark(page)
-        act()
+        if sent_count(page) > sent:
+            break  # the request went out: the run is coming, only late
     wait_run(page, mark, timeout=timeout)
 
 
 def wait_run(page, mark: int = 0, timeout: float = 60) -> tuple[float, float]:
     """Wait for a script run that started after `mark` to finish; returns (started, finished), page clock in ms."""
-    page.wait_for_function(
-        f"""m => {{ const s = window.__wbStates.slice(m);
-                   return s.some({IS_START}) && s[s.length - 1][0] === 'notRunning'; }}""",
-        arg=mark, timeout=timeout * 1000,
-    )
+    try:
+        page.wait_for_function(
+            f"""m => {{ const s = window.__wbStates.slice(m);
+                       return s.some({IS_START}) && s[s.length - 1][0] === 'notRunning'; }}""",
+            arg=mark, timeout=timeout * 1000,
+        )
+    except PlaywrightTimeout as error:
+        seen = page.evaluate("m => [window.__wbStates.slice(m), window.__wbSent]", mark)
+        raise AssertionError(f"no finished run within {timeout} s; script states since the action and messages "
+                             f"sent in all: {seen}") from error
     return tuple(page.evaluate(
         f"""m => {{ const s = window.__wbStates.slice(m);
                    return [s.find({IS_START})[1], s[s.length - 1][1]]; }}""",
