@@ -158,8 +158,9 @@ TOPICS = (
         "Your GPU sits idle half the time. How do you find and fix the input bottleneck?",
         ("Workers and prefetching", "persistent_workers", "IterableDataset sharding", "Samplers",
          "collate_fn and padding", "pin_memory"),
-        charts=8,  # three default runs (worker Gantt, two epochs, streams) and five in-process charts
+        charts=2,  # the Workers tab's two default runs: the worker Gantt and the two epochs
         engine="demos.data",
+        tab_sets=(TabSet("dl_tab", ("Workers & epochs", "IterableDataset", "Samplers", "collate_fn & pin_memory")),),
     ),
     Topic(
         "memory", "pages/memory.py", "Memory & speed", ":material/memory:", "Performance",

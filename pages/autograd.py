@@ -44,65 +44,65 @@ from pages.shell.entry import require_shell
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@ui.cache_data(max_entries=64, show_spinner=False)
 def cached_graph(leaves_text: str, expr_text: str, show_saved: bool):
     return graph_view(leaves_text, expr_text, show_saved)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@ui.cache_data(max_entries=64, show_spinner=False)
 def cached_backward(leaves_text: str, expr_text: str):
     return backward_view(leaves_text, expr_text)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@ui.cache_data(max_entries=64, show_spinner=False)
 def cached_flow_dot(leaves_text: str, expr_text: str) -> str:
     return flow_dot(backward_flow(leaves_text, expr_text))
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
+@ui.cache_data(max_entries=4, show_spinner=False)
 def cached_curves(name: str):
     return custom_curves(name)
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+@ui.cache_resource(max_entries=4, show_spinner=False)
 def custom_chart(name: str):
     """Built once per example and shared read-only (the sweep is fixed): a warm rerun does not rebuild it."""
     return custom_figure(cached_curves(name))
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@ui.cache_data(max_entries=16, show_spinner=False)
 def cached_modes(n: int):
     return compare_modes(n)
 
 
-@st.cache_data(show_spinner=False)
+@ui.cache_data(show_spinner=False)
 def cached_fixed_demos():
     return detach_shares_storage(), version_counter_trap(), all_custom(), freed_graph(), gradient_penalty(), \
         repeated_backward()
 
 
-@st.cache_data(show_spinner=False)
+@ui.cache_data(show_spinner=False)
 def cached_traps():
     return {"data": data_versus_detach(), "leaf": leaf_update(), "uneven": uneven_micro_batches()}
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@ui.cache_data(max_entries=32, show_spinner=False)
 def cached_micro(batch: int, k: int):
     return micro_batches(batch, k)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def modes_chart(n: int):
     """The figure is rebuilt only when n changes; plotly figure construction dominates a warm rerun otherwise."""
     return modes_figure(cached_modes(n))
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@ui.cache_resource(max_entries=32, show_spinner=False)
 def micro_chart(batch: int, k: int):
     return micro_figure(cached_micro(batch, k))
 
 
-@st.cache_resource(show_spinner=False)
+@ui.cache_resource(show_spinner=False)
 def repeat_chart():
     return repeat_figure(cached_fixed_demos()[-1])
 

@@ -44,61 +44,61 @@ SLUG = "data-loading"
 # would cost more than a warm rerun may; the cached results and figures are only read (ui.plot copies). The three
 # process runs show their default cases on every visit, so this matters most for them.
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def cached_compare(workload: tuple, a: tuple, b: tuple):
     r = compare(Workload(*workload), LoaderConfig(*a), LoaderConfig(*b))
     return r, figures.gantt_figure([r.a, r.b], [f"A: {r.a.config.label}", f"B: {r.b.config.label}"])
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def cached_epochs(workload: tuple, config: tuple):
     r = epoch_boundaries(Workload(*workload), LoaderConfig(*config))
     return r, figures.gantt_figure([r.off, r.on], ["persistent_workers=False", "persistent_workers=True"])
 
 
-@st.cache_data(max_entries=1, show_spinner=False)
+@ui.cache_data(max_entries=1, show_spinner=False)
 def cached_d2h():
     return d2h_trap()
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def cached_streams(length: int, num_workers: int):
     r = stream_demo(length, num_workers)
     return r, figures.stream_figure(r.naive, r.sharded, r.num_workers)
 
 
-@st.cache_resource(max_entries=32)
+@ui.cache_resource(max_entries=32)
 def cached_orders(length: int, seed: int):
     r = sampler_orders(length, seed)
     return r, figures.order_figure(r.orders, length)
 
 
-@st.cache_resource(max_entries=32)
+@ui.cache_resource(max_entries=32)
 def cached_weighted(sizes_text: str, batch_size: int):
     r = weighted_sampling(sizes_text, batch_size)
     return r, figures.weighted_figure(r.class_sizes, r.drawn_plain, r.drawn_weighted)
 
 
-@st.cache_resource(max_entries=32)
+@ui.cache_resource(max_entries=32)
 def cached_distributed(length: int, ranks: int, shuffle: bool):
     r = distributed_partition(length, ranks, shuffle)
     return r, figures.distributed_figure(r.epochs, r.length)
 
 
-@st.cache_resource(max_entries=32)
+@ui.cache_resource(max_entries=32)
 def cached_pad(lengths_text: str):
     r = pad_batch(lengths_text)
     return r, figures.pad_figure(r.padded, r.mask)
 
 
-@st.cache_resource(max_entries=32)
+@ui.cache_resource(max_entries=32)
 def cached_buckets(sequences: int, batch_size: int):
     r = bucketing(sequences, batch_size)
     return r, figures.bucket_figure(r.random_max_lengths, r.bucketed_max_lengths, r.random_padding,
                                     r.bucketed_padding)
 
 
-@st.cache_resource(max_entries=8)
+@ui.cache_resource(max_entries=8)
 def cached_pin(megabytes: int):
     return pin_demo(megabytes)
 
@@ -125,8 +125,8 @@ def epoch_params(workload: tuple, workers: int, batch: int, setup_ms: int) -> tu
     return workload + (float(setup_ms),), (workers, batch, EPOCH_PREFETCH, False, False)
 
 
-# The three process-backed sections run these cases without a press (once per server, shared by every visitor),
-# so the page opens on their timelines; every other setting waits for its button.
+# The three process-backed demos run these cases without a press when their tab opens (once per server, shared by
+# every visitor), so each tab opens on its timelines; every other setting waits for its button.
 DEFAULT_TIMELINE = (default_workload(), astuple(DEFAULT_A), astuple(DEFAULT_B))
 DEFAULT_EPOCHS = epoch_params(default_workload(), EPOCH_WORKERS, EPOCH_BATCH, EPOCH_SETUP_MS)
 DEFAULT_STREAMS = (STREAM_LENGTH, STREAM_WORKERS)
@@ -211,8 +211,13 @@ def intro() -> None:
     ui.legend(figures.GANTT_LEGEND)
 
 
+def workers_section() -> None:
+    """The headline timeline and the epoch boundary below it: the second runs the workload set in the first."""
+    epochs_section(timeline_section())
+
+
 def timeline_section() -> tuple:
-    st.header("1. Timeline: who waits for whom", divider="gray")
+    st.subheader("Timeline: who waits for whom")
     ui.steps([
         "Workers run `__getitem__` for the indices the sampler hands out and collate them into batches.",
         "The main loop asks for the next batch (red while it waits), then runs the training step (blue).",
@@ -270,7 +275,7 @@ def show_comparison(result, fig) -> None:
 
 
 def epochs_section(workload: tuple) -> None:
-    st.header("2. Epoch boundaries: persistent_workers", divider="gray")
+    st.subheader("Epoch boundaries: persistent_workers")
     ui.prose("Without `persistent_workers`, every `iter(loader)` (every epoch) starts new workers, and each new "
              "worker pays whatever its dataset sets up once per process (opening files, connecting to storage, "
              "loading an index) before its first batch. With it, the same workers carry on into the next epoch. "
@@ -286,7 +291,7 @@ def epochs_section(workload: tuple) -> None:
         validate(Workload(*params[0]), LoaderConfig(*params[1]))
         if not ui.run_button("Run two epochs, off and on", "dl_epochs", params, default=DEFAULT_EPOCHS,
                              type="primary"):
-            st.info("Uses the workload from section 1; press the button to run two epochs twice.",
+            st.info("Uses the workload above; press the button to run two epochs twice.",
                     icon=":material/play_circle:")
             return
         r, fig = with_status("Running two epochs twice", cached_epochs, *params)
@@ -301,7 +306,7 @@ def epochs_section(workload: tuple) -> None:
 
 
 def streams_section() -> None:
-    st.header("3. Dataset vs IterableDataset: sharding", divider="gray")
+    st.subheader("Dataset vs IterableDataset: sharding")
     ui.prose("A map-style `Dataset` is indexed: the sampler hands each index to one worker. An `IterableDataset` "
              "is a stream: each worker gets its own copy and iterates it from the start, so without sharding "
              "every sample arrives once per worker. The fix is to shard in `__iter__` with `get_worker_info()`.")
@@ -323,7 +328,6 @@ def streams_section() -> None:
 
 
 def samplers_section() -> None:
-    st.header("4. Samplers", divider="gray")
     ui.prose("A sampler yields the indices a map-style dataset is read at; `shuffle=True` is just a "
              "`RandomSampler`. A `BatchSampler` groups indices into batches, a `WeightedRandomSampler` draws by "
              "weight, and a `DistributedSampler` gives each rank its own slice. All drawn by torch now.")
@@ -366,8 +370,14 @@ def samplers_section() -> None:
         ui.show_code(d.code, key="dl_dist_code", file_name="distributed_sampler.py")
 
 
+def batches_section() -> None:
+    """How a batch is built (collate_fn, bucketing) and handed to the device (pin_memory)."""
+    collate_section()
+    pinning_section()
+
+
 def collate_section() -> None:
-    st.header("5. collate_fn: variable-length sequences", divider="gray")
+    st.subheader("collate_fn: variable-length sequences")
     ui.prose("`collate_fn` turns a list of samples into one batch. The default stacks tensors, which needs equal "
              "shapes; sequences need padding to the longest one and a mask that says which positions are real.")
     lengths = st.text_input("Sequence lengths in one batch", "5, 3, 8, 2", key="dl_lengths", bind="query-params",
@@ -401,7 +411,7 @@ def collate_section() -> None:
 
 
 def pinning_section() -> None:
-    st.header("6. pin_memory", divider="gray")
+    st.subheader("pin_memory")
     ui.prose("Pinned (page-locked) host memory cannot be paged out, so the GPU's DMA engine can read it directly: "
              "`x.to('cuda', non_blocking=True)` from pinned memory returns at once and the copy overlaps compute. "
              "From pageable memory the driver first copies into a pinned staging buffer and the copy blocks. "
@@ -447,9 +457,5 @@ def d2h_section() -> None:
 
 
 intro()
-epochs_section(timeline_section())
-streams_section()
-samplers_section()
-collate_section()
-pinning_section()
+ui.section_tabs(SLUG, "dl_tab", (workers_section, streams_section, samplers_section, batches_section))
 ui.interview_corner(SLUG, QUESTIONS)

@@ -11,37 +11,37 @@ require_shell()  # a direct run (a fresh server's first deep link) runs the app 
 
 
 
-@st.cache_data(max_entries=16)
+@ui.cache_data(max_entries=16)
 def cached_nan(source: str):
     return nan_trace.trace_nan(source)
 
 
-@st.cache_data(max_entries=16, show_spinner="Training four times…")
+@ui.cache_data(max_entries=16, show_spinner="Training four times…")
 def cached_seeds(steps: int, seed: int):
     return repro.seeded_runs(steps, seed)
 
 
-@st.cache_data(max_entries=1)
+@ui.cache_data(max_entries=1)
 def cached_determinism():
     return repro.determinism_checks()
 
 
-@st.cache_data(max_entries=1, show_spinner=False)
+@ui.cache_data(max_entries=1, show_spinner=False)
 def cached_workers():
     return workers.worker_seeds()
 
 
-@st.cache_data(max_entries=16, show_spinner="Running the loops…")
+@ui.cache_data(max_entries=16, show_spinner="Running the loops…")
 def cached_leaks(steps: int):
     return leaks.leaks(steps)
 
 
-@st.cache_data(max_entries=16, show_spinner="Running the tests…")
+@ui.cache_data(max_entries=16, show_spinner="Running the tests…")
 def cached_tests(bug: str):
     return model_tests.run_model_tests(bug)
 
 
-@st.cache_data(max_entries=16, show_spinner="Profiling one step…")
+@ui.cache_data(max_entries=16, show_spinner="Profiling one step…")
 def cached_profile(width: int, batch: int):
     return profiling.profile_step(width, batch)
 

@@ -16,28 +16,28 @@ require_shell()  # a direct run (a fresh server's first deep link) runs the app 
 SLUG = "distributed"
 
 
-@st.cache_data(max_entries=48, show_spinner=False)
+@ui.cache_data(max_entries=48, show_spinner=False)
 def cached_run(demo: str, world: int, params: tuple) -> core.DistRun:
     return core.run_demo(demo, world, **dict(params))
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
+@ui.cache_data(max_entries=8, show_spinner=False)
 def cached_file(data: bytes, name: str) -> core.DistRun:
     return core.from_file(data, name)
 
 
-@st.cache_data(max_entries=32)
+@ui.cache_data(max_entries=32)
 def cached_schedule(stages: int, micro: int, kind: str) -> core.Schedule:
     return core.pipeline_schedule(stages, micro, kind)
 
 
-@st.cache_resource(max_entries=32)
+@ui.cache_resource(max_entries=32)
 def pipeline_figure(stages: int, micro: int):
     """Shared read-only figure (ui.plot copies before enlarging it in whiteboard mode)."""
     return figs.pipeline_figure([cached_schedule(stages, micro, kind) for kind in ("GPipe", "1F1B")])
 
 
-@st.cache_resource(max_entries=32)
+@ui.cache_resource(max_entries=32)
 def zero_figure(params: int, precision: str, world: int):
     return figs.zero_figure(core.zero_table(params, precision), world)
 
@@ -53,7 +53,7 @@ RUN_FIGURES = {
 }
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@ui.cache_resource(max_entries=64, show_spinner=False)
 def live_run_figure(source: str, _run: core.DistRun, name: str, *args):
     """Shared read-only figure of the live run named by `source` (its pids and duration: one run's own)."""
     return RUN_FIGURES[name](_run, *args)
@@ -67,7 +67,7 @@ def run_figure(run: core.DistRun, name: str, *args):
     return live_run_figure(run.source, run, name, *args)
 
 
-@st.cache_data(max_entries=32)
+@ui.cache_data(max_entries=32)
 def cached_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
     return core.model_param_count(preset, layers, width)
 

@@ -20,46 +20,46 @@ from pages.shell.entry import require_shell
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 
-@st.cache_data(max_entries=32, show_spinner="Running forward and backward…")
+@ui.cache_data(max_entries=32, show_spinner="Running forward and backward…")
 def cached_flow(depth: int, width: int, activation: str, init: str, norm: str, residual: bool, steps: int):
     return flow.gradient_flow(depth, width, activation, init, norm, residual, steps)
 
 
-@st.cache_data(max_entries=32)
+@ui.cache_data(max_entries=32)
 def cached_compare(max_norm: float, clip_value: float):
     return clipping.compare_clipping(max_norm, clip_value)
 
 
-@st.cache_data(max_entries=32, show_spinner="Training twice…")
+@ui.cache_data(max_entries=32, show_spinner="Training twice…")
 def cached_run(lr_text: str, max_norm: float):
     return clipping.clipping_run(lr_text, max_norm)
 
 
-@st.cache_data(max_entries=32, show_spinner="Training…")
+@ui.cache_data(max_entries=32, show_spinner="Training…")
 def cached_dead(lr: float, init: str):
     return dead_relu.dead_relus(lr, init)
 
 
 # Figures are read-only once built: cache_resource hands back the same object without rebuilding it on
 # every rerun (building the seven plotly figures cost more than the rest of the page).
-@st.cache_resource(max_entries=32)
+@ui.cache_resource(max_entries=32)
 def flow_figures(*params) -> tuple:
     r = cached_flow(*params)
     return (figures.grad_norm_figure(r), figures.act_std_figure(r), figures.heatmap_figure(r),
             figures.histogram_figure(r))
 
 
-@st.cache_resource(max_entries=32)
+@ui.cache_resource(max_entries=32)
 def clip_scatter_fig(max_norm: float, clip_value: float):
     return figures.clip_scatter_figure(cached_compare(max_norm, clip_value))
 
 
-@st.cache_resource(max_entries=32)
+@ui.cache_resource(max_entries=32)
 def clip_run_fig(lr_text: str, max_norm: float):
     return figures.clip_run_figure(cached_run(lr_text, max_norm))
 
 
-@st.cache_resource(max_entries=32)
+@ui.cache_resource(max_entries=32)
 def dead_fig(lr: float, init: str):
     return figures.dead_figure(cached_dead(lr, init))
 

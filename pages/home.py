@@ -14,7 +14,7 @@ from pages.ui import progress
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 
-@st.cache_data(max_entries=64)
+@ui.cache_data(max_entries=64)
 def cached_softmax(logits_text: str, temperature: float):
     return softmax_temperature(logits_text, temperature)
 

@@ -65,7 +65,7 @@ COMPILE_SHAPES = "8; 16; 32"  # the torch.compile tab's default cases, run once 
 COMPILE_SIZE = 256
 
 
-@st.cache_data(max_entries=32, show_spinner="Running the training steps under the tracker…")
+@ui.cache_data(max_entries=32, show_spinner="Running the training steps under the tracker…")
 def cached_timeline(spec: RunSpec, device: str):
     return simulate(spec, device)
 
@@ -76,13 +76,13 @@ def timeline(spec: RunSpec, device: str):
 
 
 # Figures are built once per view and shared read-only: building a plotly figure costs more than a rerun should.
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def timeline_figures(spec: RunSpec, device: str, card: str):
     t = cached_timeline(spec, device)
     return timeline_figure(t, CARDS[card], card), peak_figure(t)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def allocator_figures(text: str, capacity_mib: int, at: int):
     classic, grown = cached_script(text, capacity_mib, False), cached_script(text, capacity_mib, True)
     capacity = capacity_mib * 2**20
@@ -91,33 +91,33 @@ def allocator_figures(text: str, capacity_mib: int, at: int):
             blocks_figure(grown.snapshots[min(at, len(grown.snapshots) - 1)], capacity=capacity))
 
 
-@st.cache_data(max_entries=4)
+@ui.cache_data(max_entries=4)
 def cached_trap():
     return logging_trap()
 
 
-@st.cache_data(max_entries=32)
+@ui.cache_data(max_entries=32)
 def cached_script(text: str, capacity_mib: int, expandable: bool):
     return run_script(text, capacity_mib, expandable)
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
+@ui.cache_data(max_entries=8, show_spinner=False)
 def cached_dynamo(shapes_text: str):
     return run_isolated(dynamo_report, shapes_text)  # dynamo's state (about 110 MB) leaves with the child
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
+@ui.cache_data(max_entries=4, show_spinner=False)
 def cached_compile_timing(size: int):
     return run_isolated(time_compile, size)  # inductor's compiler and caches leave with the child
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+@ui.cache_resource(max_entries=4, show_spinner=False)
 def compile_chart(_timing, measured: tuple[float, float, float]):
     """Built once per measurement (keyed on the times it draws) and shared read-only, as the other figures here."""
     return compile_figure(_timing)
 
 
-@st.cache_data(max_entries=1)
+@ui.cache_data(max_entries=1)
 def cached_recording():
     return stream_recorder.load_recording()
 

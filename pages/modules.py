@@ -16,7 +16,7 @@ require_shell()  # a direct run (a fresh server's first deep link) runs the app 
 
 # ---- cached demo calls (plain parameters in, frozen results out) and cached pictures --------------------------
 
-# Every light demo by name, behind one cached entry point: each @st.cache_data line costs a source hash per rerun.
+# Every light demo by name, behind one cached entry point (one cache for all of them).
 DEMOS = {
     "registry": params.registry_table, "buffer_trap": params.buffer_vs_attribute, "batchnorm": params.batchnorm_stats,
     "pre_hook": hooks.pre_hook_effect, "zero_channel": hooks.zero_channel_effect, "surgery": hooks.grad_surgery,
@@ -28,19 +28,19 @@ DEMOS = {
 }
 
 
-@st.cache_data(max_entries=64)
+@ui.cache_data(max_entries=64)
 def run_demo(name: str, *args):
     """A demo's frozen result, computed once per distinct plain-parameter call."""
     return DEMOS[name](*args)
 
 
-@st.cache_data(max_entries=8)
+@ui.cache_data(max_entries=8)
 def cached_hooks(channels_text: str, size: int, pattern: str, seed: int):
     """The hooked CNN run; few entries because it holds feature maps."""
     return hooks.hook_outputs(channels_text, size, pattern, seed)
 
 
-@st.cache_resource(max_entries=8)
+@ui.cache_resource(max_entries=8)
 def hook_pictures(channels_text: str, size: int, pattern: str, seed: int) -> dict:
     """The heavy hook figures (heatmap grids, histograms, timeline), built once and shared read-only."""
     run = cached_hooks(channels_text, size, pattern, seed)
@@ -51,7 +51,7 @@ def hook_pictures(channels_text: str, size: int, pattern: str, seed: int) -> dic
     return pictures
 
 
-@st.cache_resource(max_entries=32)
+@ui.cache_resource(max_entries=32)
 def batchnorm_picture(train_steps: int, momentum: float):
     return figs.batchnorm_figure(run_demo("batchnorm", train_steps, momentum))
 

@@ -32,61 +32,61 @@ ONNX_SIZE = (64, 2)  # (width, hidden layers) of each tab's default case, run on
 QUANT_SIZE = (256, 2)
 
 
-@st.cache_data(max_entries=1)
+@ui.cache_data(max_entries=1)
 def cached_traps() -> dict:
     return {"strict": strict_false(), "best": best_weights()}
 
 
-@st.cache_data(max_entries=1)
+@ui.cache_data(max_entries=1)
 def cached_state():
     return state_dict_report()
 
 
-@st.cache_data(max_entries=16)
+@ui.cache_data(max_entries=16)
 def cached_crash(fraction: float, width: int):
     return crash_during_save(fraction, width)
 
 
-@st.cache_data(max_entries=8)
+@ui.cache_data(max_entries=8)
 def cached_contents(width: int):
     return checkpoint_contents(width)
 
 
-@st.cache_data(max_entries=16)
+@ui.cache_data(max_entries=16)
 def cached_trace(test_value: float):
     return trace_vs_script(test_value)
 
 
-@st.cache_resource(max_entries=1, show_spinner=False)
+@ui.cache_resource(max_entries=1, show_spinner=False)
 def shared_sweep():
     """Run once per server and shared read-only (a frozen dataclass: nothing to copy on a rerun)."""
     return trace_sweep()
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def sweep_chart(test_value: float):
     """Built once per test input and shared read-only: a warm rerun does not rebuild the figure."""
     return trace_sweep_figure(shared_sweep(), test_value)
 
 
-@st.cache_data(max_entries=1)
+@ui.cache_data(max_entries=1)
 def cached_export():
     return run_isolated(export_demo)  # the default case runs on open: torch.export's state leaves with the child
 
 
-@st.cache_data(max_entries=8)
+@ui.cache_data(max_entries=8)
 def cached_onnx(width: int, depth: int):
     return run_isolated(onnx_roundtrip, width, depth)  # onnx and onnxruntime leave with the child
 
 
-@st.cache_data(max_entries=8)
+@ui.cache_data(max_entries=8)
 def cached_quant(width: int, depth: int):
     return run_isolated(quant_report, width, depth)  # torchao's imports (about 120 MB) leave with the child
 
 
 # Figures are built once per measurement and shared read-only: building them costs more than a warm rerun may.
 # Each is keyed on the timings it draws, so a result measured again (its cache entry evicted) gets its own figure.
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def onnx_chart(_onnx, width: int, depth: int, timings: tuple[float, ...]):
     return onnx_latency_figure(_onnx, width, depth)
 
@@ -97,10 +97,15 @@ def timings_of(onnx, quant=None) -> tuple[float, ...]:
     return (onnx.eager_ms, onnx.ort_ms, *(r["latency ms (batch 256)"] for r in rows))
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def quant_charts(width: int, depth: int):
     s = cached_quant(width, depth)[1]
     return quant_figure(s), scales_figure(s)
+
+
+@ui.cache_resource(show_spinner=False)
+def state_bytes_chart():
+    return state_bytes_figure(cached_state().model_rows)
 
 
 def table(rows) -> None:
@@ -118,7 +123,7 @@ def state_dict_section() -> None:
         table(r.model_rows)
         st.caption(f"On the module but not saved: {', '.join(r.hidden)} (registered with persistent=False).")
     with right:
-        ui.plot(state_bytes_figure(r.model_rows), key="sv_state_bytes")
+        ui.plot(state_bytes_chart(), key="sv_state_bytes")
     c1, c2 = st.columns(2)
     with c1:
         st.markdown("**Optimizer `state_dict()['state']`** after one Adam step")
@@ -307,7 +312,7 @@ def measured_paths(onnx_size: tuple[int, int], quant_size: tuple[int, int]):
     return cached_export(), cached_onnx(*onnx_size), cached_quant(*quant_size)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def paths_chart(_onnx, _quant, onnx_size: tuple[int, int], quant_size: tuple[int, int], timings: tuple[float, ...]):
     return paths_figure(_onnx, onnx_size, _quant, quant_size)
 

@@ -28,100 +28,100 @@ require_shell()  # a direct run (a fresh server's first deep link) runs the app 
 # ---------------------------------------------------------------- cached demo calls (plain parameters in)
 
 
-@st.cache_data(max_entries=64)
+@ui.cache_data(max_entries=64)
 def cached_broadcast(a: str, b: str, c: str):
     return bc.broadcast((a, b, c))
 
 
-@st.cache_data(max_entries=64)
+@ui.cache_data(max_entries=64)
 def cached_grid(a: str, b: str, c: str, index: str):
     return bc.grid((a, b, c), index)
 
 
-@st.cache_data(max_entries=64)
+@ui.cache_data(max_entries=64)
 def cached_layout(base: str, chain: str):
     return lay.layout(base, chain)
 
 
-@st.cache_data(max_entries=32)
+@ui.cache_data(max_entries=32)
 def cached_promotion(dtypes: tuple[str, ...], zero_dim: bool, scalars: tuple[str, ...]):
     return dt.promotion(dtypes, zero_dim, scalars)
 
 
-@st.cache_data(max_entries=64)
+@ui.cache_data(max_entries=64)
 def cached_einsum(equation: str, shapes: str):
     return es.einsum(equation, shapes)
 
 
 # Figures are read-only once built: cache_resource hands back the same object without re-validating it.
-@st.cache_resource(max_entries=64)
+@ui.cache_resource(max_entries=64)
 def alignment_fig(a: str, b: str, c: str):
     return bc.alignment_figure(cached_broadcast(a, b, c))
 
 
-@st.cache_resource(max_entries=64)
+@ui.cache_resource(max_entries=64)
 def grid_fig(a: str, b: str, c: str, index: str):
     return bc.grid_figure(cached_grid(a, b, c, index))
 
 
-@st.cache_resource(max_entries=64)
+@ui.cache_resource(max_entries=64)
 def layout_fig(base: str, chain: str, which: int):
     r = cached_layout(base, chain)
     return lay.layout_figure(r, which, len(r.views[0].values))
 
 
-@st.cache_resource(max_entries=32)
+@ui.cache_resource(max_entries=32)
 def promotion_fig(dtypes: tuple[str, ...], zero_dim: bool, scalars: tuple[str, ...]):
     return dt.promotion_figure(cached_promotion(dtypes, zero_dim, scalars))
 
 
-@st.cache_data(max_entries=64)
+@ui.cache_data(max_entries=64)
 def network_dot(equation: str, shapes: str) -> str:
     return es.network_dot(cached_einsum(equation, shapes))
 
 
-@st.cache_data(max_entries=64)
+@ui.cache_data(max_entries=64)
 def cached_lab(tensors: str, expression: str):
     return lab.evaluate(tensors, expression)
 
 
-@st.cache_resource(max_entries=64)
+@ui.cache_resource(max_entries=64)
 def lab_fig(tensors: str, expression: str):
     return sx.chain_figure(cached_lab(tensors, expression))
 
 
 # Tables too: built once per view from the cached result and shared read-only (ui.table shows a copy).
-@st.cache_resource(max_entries=64)
+@ui.cache_resource(max_entries=64)
 def layout_frame(base: str, chain: str) -> pd.DataFrame:
     return layout_table(cached_layout(base, chain))
 
 
-@st.cache_resource(max_entries=64)
+@ui.cache_resource(max_entries=64)
 def einsum_frame(equation: str, shapes: str) -> pd.DataFrame:
     return einsum_table(cached_einsum(equation, shapes))
 
 
-@st.cache_resource(max_entries=64)
+@ui.cache_resource(max_entries=64)
 def lab_frame(tensors: str, expression: str) -> pd.DataFrame:
     return lab_steps_table(cached_lab(tensors, expression))
 
 
-@st.cache_data
+@ui.cache_data()
 def cached_traps(section: str) -> tuple[Trap, ...]:
     return {"broadcast": bc.traps, "layout": lay.traps, "dtypes": dt.traps, "devices": dev.traps}[section]()
 
 
-@st.cache_data
+@ui.cache_data()
 def cached_pairs() -> dict:
     return {"squeeze": shape_traps.squeeze_batch_of_one(), "index": shape_traps.advanced_indexing()}
 
 
-@st.cache_data
+@ui.cache_data()
 def cached_devices():
     return dev.report()
 
 
-@st.cache_resource
+@ui.cache_resource()
 def finfo_frame() -> pd.DataFrame:
     return dt.finfo_table().map(lambda v: f"{v:.6g}" if isinstance(v, float) else v)
 

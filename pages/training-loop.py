@@ -17,82 +17,82 @@ WALK_KEY = "tl_walk"  # the sub-step on screen, counted from 1; in the URL, so a
 
 
 # Cached demo calls: plain parameters in, frozen results out.
-@st.cache_data(show_spinner=False)
+@ui.cache_data(show_spinner=False)
 def cached_clip_trap():
     return clip_before_unscale_trap()
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@ui.cache_data(max_entries=256, show_spinner=False)
 def cached_walk(index, optimizer, lr, max_norm, seed):
     return step.walk(index, optimizer, lr, max_norm, seed)
 
 
-@st.cache_data(max_entries=16, show_spinner="Training the correct loop and seven broken ones…")
+@ui.cache_data(max_entries=16, show_spinner="Training the correct loop and seven broken ones…")
 def cached_mistakes(steps, lr, seed):
     return mistakes.mistakes(steps, lr, seed)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@ui.cache_data(max_entries=32, show_spinner=False)
 def cached_race(surface, steps, sgd_lr, momentum, adam_lr, beta1, beta2, weight_decay, extra):
     return optimizers.race(surface, steps, sgd_lr, momentum, adam_lr, beta1, beta2, weight_decay, extra)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@ui.cache_data(max_entries=32, show_spinner=False)
 def cached_decay(surface, steps, adam_lr, beta1, beta2, weight_decay):
     return optimizers.decay_compare(surface, steps, adam_lr, beta1, beta2, weight_decay)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@ui.cache_data(max_entries=32, show_spinner=False)
 def cached_schedules(total, base_lr, step_size, gamma, warmup):
     return schedulers.schedules(total, base_lr, step_size, gamma, warmup)
 
 
-@st.cache_data(max_entries=16, show_spinner="Training with ReduceLROnPlateau…")
+@ui.cache_data(max_entries=16, show_spinner="Training with ReduceLROnPlateau…")
 def cached_plateau(epochs, lr, factor, patience):
     return schedulers.plateau(epochs, lr, factor, patience)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@ui.cache_data(max_entries=32, show_spinner=False)
 def cached_ce(logits_text, target, smoothing):
     return losses.cross_entropy(logits_text, target, smoothing)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@ui.cache_data(max_entries=32, show_spinner=False)
 def cached_bce(logit, target):
     return losses.bce_compare(logit, target)
 
 
-@st.cache_data(max_entries=16, show_spinner="Fitting three lines…")
+@ui.cache_data(max_entries=16, show_spinner="Fitting three lines…")
 def cached_robust(n_outliers, outlier_size):
     return losses.robust_fit(n_outliers, outlier_size)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@ui.cache_data(max_entries=16, show_spinner=False)
 def cached_reduction(max_batch):
     return losses.reduction_scaling(max_batch)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@ui.cache_data(max_entries=16, show_spinner=False)
 def cached_ops(hidden, batch):
     return amp.autocast_ops(hidden, batch)
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
+@ui.cache_data(max_entries=8, show_spinner=False)
 def cached_measure(hidden, batch, reps):
     return amp.measure(hidden, batch, reps)
 
 
-@st.cache_data(max_entries=16, show_spinner="Training under float16 autocast with a GradScaler…")
+@ui.cache_data(max_entries=16, show_spinner="Training under float16 autocast with a GradScaler…")
 def cached_scaler(steps, scale_exp, growth_interval, spikes_text):
     return amp.scaler_run(steps, scale_exp, growth_interval, spikes_text)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@ui.cache_data(max_entries=16, show_spinner=False)
 def cached_ranges(values_text):
     return amp.dtype_ranges(values_text)
 
 
-@st.cache_data(max_entries=16, show_spinner="Training straight, then resuming four ways…")
+@ui.cache_data(max_entries=16, show_spinner="Training straight, then resuming four ways…")
 def cached_resume(total, split, seed):
     return resume.resume_demo(total, split, seed)
 
@@ -123,7 +123,7 @@ FIGURES = {
 }
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
+@ui.cache_resource(max_entries=256, show_spinner=False)
 def cached_figure(name: str, *params):
     """Figures are built once per view and shared read-only: building plotly figures costs more than the demos."""
     return FIGURES[name](*params)

@@ -15,64 +15,87 @@ PAGE = "pages/data-loading.py"
 SMALL_WORKLOAD = {"dl_samples": 8, "dl_io": 5, "dl_cpu": 1, "dl_step": 5}
 
 
+STREAMS = {"dl_tab": "IterableDataset"}
+SAMPLERS = {"dl_tab": "Samplers"}
+BATCHES = {"dl_tab": "collate_fn & pin_memory"}
+
+
 @pytest.fixture(scope="module")
 def at():
-    """The page at its defaults: its three process-backed sections run their default cases without a press."""
+    """The page at its defaults (the Workers tab): its two process-backed demos run their default cases."""
     return open_page(PAGE)
+
+
+@pytest.fixture(scope="module")
+def streams():
+    """The IterableDataset tab, opened from a link: its process-backed demo runs its default case."""
+    return open_page(PAGE, query=STREAMS)
 
 
 def test_defaults_open_on_every_chart_without_a_press(at):
     assert_clean(at)
-    assert len(at.get("plotly_chart")) == 8, "worker Gantt, two epochs, both streams, and the five in-process charts"
+    assert len(at.get("plotly_chart")) == 2, "worker Gantt and two epochs; the other tabs are not drawn"
     assert not any("Press the button" in i.value for i in at.info)
-    assert not [k for k in ("dl_timeline", "dl_epochs", "dl_streams") if k in at.session_state], "nothing pressed"
-    assert [s.label for s in at.status] == ["Running real DataLoaders done", "Running two epochs twice done",
-                                            "Loading streams with real workers done"]
+    assert not [k for k in ("dl_timeline", "dl_epochs") if k in at.session_state], "nothing pressed"
+    assert [s.label for s in at.status] == ["Running real DataLoaders done", "Running two epochs twice done"]
     assert {m.label for m in at.metric} >= {"samples/s", "starved", "speedup", "epoch 1 first batch, persistent off"}
     said = next(m.value for m in at.markdown if m.value.startswith("Epoch 1's first batch came after"))
     assert "persistent_workers=False: 2 new workers started and ran the dataset's 300 ms setup again" in said
+
+
+def test_the_streams_tab_opens_on_its_default_run(streams):
+    assert_clean(streams)
+    assert len(streams.get("plotly_chart")) == 1 and "dl_streams" not in streams.session_state
+    assert [s.label for s in streams.status] == ["Loading streams with real workers done"]
     workers, length = 3, 12  # each unsharded worker iterates the whole stream
-    assert any(m.value == f"{workers * length} ({(workers - 1) * length})" for m in at.metric)
-    assert any(m.value == f"{length} (0)" for m in at.metric), "sharded: every sample once"
+    assert any(m.value == f"{workers * length} ({(workers - 1) * length})" for m in streams.metric)
+    assert any(m.value == f"{length} (0)" for m in streams.metric), "sharded: every sample once"
 
 
-def test_a_changed_setting_waits_for_its_button(at):
-    at.slider(key="dl_stream_len").set_value(7).run()
-    assert_clean(at)
-    assert len(at.get("plotly_chart")) == 7 and not at.status, "shown before in this session: no status pause"
-    assert [i.value for i in at.info if "Press the button" in i.value] == [
-        "Press the button to load the unsharded and the sharded stream with real workers."]
+def test_a_changed_setting_waits_for_its_button(at, streams):
     at.slider(key="dl_epoch_setup").set_value(250).run()
-    assert len(at.get("plotly_chart")) == 6, "the epochs section waits too"
-    at.slider(key="dl_stream_len").set_value(12)
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 1 and not at.status, "shown before in this session: no status pause"
+    assert [i.value for i in at.info if "press the button" in i.value] == [
+        "Uses the workload above; press the button to run two epochs twice."]
     at.slider(key="dl_epoch_setup").set_value(300).run()
     assert_clean(at)
-    assert len(at.get("plotly_chart")) == 8, "back at the defaults: their cached runs, without a press"
+    assert len(at.get("plotly_chart")) == 2, "back at the defaults: their cached runs, without a press"
+    streams.slider(key="dl_stream_len").set_value(7).run()
+    assert len(streams.get("plotly_chart")) == 0 and [i.value for i in streams.info] == [
+        "Press the button to load the unsharded and the sharded stream with real workers."]
+    streams.slider(key="dl_stream_len").set_value(12).run()
+    assert_clean(streams)
+    assert len(streams.get("plotly_chart")) == 1
 
 
 def test_moving_sampler_and_collate_widgets_and_typing_bad_input():
-    at = open_page(PAGE)
+    at = open_page(PAGE, query=SAMPLERS)
     at.slider(key="dl_order_len").set_value(20)
     at.slider(key="dl_dist_ranks").set_value(3)
-    at.toggle(key="dl_dist_shuffle").set_value(False)
-    at.slider(key="dl_bucket_n").set_value(256)
-    at.slider(key="dl_pin_mb").set_value(4)
-    at.run()
+    at.toggle(key="dl_dist_shuffle").set_value(False).run()
     assert_clean(at)
-    at.text_input(key="dl_lengths").input("3, x").run()
-    assert not at.exception
-    assert [e.value for e in at.error] == ["Sequence lengths, entry 2: `x` is not a number such as 3, -0.5 or 1e-3."]
-    at.text_input(key="dl_lengths").input("3, 4").run()
+    assert len(at.get("plotly_chart")) == 3, "orders, weighted, distributed"
     at.text_input(key="dl_class_sizes").input("900, 0").run()
     assert not at.exception
     assert [e.value for e in at.error] == ["Class sizes, entry 2: 0 is out of range; it must be from 1 to 10000."]
     at.text_input(key="dl_class_sizes").input("900, ten").run()
     assert [e.value for e in at.error] == ["Class sizes, entry 2: `ten` is not a whole number from 1 to 10000."]
+    at = open_page(PAGE, query=BATCHES)
+    at.slider(key="dl_bucket_n").set_value(256)
+    at.slider(key="dl_pin_mb").set_value(4).run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 2, "padding, buckets"
+    at.text_input(key="dl_lengths").input("3, x").run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["Sequence lengths, entry 2: `x` is not a number such as 3, -0.5 or 1e-3."]
+    at.text_input(key="dl_lengths").input("3, 4").run()
+    assert_clean(at)
 
 
 def test_sampler_caption_counts_the_red_cells_torch_drew():
     """Red marks a repeat (not its first draw); the caption's counts are the figure's red cells and torch's."""
-    at = open_page(PAGE)
+    at = open_page(PAGE, query=SAMPLERS)
     at.slider(key="dl_order_len").set_value(12).run()
     assert_clean(at)
     spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
@@ -109,12 +132,10 @@ def test_buttons_run_real_workers_and_leave_no_process():
     at = open_page(PAGE)
     for key, value in SMALL_WORKLOAD.items():
         (at.select_slider if key == "dl_samples" else at.slider)(key=key).set_value(value)
-    at.slider(key="dl_b_workers").set_value(2)
-    at.slider(key="dl_stream_len").set_value(6)
-    at.run()
+    at.slider(key="dl_b_workers").set_value(2).run()
     at.button(key="dl_timeline_button").click().run()
     assert_clean(at)
-    assert len(at.get("plotly_chart")) == 6
+    assert len(at.get("plotly_chart")) == 1, "the new timeline; the epochs wait for their button"
     assert {m.label for m in at.metric} >= {"samples/s", "starved", "speedup"}
     verdicts = [m.value for m in at.markdown if m.value.startswith(("Starved", "The first batch came after"))]
     assert len(verdicts) == 2 and verdicts[0].startswith("Starved: without workers")
@@ -129,9 +150,11 @@ def test_buttons_run_real_workers_and_leave_no_process():
     assert f"With persistent_workers=True it came after {on} ms" in said and "(setups in epoch 1: 0)" in said
     saved = int(re.search(r"saved (\d+) ms", said).group(1))
     assert off - on > 300 and abs(saved - (off - on)) <= 1, "the setup, paid again without persistent workers"
+    assert len(at.get("plotly_chart")) == 2
+    at = open_page(PAGE, query={**STREAMS, "dl_stream_len": "6"})
     at.button(key="dl_streams_button").click().run()
     assert_clean(at)
-    assert len(at.get("plotly_chart")) == 8
+    assert len(at.get("plotly_chart")) == 1
     assert any(m.value == "18 (12)" for m in at.metric), "3 workers x 6 samples, 12 of them duplicates"
     at.slider(key="dl_stream_len").set_value(7).run()
     assert any("settings changed" in i.value for i in at.info)
@@ -154,7 +177,7 @@ def test_the_device_to_host_trap_says_what_this_host_can_run():
         d = d2h_trap()
         assert d.read_after_sync == d.expected == 64 * 2**20 // 4
         return
-    at = open_page(PAGE)
+    at = open_page(PAGE, query=BATCHES)
     assert_clean(at)
     assert d2h_trap() is None
     said = next(i.value for i in at.info if i.value.startswith("No CUDA GPU here"))
@@ -172,7 +195,7 @@ def test_on_a_gpu_the_trap_shows_both_reads_and_a_sentence_true_of_them(monkeypa
     total, early = 16_777_216.0, 12_000_000.0
     st.cache_data.clear()  # the page caches the trap's result; this host's (None) may be in it
     monkeypatch.setattr(pinning, "d2h_trap", lambda: pinning.D2HResult(total, early, total))
-    at = open_page(PAGE)
+    at = open_page(PAGE, query=BATCHES)
     assert_clean(at)
     values = {m.label: m.value for m in at.metric}
     assert values["sum read before synchronize (trap)"] == "12,000,000"

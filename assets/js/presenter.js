@@ -1,12 +1,17 @@
 // The presenter bar, mounted once at the top of a page in whiteboard mode: keyboard shortcuts for the step reveal
 // and the page's figures and sections, and a blank board that opens over the right of the page.
 // data: {page, colors: [{name, hex}]}
-// Keys (ignored while typing in a field or moving a slider): → / PageDown the next step of the step-by-step block in
-// view (a question card's reveal included), else the next figure framed at the top of the screen, else the next
-// section; ← / PageUp the same backwards; ] and [ next and previous section; B opens or closes the board.
+// Keys (ignored while typing in a field; arrows also while a control that moves with them has the focus): → /
+// PageDown the next step of the step-by-step block in view (a question card's reveal included), else the next
+// figure framed at the top of the screen, else the next section; ← / PageUp the same backwards; ] and [ next and
+// previous section; B opens or closes the board.
 
-const IGNORE_INSIDE = "input, textarea, select, [contenteditable=true], [role=slider], [role=radiogroup], " +
-  "[role=listbox], [role=combobox], [role=menu], [role=tablist]";
+const TYPING = "input, textarea, select, [contenteditable=true]";
+// Controls whose own arrow keys move them (a focused tab, as after a click on it, moves to its neighbour): the
+// arrows are theirs, the other keys still the presenter's.
+const OWN_ARROWS = `${TYPING}, [role=slider], [role=radiogroup], [role=listbox], [role=combobox], [role=menu], ` +
+  "[role=tablist]";
+const ARROWS = new Set(["ArrowRight", "ArrowLeft", "PageDown", "PageUp"]);
 
 const FRAME_TOP = 90; // px: below the app's header strip
 
@@ -144,7 +149,7 @@ function mountPresenter(root, data) {
 
   const onKey = (e) => {
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
-    if (e.target.closest && e.target.closest(IGNORE_INSIDE)) return;
+    if (e.target.closest && e.target.closest(ARROWS.has(e.key) ? OWN_ARROWS : TYPING)) return;
     if (e.target.closest && e.target.closest(".wb-ink-editing")) return;
     const k = e.key;
     let handled = false;

@@ -86,7 +86,7 @@ def all_reduce_question(rng: random.Random) -> Question:
 
 FAMILIES = (
     Family("batches", "Batches per epoch, with drop_last and DistributedSampler", "data-loading", "Batches per epoch",
-           batches_question, "Samplers"),
+           batches_question, "Samplers", (("dl_tab", "Samplers"),)),
     Family("sampler", "Which indices a rank gets from DistributedSampler", "distributed", "DistributedSampler",
            sampler_question, "DistributedSampler", (("dist_tab", "DistributedSampler"),)),
     Family("all_reduce", "all_reduce result across ranks", "distributed", "Collectives", all_reduce_question,

@@ -1,5 +1,6 @@
 """Shared study components for every page: layout, whiteboard mode, figures, code panels, quizzes, errors."""
 
+from pages.ui.caching import cache_data, cache_resource
 from pages.ui.code import show_code
 from pages.ui.errors import input_errors
 from pages.ui.figures import figure_pair, graph, legend, plot, vega
@@ -11,6 +12,8 @@ from pages.ui.tables import table
 from pages.ui.traps import trap_pair
 
 __all__ = [
+    "cache_data",
+    "cache_resource",
     "figure_pair",
     "graph",
     "input_errors",

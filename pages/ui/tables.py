@@ -47,4 +47,10 @@ def _texts(frame: pd.DataFrame, fix) -> pd.DataFrame:
 
 def _readable(frame: pd.DataFrame) -> pd.DataFrame:
     """Floats to four significant digits (an HTML table prints every digit a float has), every text literal."""
-    return _texts(frame.map(lambda v: f"{v:.4g}" if isinstance(v, float) else v), literal)
+    def label(v):
+        return literal(v) if isinstance(v, str) else v
+
+    def cell(v):  # one pass over the cells: a table is redrawn on every rerun
+        return label(f"{v:.4g}" if isinstance(v, float) else v)
+
+    return frame.map(cell).rename(columns=label, index=label)

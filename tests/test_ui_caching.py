@@ -1,0 +1,45 @@
+"""Cached functions a page script defines again on every rerun are wrapped once, and still cache what they return."""
+
+from pages.ui import cache_data, cache_resource
+
+PAGE = '''
+from pages import ui
+
+calls = []
+
+@ui.cache_data(max_entries=4)
+def square(x):
+    calls.append(x)
+    return x * x
+
+def make_adder(n):
+    @ui.cache_resource()
+    def add(x):
+        return x + n
+    return add
+'''
+
+
+def test_a_page_run_again_gets_the_same_wrapper_and_cache():
+    code = compile(PAGE, "page_script.py", "exec")  # the server compiles a page once and runs that code each time
+    first, second = {}, {}
+    exec(code, first)
+    exec(code, second)
+    assert first["square"] is second["square"], "the second run's definition reuses the first run's wrapper"
+    assert first["square"](3) == second["square"](3) == 9
+    assert first["calls"] == [3] and second["calls"] == [], "one call reached the function; the other was cached"
+    assert first["make_adder"](1) is not first["make_adder"](1), "a closure is wrapped afresh"
+
+
+def test_a_recompiled_page_and_other_options_get_their_own_wrapper():
+    run = {}
+    exec(compile(PAGE, "page_script.py", "exec"), run)
+    again = {}
+    exec(compile(PAGE, "page_script.py", "exec"), again)
+    assert run["square"] is not again["square"], "new code (an edited page): a new wrapper"
+    def one():
+        return 1
+
+    assert cache_resource(max_entries=1)(one) is not cache_resource(max_entries=2)(one), "other options"
+    assert cache_resource(max_entries=1)(one) is cache_resource(max_entries=1)(one)
+    assert cache_data()(one)() == 1
