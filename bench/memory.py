@@ -29,7 +29,7 @@ from demos.guests import LIMIT_VARIABLE
 from demos.memory.compiling import EXPLAIN_BUDGET_S, MAX_SHAPES
 from demos.memory.training import SWEEP_BUDGET_S
 from demos.registry import registered
-from harness.browser import new_context, run_mark, streamlit_server, wait_run
+from harness.browser import SINCE, new_context, run_mark, streamlit_server, wait_run
 
 MB = 1e6  # the hosting tiers are sold in MB/GB, so the budgets are decimal
 BUDGET_MB = {"alone": 690, "five": 1000, "idle": 520}
@@ -174,7 +174,7 @@ def five_at_once(browser, demos: list[HeavyDemo]) -> dict:
                     page = tabs[i][1]
                     if page.get_by_text(QUEUE_TEXT).count():
                         told.add(i)
-                    if page.evaluate(f"() => window.__wbStates.slice({marks[i]}).at(-1)?.[0] === 'notRunning'"):
+                    if page.evaluate(f"m => {SINCE}(m).at(-1)?.[0] === 'notRunning'", marks[i]):
                         pending.discard(i)
                 time.sleep(0.2)
                 if time.perf_counter() - start > 600:

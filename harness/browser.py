@@ -126,29 +126,41 @@ def new_context(browser, **options):
     return context
 
 
-def run_mark(page) -> int:
-    """How many state changes have been seen so far; pass it to wait_run after triggering a run."""
-    return page.evaluate("() => window.__wbStates.length")
+def run_mark(page) -> list:
+    """Where the page's record of script states stands now; pass it to wait_run after triggering a run.
 
+    The record lives in the loaded document, so a reload (a link the frontend let the browser follow) starts it
+    afresh: a mark names its document (performance.timeOrigin), and everything recorded in a later one counts as
+    after it.
+    """
+    return page.evaluate("() => [performance.timeOrigin, window.__wbStates.length]")
+
+
+# The states recorded since mark `m` (a run_mark value; none: since the document loaded).
+SINCE = "(m => m && m[0] === performance.timeOrigin ? window.__wbStates.slice(m[1]) : window.__wbStates)"
 
 # A run shows as 'rerunRequested' (a rerun the frontend asked for) and/or 'running'; a run that finishes within
 # one frame may never show 'running' at all.
 IS_START = "x => x[0] === 'running' || x[0] === 'rerunRequested'"
 
 
-def run_started(page, mark: int, timeout: float = 10) -> bool:
+def run_started(page, mark: list, timeout: float = 10) -> bool:
     """Whether a script run started after `mark` within `timeout` s (the frontend sometimes drops a request)."""
     try:
-        page.wait_for_function(f"m => window.__wbStates.slice(m).some({IS_START})",
-                               arg=mark, timeout=timeout * 1000)
+        page.wait_for_function(f"m => {SINCE}(m).some({IS_START})", arg=mark, timeout=timeout * 1000)
         return True
     except PlaywrightTimeout:
         return False
 
 
-def sent_count(page) -> int:
-    """How many messages the page has sent to the server so far."""
-    return page.evaluate("() => window.__wbSent")
+def sent_mark(page) -> list:
+    """How many messages this document has sent to the server so far (see STATE_RECORDER), and which document."""
+    return page.evaluate("() => [performance.timeOrigin, window.__wbSent]")
+
+
+def sent_since(page, mark: list) -> int:
+    """Messages sent to the server since `mark` (a sent_mark value); a reloaded document's count from its start."""
+    return page.evaluate("m => m[0] === performance.timeOrigin ? window.__wbSent - m[1] : window.__wbSent", mark)
 
 
 def act_and_wait_run(page, act, start_timeout: float = 10, timeout: float = 60, attempts: int = 3) -> None:
@@ -160,29 +172,30 @@ def act_and_wait_run(page, act, start_timeout: float = 10, timeout: float = 60, 
     however slow the server is to start its run.
     """
     for attempt in range(attempts):
-        mark, sent = run_mark(page), sent_count(page)
+        mark, sent = run_mark(page), sent_mark(page)
         act()
         if run_started(page, mark, timeout=start_timeout) or attempt == attempts - 1:
             break
-        if sent_count(page) > sent:
+        if sent_since(page, sent):
             break  # the request went out: the run is coming, only late
     wait_run(page, mark, timeout=timeout)
 
 
-def wait_run(page, mark: int = 0, timeout: float = 60) -> tuple[float, float]:
-    """Wait for a script run that started after `mark` to finish; returns (started, finished), page clock in ms."""
+def wait_run(page, mark: list | None = None, timeout: float = 60) -> tuple[float, float]:
+    """Wait for a script run that started after `mark` (none: since the document loaded) to finish; returns
+    (started, finished), page clock in ms."""
     try:
         page.wait_for_function(
-            f"""m => {{ const s = window.__wbStates.slice(m);
+            f"""m => {{ const s = {SINCE}(m);
                        return s.some({IS_START}) && s[s.length - 1][0] === 'notRunning'; }}""",
             arg=mark, timeout=timeout * 1000,
         )
     except PlaywrightTimeout as error:
-        seen = page.evaluate("m => [window.__wbStates.slice(m), window.__wbSent]", mark)
-        raise AssertionError(f"no finished run within {timeout} s; script states since the action and messages "
-                             f"sent in all: {seen}") from error
+        seen = page.evaluate(f"m => [{SINCE}(m), window.__wbSent, location.href]", mark)
+        raise AssertionError(f"no finished run within {timeout} s; script states since the action, messages this "
+                             f"document sent, its address: {seen}") from error
     return tuple(page.evaluate(
-        f"""m => {{ const s = window.__wbStates.slice(m);
+        f"""m => {{ const s = {SINCE}(m);
                    return [s.find({IS_START})[1], s[s.length - 1][1]]; }}""",
         mark,
     ))
