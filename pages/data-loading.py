@@ -208,11 +208,11 @@ def intro() -> None:
         f"This host has **{cores()} CPU cores**; torch warns when num_workers exceeds that, and the timeline shows "
         "why."
     )
-    ui.legend(figures.GANTT_LEGEND)
 
 
 def workers_section() -> None:
     """The headline timeline and the epoch boundary below it: the second runs the workload set in the first."""
+    ui.legend(figures.GANTT_LEGEND)  # the colours of both timelines
     epochs_section(timeline_section())
 
 

@@ -1,5 +1,8 @@
 """Cached functions a page script defines again on every rerun are wrapped once, and still cache what they return."""
 
+import re
+from pathlib import Path
+
 from pages.ui import cache_data, cache_resource
 
 PAGE = '''
@@ -43,3 +46,13 @@ def test_a_recompiled_page_and_other_options_get_their_own_wrapper():
     assert cache_resource(max_entries=1)(one) is not cache_resource(max_entries=2)(one), "other options"
     assert cache_resource(max_entries=1)(one) is cache_resource(max_entries=1)(one)
     assert cache_data()(one)() == 1
+
+
+def test_pages_define_their_cached_functions_through_ui():
+    """A page script that used @st.cache_data directly would pay the decoration again on every rerun."""
+    pages = Path(__file__).resolve().parents[1] / "pages"
+    direct = [f"{f.name}:{n}" for f in sorted(pages.glob("*.py"))
+              for n, line in enumerate(f.read_text().splitlines(), 1)
+              if re.match(r"\s*@st\.cache_(data|resource)", line)]
+    assert direct == [], "use @ui.cache_data / @ui.cache_resource in page scripts"
+    assert len(list(pages.glob("*.py"))) > 10
