@@ -100,13 +100,25 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 # Installed in every page of a context before Streamlit loads: records each change of the app's script
-# state with a page-side timestamp, so no run can slip between two polls, and counts the messages the page sends
-# to the server (a rerun request is one), so a test can tell a dropped action from a slow server.
+# state with a page-side timestamp, so no run can slip between two polls; counts the messages the page sends to
+# the server (a rerun request is one), so a test can tell a dropped action from a slow server; counts the messages
+# it receives (a run that React drew in one batch may leave no state change behind, never its messages); and logs
+# the socket's opening and closing, for the message of a test that waited in vain.
 STATE_RECORDER = """
 window.__wbStates = [];
 window.__wbSent = 0;
+window.__wbReceived = [0, 0];  // messages received, page time of the last
+window.__wbSocket = [];
 const send = WebSocket.prototype.send;
 WebSocket.prototype.send = function (...args) { window.__wbSent += 1; return send.apply(this, args); };
+window.WebSocket = class extends WebSocket {
+  constructor(...args) {
+    super(...args);
+    this.addEventListener('message', () => { window.__wbReceived = [window.__wbReceived[0] + 1, performance.now()]; });
+    this.addEventListener('open', () => window.__wbSocket.push(['open', performance.now()]));
+    this.addEventListener('close', e => window.__wbSocket.push(['close', e.code, performance.now()]));
+  }
+};
 new MutationObserver(records => {
   // getAttribute reads the value now, after every change in this batch: a fast run's 'running' survives only
   // as the old value of the next change, so the old values are recorded too.
@@ -127,13 +139,14 @@ def new_context(browser, **options):
 
 
 def run_mark(page) -> list:
-    """Where the page's record of script states stands now; pass it to wait_run after triggering a run.
+    """Where the page's records stand now; pass it to wait_run after triggering a run.
 
-    The record lives in the loaded document, so a reload (a link the frontend let the browser follow) starts it
+    The records live in the loaded document, so a reload (a link the frontend let the browser follow) starts them
     afresh: a mark names its document (performance.timeOrigin), and everything recorded in a later one counts as
-    after it.
+    after it. [document, states recorded, messages received, page time]
     """
-    return page.evaluate("() => [performance.timeOrigin, window.__wbStates.length]")
+    return page.evaluate("() => [performance.timeOrigin, window.__wbStates.length, window.__wbReceived[0], "
+                         "performance.now()]")
 
 
 # The states recorded since mark `m` (a run_mark value; none: since the document loaded).
@@ -143,11 +156,26 @@ SINCE = "(m => m && m[0] === performance.timeOrigin ? window.__wbStates.slice(m[
 # one frame may never show 'running' at all.
 IS_START = "x => x[0] === 'running' || x[0] === 'rerunRequested'"
 
+# Messages received from the server since mark `m`.
+RECEIVED = "(m => window.__wbReceived[0] - (m && m[0] === performance.timeOrigin ? m[2] : 0))"
+
+# The app's script state now.
+STATE_NOW = "(() => document.querySelector('[data-test-script-state]')?.getAttribute('data-test-script-state'))"
+
+# A run that started after `m` has finished: its start and end are recorded, or (a run React drew in one batch)
+# the server has answered since `m`, the app is idle and nothing has arrived for a second.
+FINISHED = f"""m => {{
+  const s = {SINCE}(m);
+  if (s.some({IS_START}) && s[s.length - 1][0] === 'notRunning') return true;
+  return {RECEIVED}(m) > 0 && {STATE_NOW}() === 'notRunning' && performance.now() - window.__wbReceived[1] > 1000;
+}}"""
+
 
 def run_started(page, mark: list, timeout: float = 10) -> bool:
     """Whether a script run started after `mark` within `timeout` s (the frontend sometimes drops a request)."""
     try:
-        page.wait_for_function(f"m => {SINCE}(m).some({IS_START})", arg=mark, timeout=timeout * 1000)
+        page.wait_for_function(f"m => {SINCE}(m).some({IS_START}) || {RECEIVED}(m) > 0", arg=mark,
+                               timeout=timeout * 1000)
         return True
     except PlaywrightTimeout:
         return False
@@ -183,20 +211,17 @@ def act_and_wait_run(page, act, start_timeout: float = 10, timeout: float = 60, 
 
 def wait_run(page, mark: list | None = None, timeout: float = 60) -> tuple[float, float]:
     """Wait for a script run that started after `mark` (none: since the document loaded) to finish; returns
-    (started, finished), page clock in ms."""
+    (started, finished), page clock in ms (for a run seen only by its messages: the mark and its last message)."""
     try:
-        page.wait_for_function(
-            f"""m => {{ const s = {SINCE}(m);
-                       return s.some({IS_START}) && s[s.length - 1][0] === 'notRunning'; }}""",
-            arg=mark, timeout=timeout * 1000,
-        )
+        page.wait_for_function(FINISHED, arg=mark, timeout=timeout * 1000)
     except PlaywrightTimeout as error:
-        seen = page.evaluate(f"m => [{SINCE}(m), window.__wbSent, location.href]", mark)
-        raise AssertionError(f"no finished run within {timeout} s; script states since the action, messages this "
-                             f"document sent, its address: {seen}") from error
+        seen = page.evaluate(f"m => ({{states: {SINCE}(m), received: {RECEIVED}(m), sent: window.__wbSent, "
+                             f"socket: window.__wbSocket, now: performance.now(), address: location.href}})", mark)
+        raise AssertionError(f"no finished run within {timeout} s; since the action (this document's clock, "
+                             f"ms): {seen}") from error
     return tuple(page.evaluate(
-        f"""m => {{ const s = {SINCE}(m);
-                   return [s.find({IS_START})[1], s[s.length - 1][1]]; }}""",
+        f"""m => {{ const s = {SINCE}(m), start = s.find({IS_START});
+                   return start ? [start[1], s[s.length - 1][1]] : [m ? m[3] : 0, window.__wbReceived[1]]; }}""",
         mark,
     ))
 
