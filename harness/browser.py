@@ -260,8 +260,9 @@ def artifacts_dir(*parts: str) -> Path:
 MAX_SHOT_HEIGHT = 12000
 
 
-def wait_loaded(page, timeout_ms: int = 20_000) -> None:
-    """Lazy elements (tables, charts) show skeletons until their code has loaded: wait them out."""
+def wait_loaded(page, timeout_ms: int = 60_000) -> None:
+    """Lazy elements (tables, charts) show skeletons until their code has loaded: wait them out (on a loaded
+    host that has taken over 20 s)."""
     page.wait_for_function("() => document.querySelectorAll('[data-testid=stSkeleton]').length === 0",
                            timeout=timeout_ms)
     page.wait_for_timeout(500)
