@@ -77,7 +77,7 @@ def gantt_figure(r: ProfileResult) -> go.Figure:
         )
     depths = sorted({s.depth for s in r.spans})
     fig.update_yaxes(categoryorder="array", categoryarray=[f"depth {d}" for d in reversed(depths)],
-                     title="nesting (0 = record_function label)")
+                     title="depth 0 = phase label")  # short: whole beside the presenter-height plot
     fig.update_xaxes(title="µs since the step started")
     fig.update_layout(barmode="overlay")
     return layout(fig, title="Op timeline of one training step (CPU)", height=380)
