@@ -215,8 +215,9 @@ def wait_run(page, mark: list | None = None, timeout: float = 60) -> tuple[float
     try:
         page.wait_for_function(FINISHED, arg=mark, timeout=timeout * 1000)
     except PlaywrightTimeout as error:
-        seen = page.evaluate(f"m => ({{states: {SINCE}(m), received: {RECEIVED}(m), sent: window.__wbSent, "
-                             f"socket: window.__wbSocket, now: performance.now(), address: location.href}})", mark)
+        seen = page.evaluate(f"m => ({{states: {SINCE}(m), state_now: {STATE_NOW}(), received: {RECEIVED}(m), "
+                             f"sent: window.__wbSent, socket: window.__wbSocket, now: performance.now(), "
+                             f"address: location.href}})", mark)
         raise AssertionError(f"no finished run within {timeout} s; since the action (this document's clock, "
                              f"ms): {seen}") from error
     return tuple(page.evaluate(
