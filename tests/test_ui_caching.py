@@ -1,4 +1,5 @@
-"""Cached functions a page script defines again on every rerun are wrapped once, and still cache what they return."""
+"""What pages/ui keeps across reruns: cached functions a page script defines again are wrapped once and still cache
+what they return; a figure built again finds its whiteboard copy."""
 
 import re
 from pathlib import Path
@@ -56,3 +57,22 @@ def test_pages_define_their_cached_functions_through_ui():
               if re.match(r"\s*@st\.cache_(data|resource)", line)]
     assert direct == [], "use @ui.cache_data / @ui.cache_resource in page scripts"
     assert len(list(pages.glob("*.py"))) > 10
+
+
+def test_a_figure_built_again_finds_its_whiteboard_copy_by_content():
+    """A page that builds a figure anew on every run gets the large-type copy made the first time; other content
+    gets its own, and the copy has the presenter height."""
+    import plotly.graph_objects as go
+
+    from demos.style import PRESENTER_HEIGHT
+    from pages.ui.figures import _view
+
+    def build(y):
+        return go.Figure(go.Bar(x=["a", "b"], y=y), layout={"title": {"text": "bytes per tensor"}})
+
+    first, first_print = _view(build([1, 2]), whiteboard=True)
+    again, again_print = _view(build([1, 2]), whiteboard=True)
+    other, other_print = _view(build([2, 1]), whiteboard=True)
+    assert again is first and again_print == first_print
+    assert other is not first and other_print != first_print
+    assert first.layout.height == PRESENTER_HEIGHT and list(other.data[0].y) == [2, 1]
