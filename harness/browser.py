@@ -143,21 +143,27 @@ def run_mark(page) -> list:
 
     The records live in the loaded document, so a reload (a link the frontend let the browser follow) starts them
     afresh: a mark names its document (performance.timeOrigin), and everything recorded in a later one counts as
-    after it. [document, states recorded, messages received, page time]
+    after it. [document, states recorded, messages received, page time, messages sent]
     """
     return page.evaluate("() => [performance.timeOrigin, window.__wbStates.length, window.__wbReceived[0], "
-                         "performance.now()]")
+                         "performance.now(), window.__wbSent]")
 
 
-# The states recorded since mark `m` (a run_mark value; none: since the document loaded).
-SINCE = "(m => m && m[0] === performance.timeOrigin ? window.__wbStates.slice(m[1]) : window.__wbStates)"
+# Whether mark `m` was taken in this document (none: no mark, everything since the document loaded counts).
+SAME_DOCUMENT = "(m => Boolean(m) && m[0] === performance.timeOrigin)"
+
+# The states recorded since mark `m`.
+SINCE = f"(m => {SAME_DOCUMENT}(m) ? window.__wbStates.slice(m[1]) : window.__wbStates)"
 
 # A run shows as 'rerunRequested' (a rerun the frontend asked for) and/or 'running'; a run that finishes within
 # one frame may never show 'running' at all.
 IS_START = "x => x[0] === 'running' || x[0] === 'rerunRequested'"
 
 # Messages received from the server since mark `m`.
-RECEIVED = "(m => window.__wbReceived[0] - (m && m[0] === performance.timeOrigin ? m[2] : 0))"
+RECEIVED = f"(m => window.__wbReceived[0] - ({SAME_DOCUMENT}(m) ? m[2] : 0))"
+
+# Messages sent to the server since mark `m`.
+SENT = f"(m => window.__wbSent - ({SAME_DOCUMENT}(m) ? m[4] : 0))"
 
 # The app's script state now.
 STATE_NOW = "(() => document.querySelector('[data-test-script-state]')?.getAttribute('data-test-script-state'))"
@@ -181,16 +187,6 @@ def run_started(page, mark: list, timeout: float = 10) -> bool:
         return False
 
 
-def sent_mark(page) -> list:
-    """How many messages this document has sent to the server so far (see STATE_RECORDER), and which document."""
-    return page.evaluate("() => [performance.timeOrigin, window.__wbSent]")
-
-
-def sent_since(page, mark: list) -> int:
-    """Messages sent to the server since `mark` (a sent_mark value); a reloaded document's count from its start."""
-    return page.evaluate("m => m[0] === performance.timeOrigin ? window.__wbSent - m[1] : window.__wbSent", mark)
-
-
 def act_and_wait_run(page, act, start_timeout: float = 10, timeout: float = 60, attempts: int = 3) -> None:
     """Do `act()` (a click, an upload, a key), then wait for the run it starts.
 
@@ -200,11 +196,11 @@ def act_and_wait_run(page, act, start_timeout: float = 10, timeout: float = 60, 
     however slow the server is to start its run.
     """
     for attempt in range(attempts):
-        mark, sent = run_mark(page), sent_mark(page)
+        mark = run_mark(page)
         act()
         if run_started(page, mark, timeout=start_timeout) or attempt == attempts - 1:
             break
-        if sent_since(page, sent):
+        if page.evaluate(f"m => {SENT}(m)", mark):
             break  # the request went out: the run is coming, only late
     wait_run(page, mark, timeout=timeout)
 
@@ -216,7 +212,7 @@ def wait_run(page, mark: list | None = None, timeout: float = 60) -> tuple[float
         page.wait_for_function(FINISHED, arg=mark, timeout=timeout * 1000)
     except PlaywrightTimeout as error:
         seen = page.evaluate(f"m => ({{states: {SINCE}(m), state_now: {STATE_NOW}(), received: {RECEIVED}(m), "
-                             f"sent: window.__wbSent, socket: window.__wbSocket, now: performance.now(), "
+                             f"sent: {SENT}(m), socket: window.__wbSocket, now: performance.now(), "
                              f"address: location.href}})", mark)
         raise AssertionError(f"no finished run within {timeout} s; since the action (this document's clock, "
                              f"ms): {seen}") from error

@@ -42,7 +42,7 @@ SLUG = "data-loading"
 # ---------- cached demo calls: plain parameters in, (frozen result, its figure) out ----------
 # st.cache_resource, because rebuilding (or unpickling, as st.cache_data would on every rerun) their plotly figures
 # would cost more than a warm rerun may; the cached results and figures are only read (ui.plot copies). The three
-# process runs show their default cases on every visit, so this matters most for them.
+# process runs show their default cases on every visit to their tab, so this matters most for them.
 
 @ui.cache_resource(max_entries=16, show_spinner=False)
 def cached_compare(workload: tuple, a: tuple, b: tuple):
