@@ -10,6 +10,7 @@ from demos.errors import InputError, quoted
 from demos.modules.common import MODULE_IMPORTS, norm
 from demos.modules.inputs import parse_lrs
 from demos.shown import Script, script
+from demos.training.common import single_threaded
 
 LAYERS = ("stem", "bn", "body", "head")
 BACKBONE = ("stem", "bn", "body")
@@ -85,6 +86,7 @@ def _validate_layers(frozen, allowed=LAYERS) -> tuple[str, ...]:
     return tuple(f for f in allowed if f in frozen)
 
 
+@single_threaded  # the shown script pins one thread too, so it prints these numbers
 def freeze_step(frozen=("stem", "bn"), optimizer="SGD", seed: int = 0) -> FreezeStep:
     """Freeze layers with requires_grad_(False), give the optimizer the rest, run one real step."""
     frozen = _validate_layers(frozen)
@@ -225,6 +227,7 @@ class GroupLRs:
     code: Script
 
 
+@single_threaded  # the shown script pins one thread too, so it prints these numbers
 def per_group_lrs(lr_text: str = "0.01, 0.1", seed: int = 0) -> GroupLRs:
     """Two param groups (backbone, head) with their own learning rates; plain SGD so change = lr * grad."""
     lrs = parse_lrs(lr_text)

@@ -14,6 +14,7 @@ from demos.errors import InputError, quoted
 from demos.modules.common import MODULE_IMPORTS, norm
 from demos.modules.inputs import parse_channels, parse_hook_value
 from demos.shown import Script, script
+from demos.training.common import single_threaded
 
 PATTERNS = ("disc", "stripes", "checker")
 PRE_HOOKS = ("flip", "invert", "grayscale")
@@ -380,6 +381,7 @@ class SurgeryResult:
     code: Script
 
 
+@single_threaded  # the shown script pins one thread too, so it prints these numbers
 def grad_surgery(channels_text="4, 8", image_size=32, pattern="disc", seed=0, mode="scale",
                  value_text="0.5", enabled=True) -> SurgeryResult:
     """register_hook on the last conv block's output edits its gradient; only layers before it feel it.

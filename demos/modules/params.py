@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from demos.errors import InputError
 from demos.modules.common import MODULE_IMPORTS, get_path, moved_copy, norm, target_device
 from demos.shown import Script, script
+from demos.training.common import single_threaded
 
 MAX_TRAIN_STEPS, EVAL_STEPS = 20, 3
 TRUE_MEAN = (2.0, -1.0, 0.5)
@@ -207,6 +208,7 @@ class BatchNormTrace:
     code: str
 
 
+@single_threaded  # the shown script pins one thread too, so it prints these numbers
 def batchnorm_stats(train_steps: int = 5, momentum: float = 0.1, seed: int = 0) -> BatchNormTrace:
     """BatchNorm1d's running statistics over train() steps, then frozen over eval() steps."""
     if not 1 <= train_steps <= MAX_TRAIN_STEPS:
