@@ -181,7 +181,7 @@ PRESENTER_FONT = 20  # px: body type of a figure on a shared screen
 PRESENTER_TITLE_CHARS = 64  # a 24 px title wraps before this many characters (a full-width 1280 px figure)
 # px: a figure's height on a 1280x720 shared screen, where it sits whole under the header strip, the tab labels
 # and its tools bar (whiteboard.css keeps those short)
-PRESENTER_HEIGHT = 430
+PRESENTER_HEIGHT = 400
 HEATMAP_FRAME = 170  # px of the presenter height that a heatmap's title and column labels take, about
 _MARKUP = re.compile(r"<(?!br\b|/?b>|/?i>|/?sup>|/?sub>)[^>]*>")  # tags other than <br>, <b>, <i>, <sup>, <sub>
 

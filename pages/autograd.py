@@ -116,7 +116,7 @@ def _load_preset() -> None:
 def expression_ui() -> tuple[str, str]:
     """Preset gallery, leaf declarations and the expression: the Graph and Backward tabs both draw them."""
     default_leaves, default_expr = PRESETS[DEFAULT_PRESET]
-    top = st.columns([2, 5], vertical_alignment="bottom")
+    top = st.columns([3, 5], vertical_alignment="bottom")  # the preset names whole in the whiteboard key row
     top[0].selectbox("Preset", list(PRESETS), key="ag_preset", on_change=_load_preset, bind="query-params",
                      help="Loads a worked example into the two fields; edit them freely afterwards.")
     leaves = top[1].text_input(
@@ -148,9 +148,11 @@ def legend_chips(items) -> None:
 
 
 def graph_section() -> None:
-    leaves, expr = expression_ui()
-    show_saved = st.toggle("Show saved tensors in the backward graph", key="ag_saved", bind="query-params",
-                           help="make_dot(show_saved=True): draw what each node saved for backward.")
+    with ui.key_controls("ag_graph"):
+        leaves, expr = expression_ui()
+    with ui.settings("ag_graph"):
+        show_saved = st.toggle("Show saved tensors in the backward graph", key="ag_saved", bind="query-params",
+                               help="make_dot(show_saved=True): draw what each node saved for backward.")
     with ui.input_errors():
         graph_results(leaves, expr, show_saved)
 
@@ -183,7 +185,8 @@ def graph_results(leaves: str, expr: str, show_saved: bool) -> None:
 
 
 def backward_section() -> None:
-    leaves, expr = expression_ui()
+    with ui.key_controls("ag_backward"):
+        leaves, expr = expression_ui()
     st.header("2. Backward, step by step", divider="gray")
     with ui.input_errors():
         cached_graph(leaves, expr, False)  # backward runs only on what the Graph tab accepts; its sentence if not
@@ -226,8 +229,9 @@ def backward_results(r) -> None:
 def chain_ui(r) -> None:
     st.subheader("The chain rule at one node, with its numbers")
     labels = [f"{c.step}   ({c.grad_fn})" for c in r.chains]
-    pick = st.selectbox("Operation", range(len(labels)), format_func=lambda i: labels[i], key="ag_chain",
-                        bind="query-params")
+    with ui.key_controls("ag_chain"):  # after the view's figure: stays here, above the numbers it picks
+        pick = st.selectbox("Operation", range(len(labels)), format_func=lambda i: labels[i], key="ag_chain",
+                            bind="query-params")
     chain = r.chains[min(pick or 0, len(r.chains) - 1)]
     names = ", ".join(f"{letter} = `{text}`" for letter, text in zip("ab", chain.operands, strict=False))
     st.markdown(f"Here {names}; g = ∂L/∂out is the gradient flowing into `{chain.step}`: `{chain.upstream}`. "
@@ -260,7 +264,8 @@ def modes_section() -> None:
         "*Saved for backward* is measured with `saved_tensors_hooks`: the bytes autograd keeps alive until "
         "backward. The last column then uses each result in a new autograd computation with W."
     )
-    n = st.slider("Size n of x and W (n × n)", MIN_N, MAX_N, 128, 16, key="ag_n", bind="query-params")
+    with ui.key_controls("ag_modes"):
+        n = st.slider("Size n of x and W (n × n)", MIN_N, MAX_N, 128, 16, key="ag_n", bind="query-params")
     r = cached_modes(n)
     ui.table(r.table, whole=True)  # whole: the later-use column holds torch's sentences
     ui.plot(modes_chart(n), key="ag_modes_fig")
@@ -346,7 +351,8 @@ def accumulation_section() -> None:
     ui.plot(repeat_chart(), key="ag_repeat_fig")
     ui.show_code(repeat.code, key="ag_repeat_code", file_name="grad_accumulates.py")
     st.subheader("k micro-batches equal one large batch, if each loss is divided by k")
-    batch, k = micro_ui()
+    with ui.key_controls("ag_micro"):  # the section's second figure: its row stays just above it
+        batch, k = micro_ui()
     with ui.input_errors():
         m = cached_micro(batch, k)
         ok_col, trap_col = st.columns(2)

@@ -165,10 +165,11 @@ def workload_ui() -> tuple:
     return samples, float(io_ms), float(transform_ms), float(step_ms)
 
 
-def config_ui(prefix: str, title: str, default: LoaderConfig) -> tuple:
+def config_ui(prefix: str, title: str, default: LoaderConfig, workers_box) -> tuple:
+    """A loader's settings; its num_workers, the one a presenter changes while talking, goes in `workers_box`."""
+    num_workers = workers_box.slider(f"{prefix.upper()}: num_workers", 0, MAX_WORKERS, default.num_workers,
+                                     key=f"dl_{prefix}_workers", bind="query-params")
     st.markdown(f"**{title}**")
-    num_workers = st.slider("num_workers", 0, MAX_WORKERS, default.num_workers, key=f"dl_{prefix}_workers",
-                            bind="query-params")
     batch_size = st.slider("batch_size", 1, MAX_BATCH, default.batch_size, key=f"dl_{prefix}_batch",
                            bind="query-params")
     prefetch = st.slider("prefetch_factor", 1, MAX_PREFETCH, default.prefetch_factor, key=f"dl_{prefix}_prefetch",
@@ -225,17 +226,23 @@ def timeline_section() -> tuple:
         "The speedup is capped by the slowest stage: the step, the workers' share of loading, or the cores' "
         "share of CPU work. More workers than cores cannot speed up CPU-bound loading.",
     ], key="dl_timeline_steps")
-    workload = workload_ui()
-    left, right = st.columns(2, gap="large")
-    with left:
-        a = config_ui("a", "Configuration A", DEFAULT_A)
-    with right:
-        b = config_ui("b", "Configuration B", DEFAULT_B)
+    with ui.key_controls("dl_timeline"):
+        workers_a, workers_b, run_box = st.columns(3, vertical_alignment="bottom")
+    with ui.settings("dl_timeline", label="Workload and loader settings"):
+        workload = workload_ui()
+        left, right = st.columns(2, gap="large")
+        with left:
+            a = config_ui("a", "Configuration A", DEFAULT_A, workers_a)
+        with right:
+            b = config_ui("b", "Configuration B", DEFAULT_B, workers_b)
     params = (workload, a, b)
     with ui.input_errors():
         for cfg in (a, b):
             validate(Workload(*workload), LoaderConfig(*cfg))
-        if not ui.run_button("Run both loaders", "dl_timeline", params, default=DEFAULT_TIMELINE, type="primary"):
+        with run_box:
+            pressed = ui.run_button("Run both loaders", "dl_timeline", params, default=DEFAULT_TIMELINE,
+                                    type="primary")
+        if not pressed:
             st.info(f"Press the button to run both DataLoaders (a few seconds on an idle host: the workload "
                     f"without workers is capped at {SERIAL_BUDGET_MS / 1000:g} s, and every run has a time limit).",
                     icon=":material/play_circle:")
@@ -281,7 +288,8 @@ def epochs_section(workload: tuple) -> None:
              "loading an index) before its first batch. With it, the same workers carry on into the next epoch. "
              "Starting a worker itself is cheap here (a warm fork server with torch imported); the setup is what "
              "the slider below sets.")
-    c1, c2, c3 = st.columns(3)
+    with ui.key_controls("dl_epochs"):  # stays just above its own figure: the timeline's row is the one moved
+        c1, c2, c3, run_box = st.columns([1, 1, 1, 1.4], vertical_alignment="bottom")  # the button label whole
     workers = c1.slider("num_workers", 1, MAX_WORKERS, EPOCH_WORKERS, key="dl_epoch_workers", bind="query-params")
     batch = c2.slider("batch_size", 1, MAX_BATCH, EPOCH_BATCH, key="dl_epoch_batch", bind="query-params")
     setup = c3.slider("Per-worker setup (ms)", 0, MAX_SETUP_MS, EPOCH_SETUP_MS, 50, key="dl_epoch_setup",
@@ -289,8 +297,10 @@ def epochs_section(workload: tuple) -> None:
     params = epoch_params(workload, workers, batch, setup)
     with ui.input_errors():
         validate(Workload(*params[0]), LoaderConfig(*params[1]))
-        if not ui.run_button("Run two epochs, off and on", "dl_epochs", params, default=DEFAULT_EPOCHS,
-                             type="primary"):
+        with run_box:
+            pressed = ui.run_button("Run two epochs, off and on", "dl_epochs", params, default=DEFAULT_EPOCHS,
+                                    type="primary")
+        if not pressed:
             st.info("Uses the workload above; press the button to run two epochs twice.",
                     icon=":material/play_circle:")
             return
@@ -310,12 +320,15 @@ def streams_section() -> None:
     ui.prose("A map-style `Dataset` is indexed: the sampler hands each index to one worker. An `IterableDataset` "
              "is a stream: each worker gets its own copy and iterates it from the start, so without sharding "
              "every sample arrives once per worker. The fix is to shard in `__iter__` with `get_worker_info()`.")
-    c1, c2 = st.columns(2)
+    with ui.key_controls("dl_streams"):
+        c1, c2, run_box = st.columns(3, vertical_alignment="bottom")
     length = c1.slider("Stream length", 4, MAX_LENGTH, STREAM_LENGTH, key="dl_stream_len", bind="query-params")
     workers = c2.slider("num_workers", 1, MAX_WORKERS, STREAM_WORKERS, key="dl_stream_workers", bind="query-params")
     params = (length, workers)
     with ui.input_errors():
-        if not ui.run_button("Load both streams", "dl_streams", params, default=DEFAULT_STREAMS, type="primary"):
+        with run_box:
+            pressed = ui.run_button("Load both streams", "dl_streams", params, default=DEFAULT_STREAMS, type="primary")
+        if not pressed:
             st.info("Press the button to load the unsharded and the sharded stream with real workers.",
                     icon=":material/play_circle:")
             return
@@ -332,9 +345,10 @@ def samplers_section() -> None:
              "`RandomSampler`. A `BatchSampler` groups indices into batches, a `WeightedRandomSampler` draws by "
              "weight, and a `DistributedSampler` gives each rank its own slice. All drawn by torch now.")
     st.subheader("Order: sequential, random, random with replacement")
-    c1, c2 = st.columns(2)
-    length = c1.slider("Dataset length", 4, 24, 10, key="dl_order_len", bind="query-params")
-    seed = c2.number_input("Seed", 0, 10_000, 0, key="dl_order_seed", bind="query-params")
+    with ui.key_controls("dl_order"):
+        c1, c2 = st.columns(2)
+        length = c1.slider("Dataset length", 4, 24, 10, key="dl_order_len", bind="query-params")
+        seed = c2.number_input("Seed", 0, 10_000, 0, key="dl_order_seed", bind="query-params")
     with ui.input_errors():
         orders, fig = cached_orders(length, int(seed))
         ui.plot(fig, key="dl_order_fig")
@@ -343,10 +357,11 @@ def samplers_section() -> None:
         ui.show_code(orders.code, key="dl_order_code", file_name="samplers.py")
 
     st.subheader("WeightedRandomSampler on an imbalanced dataset")
-    c1, c2 = st.columns([2, 1])
-    sizes = c1.text_input("Class sizes", "900, 90, 10", key="dl_class_sizes", bind="query-params",
-                          help="2 to 8 whole numbers, each 1 to 10000.")
-    batch = c2.slider("Batch size", 1, 256, 32, key="dl_weighted_batch", bind="query-params")
+    with ui.key_controls("dl_weighted"):  # this and the next row stay just above their own figures
+        c1, c2 = st.columns([2, 1])
+        sizes = c1.text_input("Class sizes", "900, 90, 10", key="dl_class_sizes", bind="query-params",
+                              help="2 to 8 whole numbers, each 1 to 10000.")
+        batch = c2.slider("Batch size", 1, 256, 32, key="dl_weighted_batch", bind="query-params")
     with ui.input_errors():
         w, fig = cached_weighted(sizes, batch)
         ui.plot(fig, key="dl_weighted_fig")
@@ -356,10 +371,11 @@ def samplers_section() -> None:
         ui.show_code(w.code, key="dl_weighted_code", file_name="weighted_sampler.py")
 
     st.subheader("DistributedSampler across simulated ranks")
-    c1, c2, c3 = st.columns(3)
-    d_len = c1.slider("Dataset length", 1, 64, 10, key="dl_dist_len", bind="query-params")
-    ranks = c2.slider("Ranks (world size)", 1, 8, 4, key="dl_dist_ranks", bind="query-params")
-    shuffle = c3.toggle("shuffle", True, key="dl_dist_shuffle", bind="query-params")
+    with ui.key_controls("dl_dist"):
+        c1, c2, c3 = st.columns(3)
+        d_len = c1.slider("Dataset length", 1, 64, 10, key="dl_dist_len", bind="query-params")
+        ranks = c2.slider("Ranks (world size)", 1, 8, 4, key="dl_dist_ranks", bind="query-params")
+        shuffle = c3.toggle("shuffle", True, key="dl_dist_shuffle", bind="query-params")
     with ui.input_errors():
         d, fig = cached_distributed(d_len, ranks, shuffle)
         ui.plot(fig, key="dl_dist_fig")
@@ -380,8 +396,9 @@ def collate_section() -> None:
     st.subheader("collate_fn: variable-length sequences")
     ui.prose("`collate_fn` turns a list of samples into one batch. The default stacks tensors, which needs equal "
              "shapes; sequences need padding to the longest one and a mask that says which positions are real.")
-    lengths = st.text_input("Sequence lengths in one batch", "5, 3, 8, 2", key="dl_lengths", bind="query-params",
-                            help="2 to 12 whole numbers, each 1 to 48.")
+    with ui.key_controls("dl_pad"):
+        lengths = st.text_input("Sequence lengths in one batch", "5, 3, 8, 2", key="dl_lengths",
+                                bind="query-params", help="2 to 12 whole numbers, each 1 to 48.")
     with ui.input_errors():
         p, pad_fig = cached_pad(lengths)
         trap, correct = st.columns(2, gap="large")
@@ -397,9 +414,10 @@ def collate_section() -> None:
         ui.show_code(p.code, key="dl_pad_code", file_name="pad_collate.py")
 
     st.subheader("Bucketing by length")
-    c1, c2 = st.columns(2)
-    sequences = c1.slider("Sequences", 64, 4096, 1024, 64, key="dl_bucket_n", bind="query-params")
-    batch = c2.slider("Batch size", 2, 128, 32, key="dl_bucket_batch", bind="query-params")
+    with ui.key_controls("dl_bucket"):  # this and pin_memory's row stay in place, below the first figure
+        c1, c2 = st.columns(2)
+        sequences = c1.slider("Sequences", 64, 4096, 1024, 64, key="dl_bucket_n", bind="query-params")
+        batch = c2.slider("Batch size", 2, 128, 32, key="dl_bucket_batch", bind="query-params")
     with ui.input_errors():
         bk, fig = cached_buckets(sequences, batch)
         m1, m2 = st.columns(2)
@@ -416,7 +434,8 @@ def pinning_section() -> None:
              "`x.to('cuda', non_blocking=True)` from pinned memory returns at once and the copy overlaps compute. "
              "From pageable memory the driver first copies into a pinned staging buffer and the copy blocks. "
              "`DataLoader(pin_memory=True)` pins each batch in a background thread of the main process.")
-    megabytes = st.slider("Tensor size (MiB)", 1, MAX_MB, 16, key="dl_pin_mb", bind="query-params")
+    with ui.key_controls("dl_pin"):
+        megabytes = st.slider("Tensor size (MiB)", 1, MAX_MB, 16, key="dl_pin_mb", bind="query-params")
     with ui.input_errors():
         r = cached_pin(megabytes)
         c1, c2, c3 = st.columns(3)

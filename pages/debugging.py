@@ -56,8 +56,9 @@ def nan_section() -> None:
         "output) finds that origin. Pick a planted source: the batch has an all-zero (padding) row, as real "
         "batches do."
     )
-    source = st.selectbox("NaN source", nan_trace.SOURCES, format_func=nan_trace.SOURCE_LABELS.get, key="dbg_nan_src",
-                          bind="query-params")
+    with ui.key_controls("dbg_nan"):
+        source = st.selectbox("NaN source", nan_trace.SOURCES, format_func=nan_trace.SOURCE_LABELS.get,
+                              key="dbg_nan_src", bind="query-params")
     with ui.input_errors():
         r = cached_nan(source)
         ui.graph(figures.nan_graph(r))
@@ -118,7 +119,8 @@ def repro_section() -> None:
         "order give the same bits — checked here with `torch.equal` on every loss and parameter."
     )
     with ui.input_errors():
-        steps, seed = seeds_ui()
+        with ui.key_controls("dbg_seeds"):
+            steps, seed = seeds_ui()
         r = cached_seeds(steps, seed)
         a, b, c = st.columns(3)
         a.metric("Unseeded runs identical", str(r.unseeded_equal))
@@ -150,7 +152,9 @@ def workers_part() -> None:
         "it in `worker_init_fn` from `get_worker_info().seed`; passing `generator=` to the DataLoader makes "
         "those seeds the same in every run."
     )
-    if st.button("Start 2 workers for each loader", key="dbg_workers_run", icon=":material/play_arrow:"):
+    with ui.key_controls("dbg_workers"):  # after the seeds figure: stays in place, above what it starts
+        start = st.button("Start 2 workers for each loader", key="dbg_workers_run", icon=":material/play_arrow:")
+    if start:
         line = st.empty()  # the place in line, if the run waits, above the folded status
         with ui.input_errors(), st.status("Starting worker processes…") as status:
             ui.queued(cached_workers, notice=line)
@@ -209,7 +213,8 @@ def leaks_section() -> None:
         "the trap and the fix side by side and measures, after every step, what is still alive: autograd nodes "
         "reachable from what the loop keeps, the bytes of activations those nodes saved, and hook calls."
     )
-    steps = st.slider("Steps", 1, leaks.MAX_STEPS, 30, key="dbg_leak_steps", bind="query-params")
+    with ui.key_controls("dbg_leaks"):
+        steps = st.slider("Steps", 1, leaks.MAX_STEPS, 30, key="dbg_leak_steps", bind="query-params")
     with ui.input_errors():
         r = cached_leaks(steps)
         ui.plot(figures.leak_figure(r), key="dbg_leaks")
@@ -234,8 +239,9 @@ def tests_section() -> None:
         "overfitting one batch to ~0 loss, every parameter receiving a gradient, and determinism under a seed. "
         "Plant a bug and watch which test catches it; the correct model runs next to it."
     )
-    bug = st.selectbox("Planted bug", model_tests.BUGS[1:], format_func=model_tests.BUG_LABELS.get,
-                       key="dbg_bug", bind="query-params")
+    with ui.key_controls("dbg_tests"):
+        bug = st.selectbox("Planted bug", model_tests.BUGS[1:], format_func=model_tests.BUG_LABELS.get,
+                           key="dbg_bug", bind="query-params")
     with ui.input_errors():
         good, bad = cached_tests("none"), cached_tests(bug)
         left, right = st.columns(2)
@@ -256,7 +262,7 @@ def profiler_section() -> None:
         "*self* time to find the ops that do the work; download the Chrome trace and open it in Perfetto "
         "(ui.perfetto.dev) for the full timeline."
     )
-    a, b = st.columns(2)
+    a, b = ui.key_controls("dbg_prof").columns(2)
     width = a.select_slider("Layer width", [64, 128, 256, 512, profiling.MAX_WIDTH], 256, key="dbg_prof_width",
                             bind="query-params")
     batch = b.select_slider("Batch size", [8, 32, 64, 128, 256, profiling.MAX_BATCH], 64, key="dbg_prof_batch",
@@ -269,9 +275,10 @@ def profiler_section() -> None:
         ui.plot(figures.gantt_figure(r), key="dbg_gantt")
         ui.table([{"op": o.name, "self CPU (µs)": round(o.self_us, 1), "total CPU (µs)": round(o.total_us, 1),
                    "calls": o.calls} for o in r.top_ops], hide_index=True)
-        st.download_button("Download the Chrome trace (JSON)", r.trace_json, file_name="train_step_trace.json",
-                           mime="application/json", key="dbg_trace_download", on_click="ignore",
-                           icon=":material/download:")
+        with ui.settings("dbg_trace", label="Chrome trace for Perfetto"):
+            st.download_button("Download the Chrome trace (JSON)", r.trace_json, file_name="train_step_trace.json",
+                               mime="application/json", key="dbg_trace_download", on_click="ignore",
+                               icon=":material/download:")
         ui.show_code(r.code, key="dbg_prof_code", file_name="profile_step.py")
 
 

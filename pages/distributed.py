@@ -1,7 +1,5 @@
 """Distributed: real gloo process groups on this server — collectives, DDP, sampler, FSDP, TP/PP, launch."""
 
-from functools import partial
-
 import pandas as pd
 import streamlit as st
 
@@ -91,12 +89,15 @@ def button_params(demo: str, world: int, raw: dict) -> tuple:
     return world, tuple(sorted(core.validate_params(demo, world, raw).items()))
 
 
-def run_button(demo: str, world: int, raw: dict, label: str) -> core.DistRun | None:
+def run_button(demo: str, world: int, raw: dict, label: str, place) -> core.DistRun | None:
     """Validate now; run the tab's default case at once, any other setting when the button is pressed, and show
-    that run until its inputs change."""
+    that run until its inputs change. The button goes in `place` (beside its key inputs), the run's lines below."""
     params = button_params(demo, world, raw)
     default = button_params(demo, DEFAULT_WORLD, DEFAULTS[demo]) if demo in DEFAULTS else None
-    if not ui.run_button(f"Run {label} on {world} ranks", f"dist_{demo}", params, default=default, type="primary"):
+    with place:
+        shown = ui.run_button(f"Run {label} on {world} ranks", f"dist_{demo}", params, default=default,
+                              type="primary")
+    if not shown:
         if ui.ran_with(f"dist_{demo}") is None:
             st.info(f"Press the button to start {world} real processes (gloo on 127.0.0.1). Each setting's result "
                     "is cached, so running it again is instant.", icon=":material/info:")
@@ -119,8 +120,13 @@ def run_button(demo: str, world: int, raw: dict, label: str) -> core.DistRun | N
 # ---- renderers (used for live runs and for loaded result files) ---------------------------------------------
 
 def show_collectives(run: core.DistRun, key: str) -> None:
-    op = st.segmented_control("Collective", list(core.OPS), default="all_reduce_sum", key=f"{key}_op",
-                              bind="query-params" if key == "dist_live" else None) or "all_reduce_sum"
+    # Its eleven choices take the whole key row and wrap onto two lines there; on the whiteboard its label's line
+    # would make the row too tall (the figure names the collective shown).
+    label = "collapsed" if ui.whiteboard_on() else "visible"
+    with ui.key_controls(key):
+        op = st.segmented_control("Collective", list(core.OPS), default="all_reduce_sum", key=f"{key}_op", wrap=True,
+                                  label_visibility=label,
+                                  bind="query-params" if key == "dist_live" else None) or "all_reduce_sum"
     view = core.collective_view(run, op)
     st.markdown(f"**{op}** — {view['about']}")
     ui.plot(run_figure(run, "collective", op), key=f"{key}_coll_fig")
@@ -273,6 +279,13 @@ def show_run(run: core.DistRun | None, key: str) -> None:
 
 
 # ---- sections -------------------------------------------------------------------------------------------------
+# A tab's key row holds the world size, a few key settings and the run button; its other settings fold away.
+
+def ranks_ui() -> int:
+    """The world size: one URL parameter every tab shares, drawn in the open tab's key row."""
+    return st.segmented_control("Ranks (world size)", [2, 3, 4], default=DEFAULT_WORLD, key="dist_world",
+                                bind="query-params") or DEFAULT_WORLD
+
 
 def layers_slider(column, prefix: str) -> int:
     return column.slider("Layers", 1, 6, MODEL_DEFAULTS["layers"], key=f"{prefix}_layers", bind="query-params")
@@ -282,19 +295,18 @@ def width_slider(column, prefix: str) -> int:
     return column.slider("Width", 8, 256, MODEL_DEFAULTS["width"], 8, key=f"{prefix}_width", bind="query-params")
 
 
-def model_ui(prefix: str) -> dict:
-    a, b, c = st.columns(3)
+def model_ui(prefix: str, layers_place, width_place, per_rank_place) -> dict:
     return {
-        "layers": layers_slider(a, prefix),
-        "width": width_slider(b, prefix),
-        "per_rank": c.slider("Samples per rank", 2, 32, MODEL_DEFAULTS["per_rank"], key=f"{prefix}_per_rank",
-                             bind="query-params"),
+        "layers": layers_slider(layers_place, prefix),
+        "width": width_slider(width_place, prefix),
+        "per_rank": per_rank_place.slider("Samples per rank", 2, 32, MODEL_DEFAULTS["per_rank"],
+                                          key=f"{prefix}_per_rank", bind="query-params"),
     }
 
 
-def model_choice_ui() -> tuple[str, str]:
+def model_choice_ui(place) -> tuple[str, str]:
     """The model and precision of the memory calculators: the FSDP and Launch tabs share them (same keys)."""
-    a, b = st.columns(2)
+    a, b = place.columns(2)
     preset = a.selectbox("Model", list(core.PRESETS), key="dist_model", bind="query-params")
     precision = b.selectbox("Precision and optimizer", list(core.PRECISIONS), key="dist_precision",
                             bind="query-params")
@@ -309,68 +321,84 @@ def mlp_shape(preset: str) -> tuple[int, int]:
     return layers_slider(a, "dist_fsdp"), width_slider(b, "dist_fsdp")
 
 
-def collectives_section(world: int) -> None:
+def collectives_section() -> None:
     ui.prose("Each rank starts with its own small tensor of seeded integers. Pick a collective to see every rank's "
              "tensor before and after, exactly as the ranks returned it.")
-    a, b, c = st.columns(3)
+    # The key row is the collective shown (drawn with the run); the run's settings and its button fold away here.
+    settings = ui.settings("dist_coll", label="Ranks, elements, ring message size, seed")
+    ranks, a, b, c = settings.columns(4)
+    with ranks:
+        world = ranks_ui()
     default = DEFAULTS["collectives"]
     raw = {"length": a.slider("Elements per rank", 1, 6, default["length"], key="dist_length", bind="query-params"),
            "ring_numel": b.text_input("Ring message size (elements, ≤ 1,000,000)", default["ring_numel"],
                                       key="dist_ring", bind="query-params"),
            "seed": c.number_input("Seed", 0, 9999, default["seed"], key="dist_coll_seed", bind="query-params")}
     with ui.input_errors():
-        show_run(run_button("collectives", world, raw, "collectives"), "dist_live")
+        show_run(run_button("collectives", world, raw, "collectives", settings), "dist_live")
 
 
-def ddp_section(world: int) -> None:
+def ddp_section() -> None:
     ui.prose("DistributedDataParallel on real ranks, each holding a different shard of one global batch. A comm "
              "hook records every bucket (size, parameters, when its all_reduce started and finished); full backward "
              "hooks record when each layer's backward ran.")
-    raw = model_ui("dist_ddp")
+    ranks, bucket, head, run = ui.key_controls("dist_ddp").columns([1, 1, 1.2, 1], vertical_alignment="bottom")
+    with ranks:
+        world = ranks_ui()
+    a, b, c, d = ui.settings("dist_ddp", label="Model size and micro-batches").columns(4)
+    raw = model_ui("dist_ddp", a, b, c)
     default = DEFAULTS["ddp"]
-    a, b, c = st.columns(3)
-    raw["bucket_cap_mb"] = a.text_input("bucket_cap_mb", default["bucket_cap_mb"], key="dist_bucket",
-                                        bind="query-params", help=f"{core.BUCKET_MB[0]} to {core.BUCKET_MB[1]} MB")
+    raw["bucket_cap_mb"] = bucket.text_input("bucket_cap_mb", default["bucket_cap_mb"], key="dist_bucket",
+                                             bind="query-params",
+                                             help=f"{core.BUCKET_MB[0]} to {core.BUCKET_MB[1]} MB")
     micro = core.micro_batch_choices(raw["per_rank"])  # at most one micro-batch per sample
-    raw["micro_batches"] = b.select_slider("Micro-batches (no_sync)", micro,
+    raw["micro_batches"] = d.select_slider("Micro-batches (no_sync)", micro,
                                            core.nearest_choice(micro, default["micro_batches"]), key="dist_micro",
                                            bind="query-params")
-    raw["head_first"] = c.toggle("Register the head first", default["head_first"], key="dist_head_first",
-                                 bind="query-params",
-                                 help="Registers the head before the blocks, so the registration order differs "
-                                      "from the order gradients arrive in during backward.")
+    raw["head_first"] = head.toggle("Register the head first", default["head_first"], key="dist_head_first",
+                                    bind="query-params",
+                                    help="Registers the head before the blocks, so the registration order differs "
+                                         "from the order gradients arrive in during backward.")
     raw["seed"] = default["seed"]
     with ui.input_errors():
-        show_run(run_button("ddp", world, raw, "DDP"), "dist_ddp")
+        show_run(run_button("ddp", world, raw, "DDP", run), "dist_ddp")
 
 
-def sampler_section(world: int) -> None:
+def sampler_section() -> None:
     ui.prose("`DistributedSampler` on each real rank: which dataset indices that rank reads, how it pads so every "
              "rank gets the same count, and why `set_epoch` matters.")
-    a, b, c, d = st.columns(4)
+    ranks, a, c, run = ui.key_controls("dist_sampler").columns([1, 1.5, 0.8, 1.7], vertical_alignment="bottom")
+    with ranks:
+        world = ranks_ui()
+    b, d = ui.settings("dist_sampler", label="shuffle and seed").columns(2)
     default = DEFAULTS["sampler"]
     raw = {"dataset": a.slider("Dataset size", 1, 64, default["dataset"], key="dist_dataset", bind="query-params"),
            "shuffle": b.toggle("shuffle", default["shuffle"], key="dist_shuffle", bind="query-params"),
            "drop_last": c.toggle("drop_last", default["drop_last"], key="dist_drop_last", bind="query-params"),
            "seed": d.number_input("Seed", 0, 9999, default["seed"], key="dist_sampler_seed", bind="query-params")}
     with ui.input_errors():
-        show_run(run_button("sampler", world, raw, "DistributedSampler"), "dist_sampler")
+        show_run(run_button("sampler", world, raw, "DistributedSampler", run), "dist_sampler")
 
 
-def fsdp_section(world: int) -> None:
+def fsdp_section() -> None:
     ui.prose("`fully_shard` (FSDP2) on each Linear and on the root, on the same ranks. Shapes come from each rank's "
              "DTensor local tensors; collectives are recorded as they pass the dispatcher; memory is summed from the "
              "local parameter, gradient and Adam-state tensors, beside an unsharded (DDP-style) replica.")
-    raw = model_ui("dist_fsdp")
+    # The ZeRO chart opens this tab (the run waits for its button): this row sits above it, and a second row (the
+    # chart's model and precision) would not fit on the screen, so those fold away.
+    ranks, layers, width, run = ui.key_controls("dist_fsdp").columns(4, vertical_alignment="bottom")
+    with ranks:
+        world = ranks_ui()
+    raw = model_ui("dist_fsdp", layers, width, ui.settings("dist_fsdp", label="Samples per rank"))
     raw["seed"] = 0
     with ui.input_errors():
-        show_run(run_button("fsdp", world, raw, "FSDP"), "dist_fsdp")
+        show_run(run_button("fsdp", world, raw, "FSDP", run), "dist_fsdp")
     st.subheader("ZeRO stages: memory per rank")
     zero_calculator(world, raw["layers"], raw["width"])
 
 
 def zero_calculator(world: int, layers: int, width: int) -> None:
-    preset, precision = model_choice_ui()
+    preset, precision = model_choice_ui(ui.settings("dist_zero", label="Model and precision"))
     with ui.input_errors():
         params, how = cached_param_count(preset, layers, width)
         st.caption(f"Parameter count {params:,} from torch: {how}.")
@@ -384,12 +412,15 @@ def zero_calculator(world: int, layers: int, width: int) -> None:
         st.caption(core.precision_note(precision))
 
 
-def tp_pp_section(world: int) -> None:
+def tp_pp_section() -> None:
     st.subheader("Tensor parallel: column- and row-parallel Linear")
     ui.prose("Each rank holds 1/N of the weight. Column-parallel splits the output features and all-gathers the "
              "outputs; row-parallel splits the input features and all-reduces partial sums. Both are checked "
              "against the full `F.linear` on the same inputs.")
-    a, b, c = st.columns(3)
+    ranks, a, b, run = ui.key_controls("dist_tp").columns([1, 1.2, 1.2, 1.5], vertical_alignment="bottom")
+    with ranks:
+        world = ranks_ui()
+    c = ui.settings("dist_tp", label="Batch")
     default = DEFAULTS["tensor_parallel"]
     features = core.feature_choices(world)  # multiples of the world size: every rank gets an equal shard
     raw = {"d_in": a.select_slider("Input features", features, core.nearest_choice(features, default["d_in"]),
@@ -399,9 +430,9 @@ def tp_pp_section(world: int) -> None:
            "batch": c.slider("Batch", 1, 16, default["batch"], key="dist_batch", bind="query-params"),
            "seed": default["seed"]}
     with ui.input_errors():
-        show_run(run_button("tensor_parallel", world, raw, "tensor parallel"), "dist_tp")
+        show_run(run_button("tensor_parallel", world, raw, "tensor parallel", run), "dist_tp")
     st.subheader("Pipeline parallel: GPipe vs 1F1B")
-    a, b = st.columns(2)
+    a, b = ui.key_controls("dist_pp").columns(2)  # the second figure's own row, in place above it
     stages = a.slider("Stages p", 2, 8, 4, key="dist_stages", bind="query-params")
     micro = b.slider("Micro-batches m", 1, 16, 8, key="dist_pp_micro", bind="query-params")
     with ui.input_errors():
@@ -417,12 +448,15 @@ def tp_pp_section(world: int) -> None:
         ui.show_code(scheds[1].code, key="dist_pp_code", file_name="pipeline_schedule.py")
 
 
-def launch_section(world: int) -> None:
+def launch_section() -> None:
     ui.prose("The launcher forks each rank from a warm server process, sets the environment torchrun would set, "
              "and calls the same `run_rank` that `torchrun -m demos.distributed.run` calls. Below: what the real "
              "ranks printed.")
+    ranks, run = ui.key_controls("dist_env").columns([1, 3], vertical_alignment="bottom")
+    with ranks:
+        world = ranks_ui()
     with ui.input_errors():
-        show_run(run_button("env", world, DEFAULTS["env"], "launch"), "dist_env")
+        show_run(run_button("env", world, DEFAULTS["env"], "launch", run), "dist_env")
     left, right = st.columns(2)
     left.markdown("**mp.spawn**: you start the processes from Python; rank comes as an argument; you set "
                   "MASTER_ADDR/PORT yourself. One machine only.")
@@ -431,9 +465,11 @@ def launch_section(world: int) -> None:
                    "failed workers (`--max-restarts`), and spans nodes (`--nnodes`, rendezvous).")
     right.code(TORCHRUN_CODE, language="python", wrap_lines=True)
     st.subheader("Trade-offs for the chosen model")
-    preset, precision = model_choice_ui()
-    layers, width = mlp_shape(preset)
-    tokens = st.slider("Tokens (samples) per step", 1, 8192, 2048, key="dist_tokens", bind="query-params")
+    tradeoffs = ui.settings("dist_tradeoffs", label="Model, precision and tokens per step")
+    preset, precision = model_choice_ui(tradeoffs)
+    with tradeoffs:
+        layers, width = mlp_shape(preset)
+        tokens = st.slider("Tokens (samples) per step", 1, 8192, 2048, key="dist_tokens", bind="query-params")
     with ui.input_errors():
         params, how = cached_param_count(preset, layers, width)
         rows = core.tradeoff_rows(params, world, layers, width, tokens, precision)
@@ -449,8 +485,9 @@ def launch_section(world: int) -> None:
     st.subheader("Load a result file from your own run")
     st.code("torchrun --nproc-per-node 8 -m demos.distributed.run --demo ddp --param width=256 --out result.json",
             language="bash", wrap_lines=True)
-    upload = st.file_uploader("Result file (JSON written by demos.distributed.run)", type=["json"],
-                              key="dist_upload", max_upload_size=1)
+    with ui.settings("dist_upload", label="Result file"):
+        upload = st.file_uploader("Result file (JSON written by demos.distributed.run)", type=["json"],
+                                  key="dist_upload", max_upload_size=1)
     if upload is not None:
         with ui.input_errors():
             show_run(cached_file(upload.getvalue(), upload.name), "dist_file")
@@ -485,8 +522,6 @@ ui.page_header(SLUG)
 ui.prose("Everything below runs in real `torch.distributed` process groups: 2–4 CPU processes on this server talking "
          f"over gloo on 127.0.0.1. {core.backend_note()} The Launch tab loads the result file of a torchrun run. "
          "One distributed run at a time per server; results are cached by their settings.")
-world = st.segmented_control("Ranks (world size)", [2, 3, 4], default=DEFAULT_WORLD, key="dist_world",
-                             bind="query-params") or DEFAULT_WORLD
 SECTIONS = (collectives_section, ddp_section, sampler_section, fsdp_section, tp_pp_section, launch_section)
-ui.section_tabs(SLUG, "dist_tab", [partial(section, world) for section in SECTIONS])
+ui.section_tabs(SLUG, "dist_tab", SECTIONS)
 ui.interview_corner(SLUG, QUESTIONS)

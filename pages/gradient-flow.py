@@ -65,18 +65,23 @@ def dead_fig(lr: float, init: str):
 
 
 def network_ui() -> tuple:
-    """The network's shape and recipe; defaults show vanishing plainly."""
-    a, b, c = st.columns(3)
-    depth = a.slider("Depth (layers)", 1, MAX_DEPTH, 30, key="gf_depth", bind="query-params")
-    width = b.select_slider("Width", [MIN_WIDTH, 8, 16, 32, 64, 128, 256, MAX_WIDTH], 32, key="gf_width",
-                            bind="query-params")
-    steps = c.slider("Training steps for the heatmap", 1, flow.MAX_STEPS, 8, key="gf_steps", bind="query-params")
-    a, b, c, d = st.columns([1, 1.4, 1, 0.8], vertical_alignment="bottom")
-    activation = a.selectbox("Activation", list(ACTIVATIONS), key="gf_act", bind="query-params")
-    init = b.selectbox("Initialization", INITS, index=INITS.index("normal"), format_func=INIT_LABELS.get,
-                       key="gf_init", bind="query-params")
-    norm = c.selectbox("Normalization", NORMS, format_func=NORM_LABELS.get, key="gf_norm", bind="query-params")
-    residual = d.toggle("Residual", key="gf_residual", bind="query-params")
+    """The network's shape and recipe; defaults show vanishing plainly. What decides vanishing or exploding (depth,
+    width, activation, init) is the key row; the fixes and the heatmap's steps are settings."""
+    keys, rest = ui.key_controls("gf_network"), ui.settings("gf_network", label="Fixes and heatmap steps")
+    with keys:
+        a, b, c, d = st.columns([1, 1, 1, 1.4])
+        depth = a.slider("Depth (layers)", 1, MAX_DEPTH, 30, key="gf_depth", bind="query-params")
+        width = b.select_slider("Width", [MIN_WIDTH, 8, 16, 32, 64, 128, 256, MAX_WIDTH], 32, key="gf_width",
+                                bind="query-params")
+        activation = c.selectbox("Activation", list(ACTIVATIONS), key="gf_act", bind="query-params")
+        init = d.selectbox("Initialization", INITS, index=INITS.index("normal"), format_func=INIT_LABELS.get,
+                           key="gf_init", bind="query-params")
+    with rest:
+        a, b, c = st.columns([1.4, 1, 0.8], vertical_alignment="bottom")
+        steps = a.slider("Training steps for the heatmap", 1, flow.MAX_STEPS, 8, key="gf_steps",
+                         bind="query-params")
+        norm = b.selectbox("Normalization", NORMS, format_func=NORM_LABELS.get, key="gf_norm", bind="query-params")
+        residual = c.toggle("Residual", key="gf_residual", bind="query-params")
     return depth, width, activation, init, norm, residual, steps
 
 
@@ -145,13 +150,14 @@ def clipping_section() -> None:
         "direction is kept. `clip_grad_value_` clamps every entry to ±`clip_value` on its own: the direction "
         "changes. Both act in place on `.grad`, between `backward()` and `optimizer.step()`."
     )
-    a, b, c = st.columns(3)
-    max_norm = a.select_slider("max_norm", [0.1, 0.5, 1.0, 2.0, 5.0, 10.0], 1.0, key="gf_max_norm",
-                               bind="query-params")
-    clip_value = b.select_slider("clip_value", [0.01, 0.05, 0.1, 0.5, 1.0, 5.0], 0.1, key="gf_clip_value",
-                                 bind="query-params")
-    lr_text = c.text_input("Learning rate (SGD, momentum 0.9)", "0.1", key="gf_lr", bind="query-params",
-                           help=f"Between {clipping.MIN_LR:g} and {clipping.MAX_LR:g}.")
+    with ui.key_controls("gf_clip"):  # stays just above the two figures it drives
+        a, b, c = st.columns(3)
+        max_norm = a.select_slider("max_norm", [0.1, 0.5, 1.0, 2.0, 5.0, 10.0], 1.0, key="gf_max_norm",
+                                   bind="query-params")
+        clip_value = b.select_slider("clip_value", [0.01, 0.05, 0.1, 0.5, 1.0, 5.0], 0.1, key="gf_clip_value",
+                                     bind="query-params")
+        lr_text = c.text_input("Learning rate (SGD, momentum 0.9)", "0.1", key="gf_lr", bind="query-params",
+                               help=f"Between {clipping.MIN_LR:g} and {clipping.MAX_LR:g}.")
     left, right = st.columns(2)
     with left, ui.input_errors():
         cmp = cached_compare(max_norm, clip_value)
@@ -190,10 +196,11 @@ def dead_section() -> None:
         "inputs of a 6-layer, 64-wide net, before and after"
         f" {dead_relu.STEPS} SGD steps."
     )
-    a, b = st.columns(2)
-    lr = a.select_slider("Learning rate", dead_relu.LRS, 0.3, key="gf_dead_lr", bind="query-params")
-    init = b.selectbox("Initialization", dead_relu.INITS, index=1, format_func=dead_relu.INIT_LABELS.get,
-                       key="gf_dead_init", bind="query-params")
+    with ui.key_controls("gf_dead"):
+        a, b = st.columns(2)
+        lr = a.select_slider("Learning rate", dead_relu.LRS, 0.3, key="gf_dead_lr", bind="query-params")
+        init = b.selectbox("Initialization", dead_relu.INITS, index=1, format_func=dead_relu.INIT_LABELS.get,
+                           key="gf_dead_init", bind="query-params")
     with ui.input_errors():
         d = cached_dead(lr, init)
         if not d.yours.finite:

@@ -65,8 +65,10 @@ def components_demo() -> None:
     left, right = st.columns([3, 2], gap="large")
     with left:
         st.subheader("A figure, its code, its link")
-        logits_text = st.text_input("Logits", value="2, 1, 0.1", key="home_logits", bind="query-params")
-        temperature = st.slider("Temperature T", MIN_T, MAX_T, 0.5, 0.05, key="home_temperature", bind="query-params")
+        with ui.key_controls("home_softmax"):
+            logits_text = st.text_input("Logits", value="2, 1, 0.1", key="home_logits", bind="query-params")
+            temperature = st.slider("Temperature T", MIN_T, MAX_T, 0.5, 0.05, key="home_temperature",
+                                    bind="query-params")
         with ui.input_errors():
             result = cached_softmax(logits_text, temperature)
             ui.vega(softmax_chart(result), key="home_softmax")
@@ -126,6 +128,11 @@ def tracker() -> None:
     if not known:
         st.info("The tracker lists the concepts of each topic page once topic pages are installed.")
         return
+    with ui.settings("home_tracker", label="Concepts studied, export and import"):  # folded on a shared screen
+        tracker_body(known)
+
+
+def tracker_body(known: dict[str, tuple[str, ...]]) -> None:
     titles = {t.slug: t.title for t in registered()}
     columns = st.columns(min(3, len(known)))
     for i, (slug, concepts) in enumerate(known.items()):

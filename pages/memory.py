@@ -124,6 +124,15 @@ def cached_recording():
 
 # ---------------------------------------------------------------------------------------------- section 1
 def step_ui() -> tuple[RunSpec, str]:
+    """The model and batch in the key row above the timeline; the recipe's other settings folded away."""
+    with ui.key_controls("mem_step"):
+        model, batch, seq, dtype = batch_ui()
+    with ui.settings("mem_step"):
+        optimizer, steps, card, ckpt, to_none = recipe_ui()
+    return RunSpec(model, batch, seq, dtype, optimizer, ckpt, to_none, steps), card
+
+
+def batch_ui() -> tuple[str, int, int, str]:
     c1, c2, c3, c4 = st.columns(4)
     model = c1.selectbox("Model", list(MODELS), index=3, key="mem_model", bind="query-params")
     kind = MODELS[model].kind
@@ -131,6 +140,10 @@ def step_ui() -> tuple[RunSpec, str]:
     seq = c3.number_input("Sequence length", 1, MAX_SEQ, 256, key="mem_seq", bind="query-params",
                           disabled=kind != "transformer", help="Transformers only.")
     dtype = c4.selectbox("Precision", DTYPES, key="mem_dtype", bind="query-params")
+    return model, int(batch), int(seq), dtype
+
+
+def recipe_ui() -> tuple[str, int, str, bool, bool]:
     c5, c6, c7, c8 = st.columns(4)
     optimizer = c5.selectbox("Optimizer", OPTIMIZERS, index=2, key="mem_opt", bind="query-params")
     steps = c6.slider("Steps", 1, MAX_STEPS, 2, key="mem_steps", bind="query-params")
@@ -140,7 +153,7 @@ def step_ui() -> tuple[RunSpec, str]:
         to_none = st.toggle("Free grads in zero_grad", value=True, key="mem_none", bind="query-params",
                             help="On: `zero_grad(set_to_none=True)` (the default since PyTorch 2.0) frees the "
                                  "gradients. Off: `set_to_none=False` keeps them as zero tensors.")
-    return RunSpec(model, int(batch), int(seq), dtype, optimizer, ckpt, to_none, int(steps)), card
+    return optimizer, int(steps), card, ckpt, to_none
 
 
 def run_device(spec: RunSpec) -> tuple[str, str | None]:
@@ -225,7 +238,9 @@ def sweep_section(spec: RunSpec, card: str) -> None:
     st.markdown("**Peak memory vs batch size**: the same steps at several batch sizes, with and without "
                 f"checkpointing and autocast, against the card (at most {SWEEP_BUDGET_S} s on 2 cores, one heavy "
                 "run at a time on this server).")
-    if not ui.run_button("Run the batch sweep", "mem_sweep", spec):
+    with ui.key_controls("mem_sweep"):  # stays in place, just above the sweep's own figure
+        pressed = ui.run_button("Run the batch sweep", "mem_sweep", spec)
+    if not pressed:
         return
     batches = sweep_batches(spec)
     line = st.empty()  # the place in line, if the run waits, above the folded status
@@ -268,8 +283,7 @@ def training_section() -> None:
         "gradient, optimizer state, activation (still alive at the end of forward: held by autograd for "
         "backward) or temporary, and sized as the CUDA allocator would (rounded up to 512 bytes)."
     )
-    with ui.settings("mem_step"):
-        spec, card = step_ui()
+    spec, card = step_ui()
     device, why = run_device(spec)
     device_note(device, why)
     with ui.input_errors():
@@ -324,14 +338,15 @@ def trap_section() -> None:
 
 # ---------------------------------------------------------------------------------------------- section 2
 def allocator_ui() -> tuple[str, int, bool]:
-    left, right = st.columns([2, 1])
-    with right:
-        preset = st.selectbox("Start from", list(PRESETS), key="mem_preset")
-        if st.button("Load this script", key="mem_preset_load"):
+    """A preset and the capacity in the key row; the script itself (a tall text area) folded away."""
+    with ui.key_controls("mem_alloc"):
+        preset_col, load_col, capacity_col = st.columns(3, vertical_alignment="bottom")
+        preset = preset_col.selectbox("Start from", list(PRESETS), key="mem_preset")
+        if load_col.button("Load this script", key="mem_preset_load"):  # before the text area is drawn
             st.session_state["mem_script"] = PRESETS[preset]
-        capacity = st.number_input("Device capacity (MiB)", MIN_CAPACITY_MIB, MAX_CAPACITY_MIB, 128,
-                                   key="mem_capacity", bind="query-params")
-    with left:
+        capacity = capacity_col.number_input("Device capacity (MiB)", MIN_CAPACITY_MIB, MAX_CAPACITY_MIB, 128,
+                                             key="mem_capacity", bind="query-params")
+    with ui.settings("mem_alloc", label="The script"):
         script = st.text_area("Script: `name = 40 MiB`, `del name`, `empty_cache()`", PRESETS["Fragmentation"],
                               key="mem_script", height=180, bind="query-params")
     return script, int(capacity), False
@@ -356,9 +371,10 @@ def allocator_section() -> None:
         released = sum(classic.released)
         st.caption(f"empty_cache() and the allocator's own retry returned {fmt_bytes(released)} to the device in this "
                    "script (classic segments); only segments with no live block can be returned.")
-        st.select_slider("Draw the cache after", range(len(classic.labels)), len(classic.labels) - 1,
-                              format_func=lambda i: f"{i}: {classic.labels[i]}",
-                              key=f"mem_alloc_at_{len(classic.labels)}")
+        with ui.key_controls("mem_alloc_at"):  # stays in place, just above the two cache drawings
+            st.select_slider("Draw the cache after", range(len(classic.labels)), len(classic.labels) - 1,
+                             format_func=lambda i: f"{i}: {classic.labels[i]}",
+                             key=f"mem_alloc_at_{len(classic.labels)}")
         left, right = st.columns(2)
         with left:
             st.markdown("**Classic segments** (default)")
@@ -398,18 +414,19 @@ def streams_section() -> None:
         "(nvidia-smi) is the fraction of time *some* kernel runs: a stream of one-element kernels keeps it high "
         "while the GPU does almost nothing."
     )
-    recording = recording_ui()
+    keys = ui.key_controls("mem_streams")  # the record button and the scenario, above the lanes
+    recording = recording_ui(keys)
     if recording is None:
         st.warning(no_recording_text(), icon=":material/warning:")
     else:
-        show_recording(recording)
+        show_recording(recording, keys)
     ui.show_code(stream_recorder.recorder_script(), key="mem_recorder_code", file_name="stream_recorder.py",
                  label="Show the recorder")
 
 
-def recording_ui() -> dict | None:
+def recording_ui(keys) -> dict | None:
     """This session's own recording if it made one (kept across reruns), else the shipped one."""
-    if torch.cuda.is_available() and st.button("Record on this GPU now", key="mem_record"):
+    if torch.cuda.is_available() and keys.button("Record on this GPU now", key="mem_record"):
         with st.status("Recording with CUDA events…"):
             st.session_state["mem_recording"] = stream_recorder.record(
                 command="page button: stream_recorder.record()")
@@ -428,11 +445,11 @@ def no_recording_text() -> str:
             "command printed beside it.")
 
 
-def show_recording(recording: dict) -> None:
+def show_recording(recording: dict, keys) -> None:
     p = recording["provenance"]
     st.caption(f"Recorded on **{p['gpu']}**, driver {p['driver']}, torch {p['torch']} (CUDA {p['cuda']}), "
                f"{p['date']}, with `{p['command']}`. {recording_method(recording)}")
-    scenario = st.selectbox("Scenario", recording["scenarios"], key="mem_scenario", bind="query-params")
+    scenario = keys.selectbox("Scenario", recording["scenarios"], key="mem_scenario", bind="query-params")
     steady = stream_recorder.steady(recording)
     ui.plot(streams_figure(steady, scenario), key="mem_streams_fig")
     rows = stream_recorder.summarize(recording)
@@ -464,17 +481,22 @@ def compile_section() -> None:
         "breaks); each graph is guarded by what it assumed (shapes, dtypes), and a failed guard recompiles."
     )
     left, right = st.columns(2)
-    with left:
-        st.markdown(f"**Graph breaks and recompiles** (dynamo only, at most {EXPLAIN_BUDGET_S} s on 2 cores)")
-        shapes = st.text_input("Input shapes, one per ';'", COMPILE_SHAPES, key="mem_shapes", bind="query-params")
-        run_dynamo = False
-        with ui.input_errors():
-            parse_shapes(shapes)  # bad text is answered now, not after the button
+    left.markdown(f"**Graph breaks and recompiles** (dynamo only, at most {EXPLAIN_BUDGET_S} s on 2 cores)")
+    right.markdown("**Eager vs compiled** (inductor: compiling takes tens of seconds on 2 cores)")
+    with ui.key_controls("mem_compile"):  # both runs in one row, under the two titles above
+        left, right = st.columns(2)
+        shapes_col, explain_col = left.columns(2, vertical_alignment="bottom")  # wide enough for whole labels
+        size_col, time_col = right.columns(2, vertical_alignment="bottom")
+    shapes = shapes_col.text_input("Input shapes, one per ';'", COMPILE_SHAPES, key="mem_shapes",
+                                   bind="query-params")
+    run_dynamo = False
+    with ui.input_errors():
+        parse_shapes(shapes)  # bad text is answered now, not after the button
+        with explain_col:
             run_dynamo = ui.run_button("Explain and count", "mem_explain", shapes, default=COMPILE_SHAPES)
-    with right:
-        st.markdown("**Eager vs compiled** (inductor: compiling takes tens of seconds on 2 cores)")
-        size = st.select_slider("Matrix size", [64, 128, 256, 512, 1024], COMPILE_SIZE, key="mem_size",
-                                bind="query-params")
+    size = size_col.select_slider("Matrix size", [64, 128, 256, 512, 1024], COMPILE_SIZE, key="mem_size",
+                                  bind="query-params")
+    with time_col:
         run_inductor = ui.run_button("Compile and time", "mem_time", size, icon=":material/timer:",
                                      default=COMPILE_SIZE)
     with ui.input_errors():

@@ -110,7 +110,8 @@ def params_section() -> None:
     ui.show_code(result.code, key="modules_buffer_trap_code", file_name="buffer_vs_attribute.py")
 
     st.subheader("BatchNorm's running statistics: updated in train(), read in eval()")
-    steps, momentum = batchnorm_ui()
+    with ui.key_controls("modules_bn"):
+        steps, momentum = batchnorm_ui()
     with ui.input_errors():
         trace = run_demo("batchnorm", steps, momentum)
         ui.plot(batchnorm_picture(steps, momentum), key="modules_bn_fig")
@@ -160,7 +161,8 @@ def hooks_section() -> None:
         "returns a handle: `handle.remove()` is the only way to take the hook off. Below, every leaf layer of a "
         "small CNN is hooked four ways over one real forward and backward on seeded synthetic images."
     )
-    net = network_ui()
+    with ui.key_controls("modules_net"):
+        net = network_ui()
     with ui.input_errors():
         run = cached_hooks(*net)
         pictures = hook_pictures(*net)
@@ -169,9 +171,10 @@ def hooks_section() -> None:
         ui.table(layer_table(run), hide_index=True, width="stretch")
         st.caption(f"{run.hooks_registered} hooks were registered for this run; after `handle.remove()` on each, "
                    f"{run.hooks_left} remain.")
-        conv_layer = st.selectbox("Feature maps of image 0 (one heatmap per channel) from",
-                                  [name for name, _ in run.feature_maps], key="modules_map_layer",
-                                  bind="query-params")
+        with ui.key_controls("modules_map_layer"):  # the later figures' key rows stay just above them
+            conv_layer = st.selectbox("Feature maps of image 0 (one heatmap per channel) from",
+                                      [name for name, _ in run.feature_maps], key="modules_map_layer",
+                                      bind="query-params")
         if conv_layer in pictures:
             ui.plot(pictures[conv_layer], key="modules_maps_fig")
         st.markdown("**Activation histograms** (what each forward hook received as `output`)")
@@ -199,9 +202,10 @@ def hooks_section() -> None:
 
 def pre_hook_part(net) -> None:
     st.subheader("A forward pre-hook that changes the input")
-    kind = st.selectbox("The pre-hook on conv1 returns", hooks.PRE_HOOKS, key="modules_pre_kind",
-                        format_func=lambda k: {"flip": "the image flipped left-right", "invert": "1 − image",
-                                               "grayscale": "the image in grayscale"}[k], bind="query-params")
+    with ui.key_controls("modules_pre_kind"):
+        kind = st.selectbox("The pre-hook on conv1 returns", hooks.PRE_HOOKS, key="modules_pre_kind",
+                            format_func=lambda k: {"flip": "the image flipped left-right", "invert": "1 − image",
+                                                   "grayscale": "the image in grayscale"}[k], bind="query-params")
     effect = run_demo("pre_hook", *net, kind)
     titles = [f"conv1 received image {i}" for i in range(len(effect.images_seen))]
     ui.plot(figs.images_figure(effect.images_seen, titles), key="modules_pre_fig")
@@ -215,13 +219,14 @@ def pre_hook_part(net) -> None:
 
 def zero_channel_part(net, run) -> None:
     st.subheader("A forward hook that zeroes a channel, and what happens downstream")
-    on, left, right = st.columns([1, 2, 2], vertical_alignment="bottom")
-    enabled = on.toggle("Hook registered", True, key="modules_zero_on", bind="query-params")
-    layers = hooks.conv_names(run.channels)
-    layer = left.selectbox("Layer", layers, key="modules_zero_layer", bind="query-params")
-    width = run.channels[layers.index(layer)]  # only channels this layer has can be picked
-    channel = right.number_input(f"Channel to zero (0 to {width - 1})", 0, width - 1, 0,
-                                 key="modules_zero_channel", bind="query-params")
+    with ui.key_controls("modules_zero"):
+        on, left, right = st.columns([1, 2, 2], vertical_alignment="bottom")
+        enabled = on.toggle("Hook registered", True, key="modules_zero_on", bind="query-params")
+        layers = hooks.conv_names(run.channels)
+        layer = left.selectbox("Layer", layers, key="modules_zero_layer", bind="query-params")
+        width = run.channels[layers.index(layer)]  # only channels this layer has can be picked
+        channel = right.number_input(f"Channel to zero (0 to {width - 1})", 0, width - 1, 0,
+                                     key="modules_zero_channel", bind="query-params")
     with ui.input_errors():
         effect = run_demo("zero_channel", *net, layer, int(channel), enabled)
         ui.plot(figs.channel_effect_figure(effect), key="modules_zero_fig")
@@ -240,12 +245,14 @@ def surgery_part(net) -> None:
     st.subheader("Tensor hooks: gradient surgery")
     st.markdown("`register_hook` on the last conv's output edits the gradient flowing back through it. Layers "
                 "before it see the edited gradient; the classifier after it does not.")
-    on, left, right = st.columns([1, 2, 2], vertical_alignment="bottom")
-    enabled = on.toggle("Hook registered", True, key="modules_surgery_on", bind="query-params")
-    mode = left.radio("Edit", hooks.SURGERY_MODES, horizontal=True, key="modules_surgery_mode", bind="query-params",
-                      format_func=lambda m: {"scale": "scale by a factor", "clip": "clip to ±threshold"}[m])
-    value = right.text_input("Factor (−100…100) or threshold (0…100]", "0.5", key="modules_surgery_value",
-                             bind="query-params")
+    with ui.key_controls("modules_surgery"):
+        on, left, right = st.columns([1, 2, 2], vertical_alignment="bottom")
+        enabled = on.toggle("Hook registered", True, key="modules_surgery_on", bind="query-params")
+        mode = left.radio("Edit", hooks.SURGERY_MODES, horizontal=True, key="modules_surgery_mode",
+                          bind="query-params",
+                          format_func=lambda m: {"scale": "scale by a factor", "clip": "clip to ±threshold"}[m])
+        value = right.text_input("Factor (−100…100) or threshold (0…100]", "0.5", key="modules_surgery_value",
+                                 bind="query-params")
     with ui.input_errors():
         result = run_demo("surgery", *net, mode, value, enabled)
         ui.plot(figs.surgery_figure(result), key="modules_surgery_fig")
@@ -266,7 +273,8 @@ def surgery_part(net) -> None:
 
 def pileup_part() -> None:
     st.subheader("Correct vs trap: hooks pile up when registered on every call")
-    calls = st.slider("Calls", 1, hooks.MAX_CALLS, 5, key="modules_calls", bind="query-params")
+    with ui.key_controls("modules_calls"):
+        calls = st.slider("Calls", 1, hooks.MAX_CALLS, 5, key="modules_calls", bind="query-params")
     with ui.input_errors():
         pile = run_demo("pileup", calls)
         ui.plot(figs.pileup_figure(pile), key="modules_pileup_fig")
@@ -301,7 +309,8 @@ def freezing_section() -> None:
         "the optimizer so its param groups say what is trained. Pick layers and run one real step:"
     )
     show_source(freezing.FineTuneNet)
-    frozen, optimizer = freeze_ui()
+    with ui.key_controls("modules_freeze"):
+        frozen, optimizer = freeze_ui()
     with ui.input_errors():
         step = run_demo("freeze", frozen, optimizer)
         ui.plot(figs.freeze_figure(step), key="modules_freeze_fig")
@@ -327,8 +336,9 @@ def freezing_section() -> None:
     ui.show_code(result.code, key="modules_eval_code", file_name="eval_vs_freeze.py")
 
     st.subheader("Correct vs trap: freezing after training has started")
-    late_optimizer = st.selectbox("Optimizer for this comparison", freezing.OPTIMIZERS, index=1,
-                                  key="modules_late_optimizer", bind="query-params")
+    with ui.key_controls("modules_late_optimizer"):  # the comparison's own row, in place above it
+        late_optimizer = st.selectbox("Optimizer for this comparison", freezing.OPTIMIZERS, index=1,
+                                      key="modules_late_optimizer", bind="query-params")
     late = run_demo("late_freeze", late_optimizer)
     good, bad = st.columns(2)
     with good.container(border=True):
@@ -342,8 +352,9 @@ def freezing_section() -> None:
     ui.show_code(late.code, key="modules_late_code", file_name="late_freeze.py")
 
     st.subheader("Per-group learning rates for fine-tuning")
-    lr_text = st.text_input("Learning rates: backbone, head (each in (0, 10])", "0.01, 0.1", key="modules_lrs",
-                            bind="query-params")
+    with ui.key_controls("modules_lrs"):
+        lr_text = st.text_input("Learning rates: backbone, head (each in (0, 10])", "0.01, 0.1", key="modules_lrs",
+                                bind="query-params")
     with ui.input_errors():
         groups = run_demo("group_lrs", lr_text)
         ui.plot(figs.group_lr_figure(groups), key="modules_lr_fig")
@@ -376,7 +387,8 @@ def sharing_section() -> None:
         "**assigning the same Parameter object** to both modules: one tensor, registered under two names."
     )
     show_source(sharing.TinyLM)
-    vocab, dim, steps = tying_ui()
+    with ui.key_controls("modules_tying"):
+        vocab, dim, steps = tying_ui()
     with ui.input_errors():
         t = run_demo("tying", vocab, dim, steps)
         a, b, c = st.columns(3)
@@ -413,12 +425,14 @@ def sharing_section() -> None:
 # ---- 5. containers -------------------------------------------------------------------------------------------
 
 
-def containers_ui() -> tuple[int, int]:
-    a, b = st.columns(2)
+def containers_ui() -> tuple[int, int, str]:
+    """The layers and the ModuleDict's heads: every demo of the tab reads them, and the module tree shows them all."""
+    a, b, c = st.columns(3)
     n_layers = a.slider("Layers", 1, containers.MAX_LAYERS, 3, key="modules_layers", bind="query-params")
     width = b.slider("Width", containers.MIN_WIDTH, containers.MAX_WIDTH, 8, key="modules_width",
                      bind="query-params")
-    return n_layers, width
+    heads_text = c.text_input("Head names (1–6 identifiers)", "cls, box", key="modules_heads", bind="query-params")
+    return n_layers, width, heads_text
 
 
 def containers_section() -> None:
@@ -426,7 +440,8 @@ def containers_section() -> None:
         "`nn.Module` registers a submodule when you assign a Module (or a container of Modules) to an attribute. "
         "A plain Python list is not a Module, so layers kept in one are never registered."
     )
-    n_layers, width = containers_ui()
+    with ui.key_controls("modules_containers"):
+        n_layers, width, heads_text = containers_ui()
     with ui.input_errors():
         st.subheader("Correct vs trap: nn.ModuleList vs a plain list")
         show_source(containers.ListNet)
@@ -454,8 +469,6 @@ def containers_section() -> None:
         ui.show_code(seq.code, key="modules_seq_code", file_name="sequential_vs_modulelist.py")
 
         st.subheader("nn.ModuleDict: heads by name")
-        heads_text = st.text_input("Head names (1–6 identifiers)", "cls, box", key="modules_heads",
-                                   bind="query-params")
         heads = run_demo("module_dict", heads_text, width)
         ui.table(pd.DataFrame(heads.rows, columns=["head", "state_dict keys", "output shape", "parameters"]),
                      hide_index=True, width="stretch")

@@ -165,7 +165,8 @@ def checkpoint_section() -> None:
     ui.prose("A checkpoint for **exact resume** holds everything whose value the next step depends on; a file "
              "for **serving** holds the weights. A save that crashes half-way must not destroy the last good "
              "checkpoint: write a temporary file, then `os.replace` it over the old one.")
-    width = st.select_slider("Model width", WIDTHS, value=128, key="sv_ckpt_width", bind="query-params")
+    with ui.key_controls("sv_ckpt"):
+        width = st.select_slider("Model width", WIDTHS, value=128, key="sv_ckpt_width", bind="query-params")
     contents = cached_contents(width)
     left, right = st.columns([2, 3])
     with left:
@@ -173,8 +174,9 @@ def checkpoint_section() -> None:
     with right:
         ui.plot(checkpoint_figure(contents.rows), key="sv_ckpt_fig")
     st.subheader("A crash in the middle of torch.save")
-    fraction = st.slider("The process dies after this fraction of the new file is written", 0.05, 0.95, 0.5, 0.05,
-                         key="sv_crash_at", bind="query-params")
+    with ui.key_controls("sv_crash"):  # after the first figure: stays in place, above the two outcomes
+        fraction = st.slider("The process dies after this fraction of the new file is written", 0.05, 0.95, 0.5,
+                             0.05, key="sv_crash_at", bind="query-params")
     with ui.input_errors():
         results = cached_crash(fraction, width)
         cols = st.columns(2)
@@ -196,8 +198,9 @@ def export_section() -> None:
              "branch, but TorchScript is **deprecated in this PyTorch** (the warnings below are torch's own). "
              "The modern path is `torch.export`, which refuses data-dependent Python control flow outright and "
              "takes `torch.cond` instead.")
-    value = st.number_input("Test input: every entry equals", -100.0, 100.0, TRACE_X, 1.0, key="sv_trace_x",
-                            bind="query-params")
+    with ui.key_controls("sv_trace"):
+        value = st.number_input("Test input: every entry equals", -100.0, 100.0, TRACE_X, 1.0, key="sv_trace_x",
+                                bind="query-params")
     with ui.input_errors():
         r = cached_trace(float(value))
         sweep = shared_sweep()
@@ -217,7 +220,9 @@ def export_section() -> None:
         b.code(r.scripted_code, language="python")
         ui.show_code(r.code, key="sv_trace_code", file_name="trace_vs_script.py")
     st.subheader("torch.export, dynamic shapes and torch.cond")
-    if ui.run_button("Run torch.export (a few seconds)", "sv_export", default=()):  # no inputs: runs on open
+    with ui.key_controls("sv_export"):  # after the first figure: stays in place, above what it runs
+        exported = ui.run_button("Run torch.export (a few seconds)", "sv_export", default=())  # no inputs: runs on open
+    if exported:
         with st.spinner("Exporting…"):
             e = ui.queued(cached_export)
         st.markdown("`torch.export.export` on the model with the Python `if`:")
@@ -231,18 +236,21 @@ def export_section() -> None:
         ui.show_code(e.code, key="sv_export_code", file_name="export_cond.py")
 
 
-def size_ui(prefix: str, default: tuple[int, int]) -> tuple[int, int]:
-    a, b = st.columns(2)
+def sized_run(prefix: str, default: tuple[int, int], label: str) -> tuple[int, int, bool]:
+    """The MLP's width and depth and the button that runs them, in one key row: (width, depth, show the result)."""
+    a, b, c = ui.key_controls(prefix).columns(3, vertical_alignment="bottom")
     w = a.select_slider("MLP width", WIDTHS, value=default[0], key=f"{prefix}_width", bind="query-params")
     d = b.slider("Hidden layers", 1, 4, default[1], key=f"{prefix}_depth", bind="query-params")
-    return w, d
+    with c:
+        shown = ui.run_button(label, f"{prefix}_run", (w, d), default=default)
+    return w, d, shown
 
 
 def onnx_section() -> None:
     ui.prose("The dynamo-based `torch.onnx.export` captures the model with `torch.export`, translates it to ONNX "
              "operators, and can keep the batch axis symbolic. onnxruntime then runs it without PyTorch.")
-    width, depth = size_ui("sv_onnx", ONNX_SIZE)
-    if ui.run_button("Export to ONNX and run onnxruntime", "sv_onnx_run", (width, depth), default=ONNX_SIZE):
+    width, depth, shown = sized_run("sv_onnx", ONNX_SIZE, "Export to ONNX and run onnxruntime")
+    if shown:
         r = ui.queued_status("Exporting with the dynamo exporter, then running onnxruntime…",
                              lambda _: "Exported, then run in onnxruntime", cached_onnx, width, depth, key="sv_onnx")
         c = st.columns(4)
@@ -268,8 +276,8 @@ def quant_section() -> None:
              "activations on the fly. Below, an MLP is trained here on a synthetic task, then quantized; size, "
              "held-out accuracy and latency are measured. Per-channel scales fit each output row's range, so "
              "they lose less than one scale for the whole tensor.")
-    width, depth = size_ui("sv_quant", QUANT_SIZE)
-    if ui.run_button("Train, quantize and measure", "sv_quant_run", (width, depth), default=QUANT_SIZE):
+    width, depth, shown = sized_run("sv_quant", QUANT_SIZE, "Train, quantize and measure")
+    if shown:
         q, s = ui.queued_status("Training for 150 steps, quantizing, timing…",
                                 lambda _: "Trained for 150 steps, quantized, timed", cached_quant, width, depth,
                                 key="sv_quant")

@@ -161,7 +161,8 @@ def broadcast_ui() -> tuple[str, str, str]:
 def broadcast_section() -> None:
     ui.prose("Broadcasting lets tensors of different shapes meet in one elementwise op without copying. "
              "Type two or three shapes: the table aligns them from the right, and torch decides the result.")
-    a, b, c = broadcast_ui()
+    with ui.key_controls("tensors_bc"):
+        a, b, c = broadcast_ui()
     with ui.input_errors():
         r = cached_broadcast(a, b, c)
         if r.result is not None:
@@ -191,8 +192,9 @@ def broadcast_section() -> None:
 
 
 def grid_view(a: str, b: str, c: str) -> None:
-    index = st.text_input("Element of the result", "", key="tensors_bc_index", bind="query-params",
-                          placeholder="e.g. 1, 2, 0 (blank: the last element)")
+    with ui.key_controls("tensors_bc_grid"):
+        index = st.text_input("Element of the result", "", key="tensors_bc_index", bind="query-params",
+                              placeholder="e.g. 1, 2, 0 (blank: the last element)")
     with ui.input_errors():
         g = cached_grid(a, b, c, index)
         reads = ", ".join(f"{n}[{', '.join(map(str, i))}]" if i else f"{n} (the scalar)"
@@ -232,6 +234,7 @@ def _undo_step() -> None:
 
 
 def layout_ui() -> tuple[str, str]:
+    """Shape and chain: the key controls (the caller opens the key row)."""
     base_col, chain_col = st.columns([1, 3])
     base = base_col.text_input("Shape of x", "3, 4", key="tensors_mem_base", bind="query-params",
                                help="x = torch.arange(n).reshape(shape): each value is its storage position. "
@@ -241,6 +244,11 @@ def layout_ui() -> tuple[str, str]:
                                  bind="query-params", on_change=_clear_menu_error,
                                  help="Steps like .view(4, 3), .T, [:, ::2], .expand(2, 3, 4), "
                                       ".to(memory_format=torch.channels_last); at most 10.")
+    return base, chain
+
+
+def layout_menu() -> None:
+    """Ops picked from a menu and appended to the chain text (typing them works too)."""
     op_col, args_col, add_col, undo_col = st.columns([2, 2, 1, 1], vertical_alignment="bottom")
     label = op_col.selectbox("Op", list(lay.MENU), key="tensors_mem_op")
     hint = lay.MENU[label][1]
@@ -250,7 +258,6 @@ def layout_ui() -> tuple[str, str]:
     undo_col.button("Undo", key="tensors_mem_undo", on_click=_undo_step, icon=":material/undo:")
     if "tensors_mem_menu_error" in st.session_state:
         st.error(st.session_state["tensors_mem_menu_error"], icon=":material/error:")
-    return base, chain
 
 
 def layout_table(r) -> pd.DataFrame:
@@ -260,10 +267,11 @@ def layout_table(r) -> pd.DataFrame:
     } for v in r.views])
 
 
-def layout_drawing(base: str, chain: str, r) -> None:
+def layout_drawing(base: str, chain: str, r, keys) -> None:
+    """The drawing of one step of the chain; its picker goes in the key row `keys` (with the chain it steps)."""
     options = list(range(len(r.views)))
-    which = st.select_slider("Draw", options, value=options[-1], key=f"tensors_mem_draw_{len(options)}",
-                             format_func=lambda i: r.views[i].code)
+    which = keys.select_slider("Draw", options, value=options[-1], key=f"tensors_mem_draw_{len(options)}",
+                               format_func=lambda i: r.views[i].code)
     ui.plot(layout_fig(base, chain, which), key="tensors_mem_fig")
     st.caption("A cell's colour and number are its value, which is the storage position it had in x: the "
                "same colour is the same memory element. Grey strip cells are storage this view does not read.")
@@ -273,7 +281,11 @@ def layout_section() -> None:
     ui.prose("A tensor is a view: a storage (one flat strip of memory) plus shape, stride and offset. "
              "Stride says how many storage elements to skip per step along each dim. Chain ops from the menu "
              "(or type them) and torch reports, after each, whether it still reads x's memory.")
-    base, chain = layout_ui()
+    keys = ui.key_controls("tensors_mem")
+    with keys:
+        base, chain = layout_ui()
+    with ui.settings("tensors_mem", label="Add a step from the menu"):
+        layout_menu()
     with ui.input_errors():
         r = cached_layout(base, chain)
         ui.table(layout_frame(base, chain), hide_index=True, width="stretch")
@@ -283,7 +295,7 @@ def layout_section() -> None:
         for note in r.warnings:
             st.caption(f"torch warned at {note}")
         if r.drawn:
-            layout_drawing(base, chain, r)
+            layout_drawing(base, chain, r, keys)
         else:
             st.info(f"x has {math.prod(r.base_shape):,} elements: the table above gives every step's layout; the "
                     f"drawing shows tensors of up to {lay.MAX_BASE_NUMEL} elements (try 2, 2, 2, 2 with "
@@ -318,7 +330,8 @@ def dtypes_section() -> None:
     ui.prose("When operands differ in dtype, torch picks one result dtype by category (bool < integer < float "
              "< complex). Dimensioned tensors decide first; 0-dim tensors and Python scalars only lift the "
              "result to a higher *category*, never to a wider type of the same category.")
-    dtypes, zero_dim, scalars = dtypes_ui()
+    with ui.key_controls("tensors_dt"):
+        dtypes, zero_dim, scalars = dtypes_ui()
     with ui.input_errors():
         r = cached_promotion(dtypes, zero_dim, scalars)
         ui.plot(promotion_fig(dtypes, zero_dim, scalars), key="tensors_dt_matrix")
@@ -340,7 +353,14 @@ def _apply_preset() -> None:
 
 
 def einsum_ui() -> tuple[str, str]:
-    st.pills("Presets", list(es.PRESETS), key="tensors_es_preset", on_change=_apply_preset)
+    """Preset pills folded away in whiteboard mode; equation and shapes in the key row above the figure."""
+    with ui.settings("tensors_es", label="Presets"):
+        st.pills("Presets", list(es.PRESETS), key="tensors_es_preset", on_change=_apply_preset)
+    with ui.key_controls("tensors_es"):
+        return einsum_inputs()
+
+
+def einsum_inputs() -> tuple[str, str]:
     eq_col, shapes_col = st.columns(2)
     equation = eq_col.text_input("Equation", es.PRESETS["attention scores"][0], key="tensors_es_eq",
                                  bind="query-params", help="Letters, commas and ->; up to 3 operands, 8 indices.")
@@ -431,7 +451,15 @@ def _apply_lab_preset() -> None:
 
 
 def lab_ui() -> tuple[str, str]:
-    st.pills("Presets: the classic traps", list(lab.PRESETS), key="tensors_lab_preset", on_change=_apply_lab_preset)
+    """Preset pills folded away in whiteboard mode; tensors and expression in the key row above the figure."""
+    with ui.settings("tensors_lab", label="Presets: the classic traps"):
+        st.pills("Presets: the classic traps", list(lab.PRESETS), key="tensors_lab_preset",
+                 on_change=_apply_lab_preset)
+    with ui.key_controls("tensors_lab"):
+        return lab_inputs()
+
+
+def lab_inputs() -> tuple[str, str]:
     tensors_default, expr_default = lab.PRESETS[lab.DEFAULT_PRESET]
     tensors = st.text_input("Tensors", tensors_default, key=lab.TENSORS_KEY, bind="query-params",
                             help="name: sizes [dtype], separated by ';'. Up to 8 tensors of rank up to 8, sizes up to "

@@ -203,8 +203,10 @@ def section_step() -> None:
         "gradients would clip the wrong norm), `scaler.step(optimizer)` (skipped on inf/NaN), `scaler.update()`, "
         "then `scheduler.step()`.",
     ], key="tl_order_steps")
-    optimizer, lr, max_norm, seed = walk_ui()
-    index = walk_position()
+    with ui.settings("tl_walk", label="Optimizer, learning rate, clipping, seed"):
+        optimizer, lr, max_norm, seed = walk_ui()
+    with ui.key_controls("tl_walk"):  # the presenter steps through the loop with these
+        index = walk_position()
     with ui.input_errors():
         r = cached_walk(index, optimizer, lr, max_norm, seed)
         graph_col, state_col = st.columns([1, 3], gap="medium")
@@ -240,12 +242,16 @@ def _delta(old: float, new: float) -> str | None:
 
 
 def mistakes_ui():
-    a, b, c = st.columns(3)
+    """Steps and learning rate in the key row; the seed and the chart's choice of mistakes folded in settings."""
+    keys, rest = ui.key_controls("tl_mis"), ui.settings("tl_mis", label="Seed and mistakes on the chart")
+    a, b = keys.columns(2)
     steps = a.slider("Steps", mistakes.MIN_STEPS, mistakes.MAX_STEPS, 150, 10, key="tl_mis_steps", bind="query-params")
     lr = b.select_slider("Learning rate (SGD, momentum 0.9)", (0.01, 0.05, 0.1, 0.2, 0.5, 1.0), value=0.5,
                          key="tl_mis_lr", bind="query-params")
-    seed = c.number_input("Seed", 0, 10_000, 0, key="tl_mis_seed", bind="query-params")
-    return steps, lr, int(seed)
+    seed = rest.number_input("Seed", 0, 10_000, 0, key="tl_mis_seed", bind="query-params")
+    shown = rest.multiselect("Mistakes on the chart", mistakes.MISTAKES, default=list(mistakes.MISTAKES),
+                             format_func=mistakes.VARIANTS.get, key="tl_mis_shown", bind="query-params")
+    return steps, lr, int(seed), shown
 
 
 def section_mistakes() -> None:
@@ -255,11 +261,9 @@ def section_mistakes() -> None:
         "loop and by seven broken ones. Every curve below is a real run; every symptom sentence is measured from it. "
         "Several mistakes raise no error at all — the loss curve is the only witness."
     )
-    steps, lr, seed = mistakes_ui()
+    steps, lr, seed, shown = mistakes_ui()
     with ui.input_errors():
         result = cached_mistakes(steps, lr, seed)
-        shown = st.multiselect("Mistakes on the chart", mistakes.MISTAKES, default=list(mistakes.MISTAKES),
-                               format_func=mistakes.VARIANTS.get, key="tl_mis_shown", bind="query-params")
         ui.plot(cached_figure("mistakes", steps, lr, seed, tuple(shown)), key="tl_mis_fig")
         correct = result.runs["correct"]
         st.table(pd.DataFrame([
@@ -267,8 +271,9 @@ def section_mistakes() -> None:
              "validation loss": f"{run.val_loss:.4g}", "measured symptom": mistakes.symptom(run, correct)}
             for v, run in result.runs.items()
         ]).set_index("loop"))
-        focus = st.selectbox("Look closer at", mistakes.MISTAKES, format_func=mistakes.VARIANTS.get,
-                             key="tl_mis_focus", bind="query-params")
+        with ui.key_controls("tl_mis_focus"):  # the symptom figure's own row, in place above it
+            focus = st.selectbox("Look closer at", mistakes.MISTAKES, format_func=mistakes.VARIANTS.get,
+                                 key="tl_mis_focus", bind="query-params")
         st.info(mistakes.symptom(result.runs[focus], correct), icon=":material/troubleshoot:")
         if focus == "no_train_after_eval" and mistakes.why_eval_scores_better(result):
             st.caption(mistakes.why_eval_scores_better(result))
@@ -285,14 +290,16 @@ LR_CHOICES = optimizers.LR_OPTIONS
 
 
 def optimizer_ui():
-    a, b, c = st.columns(3)
+    """Surface, steps and the extra optimizer in the key row; the hyperparameters folded in settings."""
+    keys, rest = ui.key_controls("tl_opt"), ui.settings("tl_opt", label="Learning rates, momentum, betas, decay")
+    a, b, c = keys.columns(3)
     surface = a.segmented_control("Surface", tuple(optimizers.SURFACES), default="ravine", required=True,
                                   key="tl_opt_surface", bind="query-params")
     surface = surface or "ravine"
     steps = b.slider("Steps", 10, optimizers.MAX_STEPS, 150, 10, key="tl_opt_steps", bind="query-params")
     extra = c.selectbox("Your extra optimizer", optimizers.EXTRA, key="tl_opt_extra", bind="query-params")
     defaults = optimizers.SURFACES[surface]
-    a, b, c, d, e, f = st.columns(6)
+    a, b, c, d, e, f = rest.columns(6)
     sgd_lr = a.select_slider("SGD lr", LR_CHOICES, value=defaults["sgd_lr"], key=f"tl_opt_sgd_lr_{surface}",
                              bind="query-params")
     momentum = b.slider("Momentum", 0.0, 0.99, 0.9, 0.01, key="tl_opt_momentum", bind="query-params")
@@ -361,16 +368,21 @@ def section_optimizers() -> None:
 
 
 def schedule_ui():
-    a, b, c, d, e = st.columns(5)
+    """The curves shown and the warmup in the key row; the other scheduler settings folded in settings."""
+    rest, keys = ui.settings("tl_sch", label="Total steps, lr, StepLR"), ui.key_controls("tl_sch")
+    a, b, c, d = rest.columns(4)
     total = a.slider("Total steps", 10, schedulers.MAX_TOTAL, 100, 10, key="tl_sch_total", bind="query-params")
     base_lr = b.select_slider("Base / max lr", (0.001, 0.01, 0.05, 0.1, 0.5, 1.0), value=0.1, key="tl_sch_lr",
                               bind="query-params")
     step_size = c.number_input("StepLR step_size", 1, schedulers.MAX_TOTAL, 30, key="tl_sch_step",
                                bind="query-params")
     gamma = d.slider("StepLR gamma", 0.05, 1.0, 0.5, 0.05, key="tl_sch_gamma", bind="query-params")
+    curves, e = keys.columns([3, 1])
+    chosen = curves.pills("Curves", schedulers.SCHEDULERS, selection_mode="multi",
+                          default=list(schedulers.SCHEDULERS), key="tl_sch_shown", bind="query-params")
     warmup = e.number_input("Warmup steps", 1, total - 1, min(10, total - 1), key="tl_sch_warmup",
                             bind="query-params", help="Fewer than the total steps.")
-    return total, base_lr, int(step_size), gamma, int(warmup)
+    return total, base_lr, int(step_size), gamma, int(warmup), tuple(chosen or ())
 
 
 def section_schedulers() -> None:
@@ -379,21 +391,20 @@ def section_schedulers() -> None:
         "Every curve comes from stepping a real scheduler: one `optimizer.step()` then one `scheduler.step()` per "
         "training step, reading `optimizer.param_groups[0]['lr']` — the rate the step actually used."
     )
-    total, base_lr, step_size, gamma, warmup = schedule_ui()
+    total, base_lr, step_size, gamma, warmup, chosen = schedule_ui()
     with ui.input_errors():
         params = (total, base_lr, step_size, gamma, warmup)
         r = cached_schedules(*params)
-        chosen = st.pills("Curves", schedulers.SCHEDULERS, selection_mode="multi", default=list(schedulers.SCHEDULERS),
-                          key="tl_sch_shown", bind="query-params")
-        ui.plot(cached_figure("schedules", params, tuple(chosen or ())), key="tl_sch_fig")
-        probe = st.slider("Read the LR at step", 0, total - 1, min(30, total - 1), key="tl_sch_probe",
-                          bind="query-params")
+        ui.plot(cached_figure("schedules", params, chosen), key="tl_sch_fig")
+        with ui.key_controls("tl_sch_probe"):  # the table's own row, in place above it
+            probe = st.slider("Read the LR at step", 0, total - 1, min(30, total - 1), key="tl_sch_probe",
+                              bind="query-params")
         ui.table(pd.DataFrame([{"scheduler": n, f"lr at step {probe}": r.curves[n][probe]}
                                    for n in schedulers.SCHEDULERS]), hide_index=True)
         ui.show_code(r.code, key="tl_sch_code", file_name="schedulers.py")
 
     st.markdown("##### ReduceLROnPlateau, fed a real validation loss")
-    a, b, c, d = st.columns(4)
+    a, b, c, d = ui.key_controls("tl_pl").columns(4)  # the second figure's own row, in place above it
     epochs = a.slider("Epochs", 5, schedulers.MAX_EPOCHS, 40, key="tl_pl_epochs", bind="query-params")
     lr = b.select_slider("Start lr", (0.01, 0.05, 0.1, 0.5, 1.0), value=0.5, key="tl_pl_lr", bind="query-params")
     factor = c.slider("factor", 0.1, 0.9, 0.5, 0.1, key="tl_pl_factor", bind="query-params")
@@ -412,7 +423,7 @@ def section_schedulers() -> None:
 def section_losses() -> None:
     st.subheader("Loss functions")
     st.markdown("##### CrossEntropyLoss takes logits and class indices")
-    a, b, c = st.columns([2, 1, 1])
+    a, b, c = ui.key_controls("tl_ce").columns([2, 1, 1])
     logits_text = a.text_input("Logits (one row)", "2, 1, 0.1", key="tl_ce_logits", bind="query-params")
     target = b.number_input("Target class", 0, 9, 0, key="tl_ce_target", bind="query-params")
     smoothing = c.slider("label_smoothing", 0.0, 0.9, 0.0, 0.05, key="tl_ce_smooth", bind="query-params")
@@ -436,7 +447,7 @@ def section_losses() -> None:
         ui.show_code(ce.code, key="tl_ce_code", file_name="cross_entropy.py")
 
     st.markdown("##### sigmoid + BCELoss vs BCEWithLogitsLoss at large logits")
-    a, b = st.columns([3, 1])
+    a, b = ui.key_controls("tl_bce").columns([3, 1])
     logit = a.slider("Logit", -300.0, 300.0, 100.0, 1.0, key="tl_bce_logit", bind="query-params")
     target = b.segmented_control("Target", (0, 1), default=0, required=True, key="tl_bce_target", bind="query-params")
     with ui.input_errors():
@@ -452,7 +463,7 @@ def section_losses() -> None:
         ui.show_code(bce.code, key="tl_bce_code", file_name="bce_vs_with_logits.py")
 
     st.markdown("##### MSE vs L1 vs Huber under outliers")
-    a, b = st.columns(2)
+    a, b = ui.key_controls("tl_rob").columns(2)
     n_out = a.slider("Outliers (of 40 points)", 0, 20, 4, key="tl_rob_n", bind="query-params")
     size = b.slider("Outlier offset", 0.0, 100.0, 15.0, 1.0, key="tl_rob_size", bind="query-params")
     with ui.input_errors():
@@ -463,8 +474,8 @@ def section_losses() -> None:
         ui.show_code(rob.code, key="tl_rob_code", file_name="robust_losses.py")
 
     st.markdown('##### reduction="mean" vs "sum" scales the gradient')
-    max_batch = st.select_slider("Largest batch", (16, 64, 256, 1024, 4096), value=256, key="tl_red_batch",
-                                 bind="query-params")
+    max_batch = ui.key_controls("tl_red").select_slider("Largest batch", (16, 64, 256, 1024, 4096), value=256,
+                                                        key="tl_red_batch", bind="query-params")
     with ui.input_errors():
         red = cached_reduction(max_batch)
         ui.plot(cached_figure("reduction", max_batch), key="tl_red_fig")
@@ -486,7 +497,7 @@ def section_amp() -> None:
                 "present). The GradScaler demo uses float16 autocast on the CPU, where overflow is just as real.",
                 icon=":material/memory:")
     st.markdown(f"##### Which ops ran in which dtype under `torch.autocast('{device}', dtype={dtype})`")
-    a, b = st.columns(2)
+    a, b = ui.key_controls("tl_amp_ops").columns(2)
     hidden = a.slider("Hidden size", 4, 256, 32, key="tl_amp_hidden", bind="query-params")
     batch = b.slider("Batch", 1, 256, 8, key="tl_amp_batch", bind="query-params")
     with ui.input_errors():
@@ -500,13 +511,16 @@ def section_amp() -> None:
         ui.show_code(ops.code, key="tl_amp_ops_code", file_name="autocast_ops.py")
 
     st.markdown("##### Time and memory against float32")
-    a, b, c = st.columns(3)
+    keys = ui.key_controls("tl_amp_speed")  # the timing figure's own row, its button included
+    a, b, c = keys.columns(3)
     m_hidden = a.select_slider("Hidden size ", (128, 256, 512, 1024), value=512, key="tl_amp_m_hidden",
                                bind="query-params")
     m_batch = b.select_slider("Batch ", (32, 64, 128, 256, 512), value=256, key="tl_amp_m_batch", bind="query-params")
     reps = c.slider("Repeats", 1, amp.MAX_REPS, 5, key="tl_amp_reps", bind="query-params")
     params = (m_hidden, m_batch, reps)
-    if ui.run_button("Measure float32 vs autocast", "tl_amp_measure", params, icon=":material/timer:"):
+    with keys:
+        measured = ui.run_button("Measure float32 vs autocast", "tl_amp_measure", params, icon=":material/timer:")
+    if measured:
         with ui.input_errors():
             line = st.empty()  # the place in line, if the run waits, above the folded status
             with st.status("Timing forward + backward, interleaved…", expanded=False) as status:
@@ -520,7 +534,7 @@ def section_amp() -> None:
         st.caption("Press the button to time both on this machine (a few seconds at the largest sizes).")
 
     st.markdown("##### GradScaler over steps: scale, skipped steps, growth")
-    a, b, c, d = st.columns(4)
+    a, b, c, d = ui.key_controls("tl_gs").columns(4)
     steps = a.slider("Steps", 10, amp.MAX_AMP_STEPS, 80, 10, key="tl_gs_steps", bind="query-params")
     scale_exp = b.slider("Initial scale = 2^", 0, amp.MAX_SCALE_EXP, 24, key="tl_gs_scale", bind="query-params")
     growth = c.slider("growth_interval", 1, 100, 10, key="tl_gs_growth", bind="query-params")
@@ -540,7 +554,8 @@ def section_amp() -> None:
     ui.trap_pair(cached_clip_trap(), key="tl_trap_unscale")
 
     st.markdown("##### Why bfloat16 needs no loss scaling")
-    values = st.text_input("Values to cast", "1e-8, 3e-5, 1.001, 7e4", key="tl_amp_values", bind="query-params")
+    values = ui.key_controls("tl_amp_values").text_input("Values to cast", "1e-8, 3e-5, 1.001, 7e4",
+                                                         key="tl_amp_values", bind="query-params")
     with ui.input_errors():
         rng = cached_ranges(values)
         ui.table(pd.DataFrame(rng.rows), hide_index=True, width="stretch")
@@ -562,20 +577,22 @@ def section_resume() -> None:
         "(as a new process would, with another seed), load, and continue to N. Restoring everything gives a maximum "
         "parameter difference of exactly 0; each trap leaves one piece out."
     )
-    a, b, c = st.columns(3)
+    keys, rest = ui.key_controls("tl_res"), ui.settings("tl_res", label="Seed and runs on the chart")
+    a, b = keys.columns(2)
     total = a.slider("Total steps N", 20, resume.MAX_STEPS, 120, 10, key="tl_res_total", bind="query-params")
     split = b.slider("Checkpoint at step k", 1, total - 1, min(60, total - 1), key="tl_res_split",
                      bind="query-params")
+    c, d = rest.columns([1, 3])
     seed = c.number_input("Seed", 0, 10_000, 0, key="tl_res_seed", bind="query-params")
+    shown = d.pills("Runs on the chart", tuple(resume.VARIANTS), selection_mode="multi",
+                    default=list(resume.VARIANTS), format_func=resume.VARIANTS.get, key="tl_res_shown",
+                    bind="query-params")
     with ui.input_errors():
         r = cached_resume(total, split, int(seed))
         cols = st.columns(len(resume.VARIANTS))
         for col, (v, run) in zip(cols, r.resumed.items(), strict=True):
             col.metric(f"max |Δθ|, {resume.SHORT[v]}", f"{run.max_diff:.3g}",
                        help=f"{run.name}: max |θ_resumed − θ_straight| at step N")
-        shown = st.pills("Runs on the chart", tuple(resume.VARIANTS), selection_mode="multi",
-                         default=list(resume.VARIANTS), format_func=resume.VARIANTS.get, key="tl_res_shown",
-                         bind="query-params")
         ui.plot(cached_figure("resume", (total, split, int(seed)), tuple(shown or ())), key="tl_res_fig")
         st.caption(f"Checkpoint: {', '.join(r.checkpoint_keys)} — {r.checkpoint_bytes:,} bytes. Without the "
                    "optimizer, Adam restarts its moments (and bias correction); without the RNG state dropout masks "

@@ -110,6 +110,9 @@ def test_a_run_stays_through_unrelated_reruns_until_its_own_inputs_change():
     at.toggle(key="whiteboard").set_value(True).run()
     assert live_runs(at), "an unrelated rerun keeps the result"
     at.slider(key="dist_dataset").set_value(12).run()
+    assert not run_lines(at) and "settings changed" in at.button(key="dist_sampler_button").help, \
+        "whiteboard mode: the key row's button says the settings changed"
+    at.toggle(key="whiteboard").set_value(False).run()
     assert not run_lines(at) and any("settings changed" in i.value for i in at.info)
     at.slider(key="dist_dataset").set_value(10).run()
     assert live_runs(at), "the settings that ran: shown again"

@@ -42,7 +42,9 @@ def test_an_export_result_stays_through_unrelated_reruns_until_its_own_inputs_ch
     assert [m.label for m in at.metric] == shown, "the result is still on screen"
     at.slider(key="sv_onnx_depth").set_value(2).run()  # its own input
     assert not at.metric, "a result for other settings is not shown as this one"
-    assert any("settings changed" in i.value for i in at.info)
+    assert "settings changed" in at.button(key="sv_onnx_run_button").help, "whiteboard mode: the key row's button says"
+    at.toggle(key="whiteboard").set_value(False).run()
+    assert any("settings changed" in i.value for i in at.info), "in place: a notice under the button"
     at.slider(key="sv_onnx_depth").set_value(1).run()
     assert [m.label for m in at.metric] == shown, "back to the settings that ran: the cached result again"
 

@@ -39,10 +39,21 @@ function clickStep(direction) {
 // Figures and question cards, marked by pages/ui (figures.py, quiz.py), in the order they show on screen.
 const FIGURES = "[class*='st-key-wbfig-'], [class*='st-key-wbcard-'], [class*='st-key-wbcorner-']";
 
+// A figure's key controls (ui.key_controls) sit in one row just above it: a figure is framed with that row.
+const KEY_ROW = "[class*='st-key-wbkeys-']";
+const KEY_ROW_GAP = 40; // px: at most this far above the figure
+
+function topWithKeyRow(figure) {
+  const top = figure.getBoundingClientRect().top;
+  const rows = [...document.querySelectorAll(KEY_ROW)].map((r) => r.getBoundingClientRect())
+    .filter((r) => r.height > 0 && r.bottom <= top + 1 && r.bottom >= top - KEY_ROW_GAP);
+  return Math.min(top, ...rows.map((r) => r.top));
+}
+
 function figuresOnScreenOrder() {
   return [...document.querySelectorAll(FIGURES)]
     .filter((f) => f.getClientRects().length && !f.parentElement.closest(FIGURES))
-    .map((f) => ({ f, top: f.getBoundingClientRect().top }))
+    .map((f) => ({ f, top: topWithKeyRow(f) }))
     .sort((a, b) => a.top - b.top);
 }
 

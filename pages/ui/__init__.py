@@ -4,7 +4,16 @@ from pages.ui.caching import cache_data, cache_resource
 from pages.ui.code import show_code
 from pages.ui.errors import input_errors
 from pages.ui.figures import figure_pair, graph, legend, plot, vega
-from pages.ui.layout import page_header, prose, section_tabs, settings, sidebar_controls, steps, whiteboard_on
+from pages.ui.layout import (
+    key_controls,
+    page_header,
+    prose,
+    section_tabs,
+    settings,
+    sidebar_controls,
+    steps,
+    whiteboard_on,
+)
 from pages.ui.queue import queued, queued_status
 from pages.ui.quiz import interview_corner, predict_then_run
 from pages.ui.runs import ran_with, run_button
@@ -18,6 +27,7 @@ __all__ = [
     "graph",
     "input_errors",
     "interview_corner",
+    "key_controls",
     "legend",
     "page_header",
     "plot",

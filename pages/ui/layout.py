@@ -75,6 +75,15 @@ def prose(markdown: str, label: str = "Explanation") -> None:
         st.markdown(markdown)
 
 
+def key_controls(key: str):
+    """A view's few key controls (the ones a presenter changes while talking): in place on the page; in whiteboard
+    mode one compact row that whiteboard.css moves above the view's figure, so they can be changed with the figure
+    on the screen. The view's other controls go in `settings`. Use as `with ui.key_controls(key): ...`."""
+    if whiteboard_on():
+        return st.container(key=f"wbkeys-{key}", horizontal=True, vertical_alignment="bottom", gap="small")
+    return st.container(key=f"keys-{key}")
+
+
 def settings(key: str, label: str = "Settings"):
     """A block of controls: in place on the page; in whiteboard mode folded into one line under the figure (an
     expander), so the figure and its few key controls own the screen. Use as `with ui.settings(key): ...`."""

@@ -6,7 +6,7 @@ import streamlit as st
 
 from demos.errors import InputError
 from demos.quiz import Question, Verdict, check, format_answer, validate_prediction
-from pages.ui.layout import read_asset, steps, whiteboard_on
+from pages.ui.layout import key_controls, read_asset, steps, whiteboard_on
 from pages.ui.queue import queued
 
 # Key prefixes of a question card's container: whiteboard.css shows a card first as it does a figure; an interview
@@ -119,11 +119,13 @@ def interview_corner(slug: str, questions: list[Question]) -> None:
     st.header("Interview corner", divider="gray")
     st.caption("Predict first, then run: every answer below is what torch returns right now.")
     keys = [f"{slug}_q_{q.key}" for q in questions]
-    picked = st.radio(
-        f"Question (of {len(questions)})", range(len(questions)), horizontal=True, key=f"{slug}_q_pick",
-        bind="query-params", format_func=lambda i: str(i + 1), captions=[_mark(k) for k in keys],
-    )
-    predict_then_run(questions[picked], key=keys[picked], mark=CORNER_MARK)
+    with st.container(key=f"corner-{slug}"):  # the picker is the card's key row (whiteboard.css orders in here)
+        with key_controls(f"{slug}_q"):
+            picked = st.radio(
+                f"Question (of {len(questions)})", range(len(questions)), horizontal=True, key=f"{slug}_q_pick",
+                bind="query-params", format_func=lambda i: str(i + 1), captions=[_mark(k) for k in keys],
+            )
+        predict_then_run(questions[picked], key=keys[picked], mark=CORNER_MARK)
     st.subheader("Model answers")
     for i, (asked, answer) in enumerate(model_answers(slug)):
         panel = st.expander(asked, key=f"{slug}_answer_{i}", on_change="rerun")
