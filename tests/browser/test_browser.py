@@ -43,8 +43,10 @@ def assert_rendered(page, topic) -> None:
 
 
 @pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
-def test_page_renders_from_the_sidebar(server, browser, topic):
-    context, page = open_app(browser, server)
+def test_page_renders_from_the_sidebar_in_the_dark_theme(server, browser, topic):
+    """Each page from Home's sidebar, in the dark theme; its whole-page screenshot is for a person to look at (the
+    light theme's are test_shared_views', the figures' colours are checked by tests/test_figures_readable.py)."""
+    context, page = open_app(browser, server, scheme="dark")
     try:
         if topic is not HOME:
             link = page.locator(f"[data-testid=stSidebarNav] a[href$='/{topic.slug}']")
@@ -52,7 +54,7 @@ def test_page_renders_from_the_sidebar(server, browser, topic):
             act_and_wait_run(page, link.click, timeout=120)
             page.wait_for_url(re.compile(f"/{topic.slug}"))
         assert_rendered(page, topic)
-        full_screenshot(page, topic.slug)
+        full_screenshot(page, f"{topic.slug}-dark")
     finally:
         context.close()
 

@@ -9,7 +9,6 @@ from playwright import sync_api
 from demos.registry import registered
 from harness.browser import (
     act_and_wait_run,
-    artifacts_dir,
     full_screenshot,
     new_context,
     run_mark,
@@ -68,20 +67,19 @@ def open_tab(page, tab) -> None:
     wait_loaded(page)
 
 
-def open_in_fresh_browser(browser, url: str, name: str):  # noqa: F811 (the fixture)
+def open_in_fresh_browser(browser, url: str):  # noqa: F811 (the fixture)
     context = new_context(browser, viewport=VIEWPORT)
     page = context.new_page()
     page.goto(url)
     wait_run(page, timeout=120)
     wait_loaded(page)
-    page.screenshot(path=str(artifacts_dir("screenshots", "shared") / f"{name}.png"))
     return context, page
 
 
 def assert_same_view_on_its_figure(browser, url: str, seen: dict, name: str, card: bool) -> None:  # noqa: F811
     """The URL, opened in a fresh browser with nothing pressed, shows the same view, and that view shows a figure
     (its default case ran once on this server and is shared) or, on Practice, its question card."""
-    context, page = open_in_fresh_browser(browser, url, name)
+    context, page = open_in_fresh_browser(browser, url)
     try:
         wait_charts(page, seen["charts"])
         assert page.locator("[data-testid=stException]").count() == 0
@@ -135,7 +133,7 @@ def test_a_copied_walk_url_opens_the_same_sub_step(server, browser):  # noqa: F8
         shared = page.url
     finally:
         context.close()
-    context, page = open_in_fresh_browser(browser, shared, "training-loop-walk-6")
+    context, page = open_in_fresh_browser(browser, shared)
     try:
         assert just_ran(page) == "Just ran: optimizer.step()"
         assert view_of(page) == seen
