@@ -480,13 +480,13 @@ def compile_section() -> None:
         "CPU). What it cannot trace splits the function into several graphs with Python in between (graph "
         "breaks); each graph is guarded by what it assumed (shapes, dtypes), and a failed guard recompiles."
     )
-    left, right = st.columns(2)
-    left.markdown(f"**Graph breaks and recompiles** (dynamo only, at most {EXPLAIN_BUDGET_S} s on 2 cores)")
-    right.markdown("**Eager vs compiled** (inductor: compiling takes tens of seconds on 2 cores)")
+    explain_title, time_title = st.columns(2)
+    explain_title.markdown(f"**Graph breaks and recompiles** (dynamo only, at most {EXPLAIN_BUDGET_S} s on 2 cores)")
+    time_title.markdown("**Eager vs compiled** (inductor: compiling takes tens of seconds on 2 cores)")
     with ui.key_controls("mem_compile"):  # both runs in one row, under the two titles above
-        left, right = st.columns(2)
-        shapes_col, explain_col = left.columns(2, vertical_alignment="bottom")  # wide enough for whole labels
-        size_col, time_col = right.columns(2, vertical_alignment="bottom")
+        explain_half, time_half = st.columns(2)
+        shapes_col, explain_col = explain_half.columns(2, vertical_alignment="bottom")  # wide enough for whole labels
+        size_col, time_col = time_half.columns(2, vertical_alignment="bottom")
     shapes = shapes_col.text_input("Input shapes, one per ';'", COMPILE_SHAPES, key="mem_shapes",
                                    bind="query-params")
     run_dynamo = False
