@@ -12,7 +12,7 @@ import torch
 from demos.errors import InputError
 from demos.parsing import parse_numbers
 from demos.quiz import Question
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import COLORS
 
 MIN_T, MAX_T = 0.05, 10.0
@@ -28,6 +28,7 @@ class SoftmaxResult:
     code: Script
 
 
+@entry("2, 1, 0.1", 0.5)
 def softmax_temperature(logits_text: str, temperature: float) -> SoftmaxResult:
     """softmax(logits / T) next to softmax(logits), both from torch.softmax."""
     logits = parse_numbers(logits_text, "Logits", min_count=2, max_count=12)

@@ -7,9 +7,18 @@ Nothing is written twice, so the snippet cannot drift from what ran, and the lin
 `Script` is the snippet's text (a str, so the page shows and downloads it as is) together with `origins`, the
 objects whose source it holds: the tests check that each of them ran when the demo drew its figure
 (tests/provenance.py), and run the text to check it prints the figure's numbers.
+
+A demo function that a page computes with (`pages.ui.compute`) and whose result holds a snippet is registered once
+with `@entry(*example)`: the page's "show the code" accepts only a snippet made by a registered entry, and the
+snippet test (tests/test_shown.py) runs every registered entry with its example arguments, runs the snippet alone
+and hands both to that entry's check. Nothing else maps pages to tests.
 """
 
+import dataclasses
+import functools
+import importlib
 import inspect
+import pkgutil
 import pprint
 import textwrap
 import types
@@ -18,9 +27,68 @@ from typing import Any
 
 
 class Script(str):
-    """Runnable snippet text built from the source of `origins` (functions, classes or modules that ran)."""
+    """Runnable snippet text built from the source of `origins` (functions, classes or modules that ran); `entry`
+    names the registered demo entry point that made it."""
 
     origins: tuple[Any, ...] = ()
+    entry: str = ""
+
+
+ENTRIES: dict[str, Callable] = {}  # qualified name -> registered entry point
+
+
+def entry(*example: Any, entries: int = 32) -> Callable[[Callable], Callable]:
+    """Register a demo entry point: `example` are the arguments the snippet test calls it with; `entries` is how
+    many results a page keeps cached (fewer for large results)."""
+    def register(fn: Callable) -> Callable:
+        name = f"{fn.__module__}.{fn.__qualname__}"
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            result = fn(*args, **kwargs)
+            for code in scripts_in(result):
+                code.entry = name
+            return result
+
+        run.example, run.cache_entries = example, entries
+        ENTRIES[name] = run
+        return run
+    return register
+
+
+def scripts_in(result: Any) -> list[Script]:
+    """The snippets a demo result holds: the result itself, its fields, or the items of a tuple, list or dict."""
+    if isinstance(result, Script):
+        return [result]
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        values = [getattr(result, f.name) for f in dataclasses.fields(result)]
+    elif isinstance(result, dict):
+        values = list(result.values())
+    elif isinstance(result, tuple | list):
+        values = list(result)
+    else:
+        return []
+    return [v for v in values if isinstance(v, Script)] + [s for v in values if not isinstance(v, Script)
+                                                          for s in _nested(v)]
+
+
+def _nested(value: Any) -> list[Script]:
+    """Snippets one level further down (a dataclass inside a tuple, a tuple of results)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [getattr(value, f.name) for f in dataclasses.fields(value)
+                if isinstance(getattr(value, f.name), Script)]
+    if isinstance(value, tuple | list):
+        return [v for v in value if isinstance(v, Script)]
+    return []
+
+
+def all_entries() -> dict[str, Callable]:
+    """Every registered entry point, after importing every module of demos/ (so none can be missed)."""
+    import demos
+
+    for info in pkgutil.walk_packages(demos.__path__, "demos."):
+        importlib.import_module(info.name)
+    return dict(sorted(ENTRIES.items()))
 
 
 def source(obj: Callable | type | types.ModuleType) -> str:

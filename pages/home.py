@@ -14,11 +14,6 @@ from pages.ui import progress
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 
-@ui.cache_data(max_entries=64)
-def cached_softmax(logits_text: str, temperature: float):
-    return softmax_temperature(logits_text, temperature)
-
-
 def intro() -> None:
     st.title("PyTorch Whiteboard")
     st.markdown(
@@ -60,19 +55,24 @@ def how_to_use() -> None:
     )
 
 
+@st.fragment  # its own key row: a change redraws this figure alone
+def softmax_part() -> None:
+    st.subheader("A figure, its code, its link")
+    with ui.key_controls("home_softmax"):
+        logits_text = st.text_input("Logits", value="2, 1, 0.1", key="home_logits", bind="query-params")
+        temperature = st.slider("Temperature T", MIN_T, MAX_T, 0.5, 0.05, key="home_temperature",
+                                bind="query-params")
+    with ui.input_errors():
+        result = ui.compute(softmax_temperature, logits_text, temperature)
+        ui.vega(ui.compute(softmax_chart, result), key="home_softmax")
+        ui.show_code(result.code, key="home_softmax_code", file_name="softmax_temperature.py")
+
+
 def components_demo() -> None:
     st.header("Try it here", divider="gray")
     left, right = st.columns([3, 2], gap="large")
     with left:
-        st.subheader("A figure, its code, its link")
-        with ui.key_controls("home_softmax"):
-            logits_text = st.text_input("Logits", value="2, 1, 0.1", key="home_logits", bind="query-params")
-            temperature = st.slider("Temperature T", MIN_T, MAX_T, 0.5, 0.05, key="home_temperature",
-                                    bind="query-params")
-        with ui.input_errors():
-            result = cached_softmax(logits_text, temperature)
-            ui.vega(softmax_chart(result), key="home_softmax")
-            ui.show_code(result.code, key="home_softmax_code", file_name="softmax_temperature.py")
+        softmax_part()
         ui.prose("Dividing logits by T < 1 sharpens the distribution; T > 1 flattens it. Try typing `2, x` "
                  "into the logits to see how bad input is answered.")
         st.markdown("**One colour per concept, on every page's figures:**")

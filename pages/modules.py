@@ -13,49 +13,6 @@ from pages.shell.entry import require_shell
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 
-
-# ---- cached demo calls (plain parameters in, frozen results out) and cached pictures --------------------------
-
-# Every light demo by name, behind one cached entry point (one cache for all of them).
-DEMOS = {
-    "registry": params.registry_table, "buffer_trap": params.buffer_vs_attribute, "batchnorm": params.batchnorm_stats,
-    "pre_hook": hooks.pre_hook_effect, "zero_channel": hooks.zero_channel_effect, "surgery": hooks.grad_surgery,
-    "pileup": hooks.hook_pileup, "freeze": freezing.freeze_step, "late_freeze": freezing.late_freeze,
-    "eval_vs_freeze": freezing.eval_vs_freeze, "group_lrs": freezing.per_group_lrs, "tying": sharing.weight_tying,
-    "lists": containers.list_vs_modulelist, "module_dict": containers.module_dict_demo,
-    "sequential": containers.sequential_vs_modulelist, "tree": containers.module_tree,
-    "running_var": traps.batchnorm_running_var, "backward_hooks": traps.backward_hooks,
-}
-
-
-@ui.cache_data(max_entries=64)
-def run_demo(name: str, *args):
-    """A demo's frozen result, computed once per distinct plain-parameter call."""
-    return DEMOS[name](*args)
-
-
-@ui.cache_data(max_entries=8)
-def cached_hooks(channels_text: str, size: int, pattern: str, seed: int):
-    """The hooked CNN run; few entries because it holds feature maps."""
-    return hooks.hook_outputs(channels_text, size, pattern, seed)
-
-
-@ui.cache_resource(max_entries=8)
-def hook_pictures(channels_text: str, size: int, pattern: str, seed: int) -> dict:
-    """The heavy hook figures (heatmap grids, histograms, timeline), built once and shared read-only."""
-    run = cached_hooks(channels_text, size, pattern, seed)
-    pictures = {"images": figs.images_figure(run.images, [f"image {i}" for i in range(len(run.images))]),
-                "histograms": figs.histograms_figure(run), "grads": figs.grad_norms_figure(run),
-                "timeline": figs.timeline_figure(run)}
-    pictures.update({name: figs.feature_maps_figure(run, name) for name, _ in run.feature_maps})
-    return pictures
-
-
-@ui.cache_resource(max_entries=32)
-def batchnorm_picture(train_steps: int, momentum: float):
-    return figs.batchnorm_figure(run_demo("batchnorm", train_steps, momentum))
-
-
 def show_source(*objects) -> None:
     """Source of the classes or functions a demo runs, wrapped so long lines stay readable."""
     st.code(source_of(*objects), language="python", wrap_lines=True)
@@ -87,7 +44,7 @@ def params_section() -> None:
         "tensor attribute** is invisible to all of it. Every cell below is read from torch for this model:"
     )
     show_source(params.Tagged)
-    table = run_demo("registry")
+    table = ui.compute(params.registry_table)
     frame = params.registry_frame(table)
     ui.table(frame, hide_index=True, width="stretch", height=35 * (len(frame) + 1) + 3)
     st.caption(f"No accelerator on this host, so `.to('{table.device}')` stands in for `.to('cuda')`: "
@@ -95,7 +52,7 @@ def params_section() -> None:
     ui.show_code(table.code, key="modules_registry_code", file_name="parameters_buffers.py")
 
     st.subheader("Correct vs trap: a constant the model needs")
-    result = run_demo("buffer_trap")
+    result = ui.compute(params.buffer_vs_attribute)
     good, bad = st.columns(2)
     with good.container(border=True):
         st.markdown("**`register_buffer`**")
@@ -108,13 +65,18 @@ def params_section() -> None:
                     f"`{result.attribute_device}`")
         verdict(False, result.attribute_outcome)
     ui.show_code(result.code, key="modules_buffer_trap_code", file_name="buffer_vs_attribute.py")
+    batchnorm_part()
+    ui.trap_pair(ui.compute(traps.batchnorm_running_var), key="modules_trap_running_var")
 
+
+@st.fragment  # its own key row: a change reruns this part alone
+def batchnorm_part() -> None:
     st.subheader("BatchNorm's running statistics: updated in train(), read in eval()")
     with ui.key_controls("modules_bn"):
         steps, momentum = batchnorm_ui()
     with ui.input_errors():
-        trace = run_demo("batchnorm", steps, momentum)
-        ui.plot(batchnorm_picture(steps, momentum), key="modules_bn_fig")
+        trace = ui.compute(params.batchnorm_stats, steps, momentum)
+        ui.plot(ui.compute(figs.batchnorm_figure, trace), key="modules_bn_fig")
         ui.steps([
             "In `train()`, each forward normalizes with the **batch's** mean and variance, then updates "
             "`running_mean`/`running_var` and adds 1 to `num_batches_tracked`.",
@@ -126,7 +88,6 @@ def params_section() -> None:
         verdict(trace.eval_uses_running_stats,
                 "Checked: every eval() output equals (x − running_mean) / √(running_var + eps) · weight + bias.")
         ui.show_code(trace.code, key="modules_bn_code", file_name="batchnorm_running_stats.py")
-    ui.trap_pair(run_demo("running_var"), key="modules_trap_running_var")
 
 
 # ---- 2. hooks --------------------------------------------------------------------------------------------------
@@ -164,9 +125,9 @@ def hooks_section() -> None:
     with ui.key_controls("modules_net"):
         net = network_ui()
     with ui.input_errors():
-        run = cached_hooks(*net)
-        pictures = hook_pictures(*net)
-        ui.plot(pictures["images"], key="modules_images_fig")
+        run = ui.compute(hooks.hook_outputs, *net)
+        titles = tuple(f"image {i}" for i in range(len(run.images)))
+        ui.plot(ui.compute(figs.images_figure, run.images, titles), key="modules_images_fig")
         st.subheader("Forward hooks: what every layer produced")
         ui.table(layer_table(run), hide_index=True, width="stretch")
         st.caption(f"{run.hooks_registered} hooks were registered for this run; after `handle.remove()` on each, "
@@ -175,13 +136,13 @@ def hooks_section() -> None:
             conv_layer = st.selectbox("Feature maps of image 0 (one heatmap per channel) from",
                                       [name for name, _ in run.feature_maps], key="modules_map_layer",
                                       bind="query-params")
-        if conv_layer in pictures:
-            ui.plot(pictures[conv_layer], key="modules_maps_fig")
+        if conv_layer in dict(run.feature_maps):
+            ui.plot(ui.compute(figs.feature_maps_figure, run, conv_layer), key="modules_maps_fig")
         st.markdown("**Activation histograms** (what each forward hook received as `output`)")
-        ui.plot(pictures["histograms"], key="modules_hist_fig")
+        ui.plot(ui.compute(figs.histograms_figure, run), key="modules_hist_fig")
 
         st.subheader("Full backward hooks: gradient norms per layer")
-        ui.plot(pictures["grads"], key="modules_grads_fig")
+        ui.plot(ui.compute(figs.grad_norms_figure, run), key="modules_grads_fig")
         for warning in run.warnings:
             st.info(f"torch warned while these hooks ran: “{warning}” The first conv's input does not require "
                     "grad, so its `grad_input` is `(None,)`.", icon=":material/info:")
@@ -189,7 +150,7 @@ def hooks_section() -> None:
         st.subheader("Hook firing order")
         st.caption("cyan ▶ pre-forward · green ● forward · olive ◆ tensor hook (`output.register_hook`) · "
                    "orange ■ full backward. Hover a marker for what the hook received.")
-        ui.plot(pictures["timeline"], key="modules_timeline_fig")
+        ui.plot(ui.compute(figs.timeline_figure, run), key="modules_timeline_fig")
         with st.expander("Every hook call, in order"):
             ui.table(pd.DataFrame([e.__dict__ for e in run.events]), hide_index=True, width="stretch")
         ui.show_code(run.code, key="modules_hooks_code", file_name="hooks_every_layer.py")
@@ -197,18 +158,19 @@ def hooks_section() -> None:
         zero_channel_part(net, run)
         surgery_part(net)
     pileup_part()
-    ui.trap_pair(run_demo("backward_hooks"), key="modules_trap_hooks")
+    ui.trap_pair(ui.compute(traps.backward_hooks), key="modules_trap_hooks")
 
 
+@st.fragment  # its own key row: a change reruns this part alone
 def pre_hook_part(net) -> None:
     st.subheader("A forward pre-hook that changes the input")
     with ui.key_controls("modules_pre_kind"):
         kind = st.selectbox("The pre-hook on conv1 returns", hooks.PRE_HOOKS, key="modules_pre_kind",
                             format_func=lambda k: {"flip": "the image flipped left-right", "invert": "1 − image",
                                                    "grayscale": "the image in grayscale"}[k], bind="query-params")
-    effect = run_demo("pre_hook", *net, kind)
-    titles = [f"conv1 received image {i}" for i in range(len(effect.images_seen))]
-    ui.plot(figs.images_figure(effect.images_seen, titles), key="modules_pre_fig")
+    effect = ui.compute(hooks.pre_hook_effect, *net, kind)
+    titles = tuple(f"conv1 received image {i}" for i in range(len(effect.images_seen)))
+    ui.plot(ui.compute(figs.images_figure, effect.images_seen, titles), key="modules_pre_fig")
     ui.table(pd.DataFrame({"logits without hook": [str([round(v, 4) for v in r]) for r in effect.logits_plain],
                                "logits with pre-hook": [str([round(v, 4) for v in r]) for r in effect.logits_hooked]}),
                  hide_index=True, width="stretch")
@@ -217,6 +179,7 @@ def pre_hook_part(net) -> None:
     ui.show_code(effect.code, key="modules_pre_code", file_name="forward_pre_hook.py")
 
 
+@st.fragment
 def zero_channel_part(net, run) -> None:
     st.subheader("A forward hook that zeroes a channel, and what happens downstream")
     with ui.key_controls("modules_zero"):
@@ -228,8 +191,8 @@ def zero_channel_part(net, run) -> None:
         channel = right.number_input(f"Channel to zero (0 to {width - 1})", 0, width - 1, 0,
                                      key="modules_zero_channel", bind="query-params")
     with ui.input_errors():
-        effect = run_demo("zero_channel", *net, layer, int(channel), enabled)
-        ui.plot(figs.channel_effect_figure(effect), key="modules_zero_fig")
+        effect = ui.compute(hooks.zero_channel_effect, *net, layer, int(channel), enabled)
+        ui.plot(ui.compute(figs.channel_effect_figure, effect), key="modules_zero_fig")
         if not effect.enabled:
             st.markdown("With no hook registered every layer's output is unchanged: all bars are 0.")
             return
@@ -241,6 +204,7 @@ def zero_channel_part(net, run) -> None:
         ui.show_code(effect.code, key="modules_zero_code", file_name="forward_hook_zero_channel.py")
 
 
+@st.fragment
 def surgery_part(net) -> None:
     st.subheader("Tensor hooks: gradient surgery")
     st.markdown("`register_hook` on the last conv's output edits the gradient flowing back through it. Layers "
@@ -254,8 +218,8 @@ def surgery_part(net) -> None:
         value = right.text_input("Factor (−100…100) or threshold (0…100]", "0.5", key="modules_surgery_value",
                                  bind="query-params")
     with ui.input_errors():
-        result = run_demo("surgery", *net, mode, value, enabled)
-        ui.plot(figs.surgery_figure(result), key="modules_surgery_fig")
+        result = ui.compute(hooks.grad_surgery, *net, mode, value, enabled)
+        ui.plot(ui.compute(figs.surgery_figure, result), key="modules_surgery_fig")
         a, b = st.columns(2)
         a.metric("‖gradient at the hooked tensor‖", fmt(result.tensor_grad_norm_hooked),
                  f"{result.tensor_grad_norm_hooked - result.tensor_grad_norm_plain:+.3g} vs no hook",
@@ -271,13 +235,14 @@ def surgery_part(net) -> None:
         ui.show_code(result.code, key="modules_surgery_code", file_name="tensor_hook_surgery.py")
 
 
+@st.fragment
 def pileup_part() -> None:
     st.subheader("Correct vs trap: hooks pile up when registered on every call")
     with ui.key_controls("modules_calls"):
         calls = st.slider("Calls", 1, hooks.MAX_CALLS, 5, key="modules_calls", bind="query-params")
     with ui.input_errors():
-        pile = run_demo("pileup", calls)
-        ui.plot(figs.pileup_figure(pile), key="modules_pileup_fig")
+        pile = ui.compute(hooks.hook_pileup, calls)
+        ui.plot(ui.compute(figs.pileup_figure, pile), key="modules_pileup_fig")
         good, bad = st.columns(2)
         with good.container(border=True):
             show_source(hooks.predict_clean)
@@ -312,8 +277,8 @@ def freezing_section() -> None:
     with ui.key_controls("modules_freeze"):
         frozen, optimizer = freeze_ui()
     with ui.input_errors():
-        step = run_demo("freeze", frozen, optimizer)
-        ui.plot(figs.freeze_figure(step), key="modules_freeze_fig")
+        step = ui.compute(freezing.freeze_step, frozen, optimizer)
+        ui.plot(ui.compute(figs.freeze_figure, step), key="modules_freeze_fig")
         ui.table(pd.DataFrame([{
             "parameter": p.name, "requires_grad": p.requires_grad, ".grad is None": p.grad_is_none,
             "‖grad‖": p.grad_norm, "‖change‖": p.change_norm, "bit-identical after step": p.bit_identical,
@@ -327,19 +292,24 @@ def freezing_section() -> None:
         ui.show_code(step.code, key="modules_freeze_code", file_name="freeze_layers.py")
 
     st.subheader("eval() does not freeze")
-    result = run_demo("eval_vs_freeze")
+    result = ui.compute(freezing.eval_vs_freeze)
     columns = ["after one step", "model.eval()", "backbone requires_grad_(False)"]
     ui.table(pd.DataFrame(result.rows, columns=columns), hide_index=True, width="stretch")
     st.markdown("`eval()` switches behaviour (dropout off, BatchNorm reads its running statistics); gradients and "
                 "updates go on. `requires_grad_(False)` stops updates but leaves dropout and the running statistics "
                 "active. Fine-tuning a frozen backbone usually wants both.")
     ui.show_code(result.code, key="modules_eval_code", file_name="eval_vs_freeze.py")
+    late_freeze_part()
+    group_lrs_part()
 
+
+@st.fragment
+def late_freeze_part() -> None:
     st.subheader("Correct vs trap: freezing after training has started")
     with ui.key_controls("modules_late_optimizer"):  # the comparison's own row, in place above it
         late_optimizer = st.selectbox("Optimizer for this comparison", freezing.OPTIMIZERS, index=1,
                                       key="modules_late_optimizer", bind="query-params")
-    late = run_demo("late_freeze", late_optimizer)
+    late = ui.compute(freezing.late_freeze, late_optimizer)
     good, bad = st.columns(2)
     with good.container(border=True):
         st.markdown("**`opt.zero_grad()`** (set_to_none=True, the default): the frozen stem's `.grad` is None")
@@ -351,13 +321,16 @@ def freezing_section() -> None:
                    else " — plain SGD leaves it alone; pick SGD + momentum or AdamW to see it move."))
     ui.show_code(late.code, key="modules_late_code", file_name="late_freeze.py")
 
+
+@st.fragment
+def group_lrs_part() -> None:
     st.subheader("Per-group learning rates for fine-tuning")
     with ui.key_controls("modules_lrs"):
         lr_text = st.text_input("Learning rates: backbone, head (each in (0, 10])", "0.01, 0.1", key="modules_lrs",
                                 bind="query-params")
     with ui.input_errors():
-        groups = run_demo("group_lrs", lr_text)
-        ui.plot(figs.group_lr_figure(groups), key="modules_lr_fig")
+        groups = ui.compute(freezing.per_group_lrs, lr_text)
+        ui.plot(ui.compute(figs.group_lr_figure, groups), key="modules_lr_fig")
         ui.table(groups_frame(groups.groups), hide_index=True, width="stretch")
         verdict(groups.verified, "Checked: with plain SGD each parameter moved by exactly −lr · grad of its own "
                                  "group.")
@@ -390,7 +363,7 @@ def sharing_section() -> None:
     with ui.key_controls("modules_tying"):
         vocab, dim, steps = tying_ui()
     with ui.input_errors():
-        t = run_demo("tying", vocab, dim, steps)
+        t = ui.compute(sharing.weight_tying, vocab, dim, steps)
         a, b, c = st.columns(3)
         a.metric("out.weight is embed.weight", str(t.same_object), f"id {t.ids[0]} / {t.ids[1]}",
                  delta_color="off", delta_arrow="off")
@@ -411,11 +384,11 @@ def sharing_section() -> None:
                                          "gradients.")
         st.subheader("Correct vs trap: copying the weight instead of tying it")
         good, bad = st.columns(2)
-        good.code("# tied: one Parameter\nself.out.weight = self.embed.weight", language="python", wrap_lines=True)
-        bad.code("# copied: a second Parameter\n"
-                 "self.out.weight = nn.Parameter(\n    self.embed.weight.detach().clone())",
-                 language="python", wrap_lines=True)
-        ui.plot(figs.drift_figure(t), key="modules_drift_fig")
+        with good:
+            show_source(sharing.TinyLM.__init__)  # tie=True: one Parameter
+        with bad:
+            show_source(sharing.copied_not_tied)  # a second Parameter
+        ui.plot(ui.compute(figs.drift_figure, t), key="modules_drift_fig")
         st.markdown(f"The copy starts equal but is a second Parameter ({t.count_copied:,} numbers, like untied): "
                     f"each gets its own gradient, and after {steps} steps they are "
                     f"{fmt(t.drift_copied[-1])} apart. The tied pair stays at {fmt(t.drift_tied[-1])}.")
@@ -445,7 +418,7 @@ def containers_section() -> None:
     with ui.input_errors():
         st.subheader("Correct vs trap: nn.ModuleList vs a plain list")
         show_source(containers.ListNet)
-        lists = run_demo("lists", n_layers, width)
+        lists = ui.compute(containers.list_vs_modulelist, n_layers, width)
         ui.table(pd.DataFrame(lists.rows, columns=["", "plain list (trap)", "nn.ModuleList"]), hide_index=True,
                      width="stretch")
         st.markdown("The plain list's layers even get a `.grad` (autograd follows the computation), but the "
@@ -453,7 +426,7 @@ def containers_section() -> None:
         ui.show_code(lists.code, key="modules_lists_code", file_name="plain_list_vs_modulelist.py")
 
         st.subheader("nn.Sequential vs nn.ModuleList, and nn.ParameterList")
-        seq = run_demo("sequential", n_layers, width)
+        seq = ui.compute(containers.sequential_vs_modulelist, n_layers, width)
         left, right = st.columns(2)
         with left.container(border=True):
             st.markdown("**nn.Sequential**: order is the forward")
@@ -469,23 +442,24 @@ def containers_section() -> None:
         ui.show_code(seq.code, key="modules_seq_code", file_name="sequential_vs_modulelist.py")
 
         st.subheader("nn.ModuleDict: heads by name")
-        heads = run_demo("module_dict", heads_text, width)
+        heads = ui.compute(containers.module_dict_demo, heads_text, width)
         ui.table(pd.DataFrame(heads.rows, columns=["head", "state_dict keys", "output shape", "parameters"]),
                      hide_index=True, width="stretch")
         ui.show_code(heads.code, key="modules_heads_code", file_name="module_dict.py")
 
         st.subheader("The module tree named_modules() walks")
-        tree = run_demo("tree", n_layers, width, heads_text)
-        ui.graph(figs.tree_dot(tree))
+        tree = ui.compute(containers.module_tree, n_layers, width, heads_text)
+        ui.graph(ui.compute(figs.tree_dot, tree))
         st.caption("Folders: containers · boxes: layers · ellipses: ParameterList entries · red dashed: a layer in "
                    f"a plain list, absent from named_modules() ({len(tree.named_modules)} modules found).")
         ui.show_code(tree.code, key="modules_tree_code", file_name="module_tree.py")
 
 
-SECTIONS = (params_section, hooks_section, freezing_section, sharing_section, containers_section)
-
 ui.page_header("modules")
 ui.prose("Every table and figure below comes from a real module running in PyTorch when you open the tab. "
          "Only the open tab is computed.")
-ui.section_tabs("modules", "modules_tab", SECTIONS)
+ui.sections("modules", "modules_tab", {
+    "Parameters & buffers": params_section, "Hooks": hooks_section, "Freezing": freezing_section,
+    "Weight sharing": sharing_section, "Containers": containers_section,
+})
 ui.interview_corner("modules", QUESTIONS)

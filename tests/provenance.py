@@ -1,14 +1,10 @@
 """Which functions ran: the check that a snippet's source is the code that drew the figure (demos/shown.py)."""
 
-import ast
 import inspect
-import re
 import sys
 import threading
 import types
 from contextlib import contextmanager
-
-from demos.registry import ROOT
 
 
 @contextmanager
@@ -84,31 +80,17 @@ def clear_demo_caches() -> None:
 
 
 def assert_shows_what_ran(demo, *args, **kwargs):
-    """Call demo(*args, **kwargs); its result's `.code` (or the result itself) must be a Script whose every origin
-    ran during the call. Returns the result."""
-    from demos.shown import Script
+    """Call demo(*args, **kwargs); every snippet its result holds (the result itself, a field, or an item:
+    demos.shown.scripts_in) must be a Script whose every origin ran during the call. Returns the result."""
+    from demos.shown import scripts_in
 
     clear_demo_caches()
     with recording_calls() as called:
         result = demo(*args, **kwargs)
-    code = result if isinstance(result, str) else result.code
-    assert isinstance(code, Script), f"{demo.__qualname__}: the snippet is a hand-written string, not a Script"
-    assert code.origins, f"{demo.__qualname__}: the Script names no origins"
-    missing = origins_that_did_not_run(code, called)
-    assert not missing, f"{demo.__qualname__}: shown but never ran: {missing}"
+    codes = scripts_in(result)
+    assert codes, f"{demo.__qualname__}: the result holds no Script (a hand-written string is not one)"
+    for code in codes:
+        assert code.origins, f"{demo.__qualname__}: the Script names no origins"
+        missing = origins_that_did_not_run(code, called)
+        assert not missing, f"{demo.__qualname__}: shown but never ran: {missing}"
     return result
-
-
-def show_code_keys(source_file: str) -> list[re.Pattern]:
-    """The `key=` of every ui.show_code call in a source file, as patterns (an f-string key matches any fill)."""
-    tree = ast.parse((ROOT / source_file).read_text())
-    keys = []
-    for call in ast.walk(tree):
-        if isinstance(call, ast.Call) and getattr(call.func, "attr", None) == "show_code":
-            key = next(k.value for k in call.keywords if k.arg == "key")
-            if isinstance(key, ast.Constant):
-                keys.append(re.compile(re.escape(key.value)))
-            else:
-                parts = [re.escape(p.value) if isinstance(p, ast.Constant) else ".+" for p in key.values]
-                keys.append(re.compile("".join(parts)))
-    return keys

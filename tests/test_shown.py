@@ -1,7 +1,6 @@
 """demos/shown.py builds snippets from the source of what ran; tests/provenance.py tells shown code that ran from
 shown code that did not."""
 
-import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -9,10 +8,11 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from demos.registry import ROOT
-from demos.shown import Script, script
-from tests import test_shown_core, test_shown_systems
-from tests.provenance import assert_shows_what_ran, show_code_keys
+from demos import shown
+from demos.shown import Script, all_entries, entry, script, scripts_in
+from tests.provenance import assert_shows_what_ran
+from tests.snippet_runner import run_alone
+from tests.snippets import all_checks
 
 
 class Doubler(torch.nn.Module):
@@ -59,15 +59,38 @@ def test_provenance_sees_classes_and_functions_that_ran_and_names_the_one_that_d
         assert_shows_what_ran(lying_demo)
 
 
-def test_every_show_code_call_in_the_app_has_a_per_demo_test():
-    """Each `ui.show_code` call (found in the source, so a new one cannot be missed) is mapped to the test that
-    calls its demo through assert_shows_what_ran and runs the snippet it shows."""
-    maps = {test_shown_core: test_shown_core.TESTED_BY, test_shown_systems: test_shown_systems.TESTED_BY}
-    tested = {file: (module, keys) for module, by_file in maps.items() for file, keys in by_file.items()}
-    sources = sorted(str(f.relative_to(ROOT)) for f in (ROOT / "pages").rglob("*.py"))
-    calling = {f: {k.pattern.replace(".+", "{}") for k in show_code_keys(f)} for f in sources}
-    assert {f for f, keys in calling.items() if keys} == set(tested)
-    for file, (module, keys) in tested.items():
-        assert calling[file] == {re.sub(r"\{[^}]*\}", "{}", key) for key in keys}, file
-        missing = [name for name in keys.values() if not callable(getattr(module, name, None))]
-        assert not missing, f"{file}: no test named {missing} in {module.__name__}"
+def test_an_entry_names_itself_in_every_snippet_it_makes_and_keeps_its_example():
+    registered = entry(4, entries=3)(demo)
+    name = f"{demo.__module__}.{demo.__qualname__}"
+    try:
+        assert registered(4).code.entry == name and registered(4).value == 12.0
+        assert (registered.example, registered.cache_entries, registered.__wrapped__) == ((4,), 3, demo)
+        assert demo(4).code.entry == "", "the function itself stays unregistered"
+    finally:
+        shown.ENTRIES.pop(name)
+
+
+REGISTERED = all_entries()
+
+
+def test_every_registered_entry_has_one_check():
+    """Registering a demo entry point is what puts its snippet under test: each has a check in tests/snippets."""
+    checks = all_checks()
+    assert not set(REGISTERED) - set(checks), f"entries without a check: {sorted(set(REGISTERED) - set(checks))}"
+    assert not set(checks) - set(REGISTERED), f"checks of no registered entry: {sorted(set(checks) - set(REGISTERED))}"
+
+
+@pytest.mark.parametrize("name", list(REGISTERED))
+def test_each_entry_shows_what_ran_and_its_snippet_prints_its_numbers(name, tmp_path, snippet_server):
+    """The entry's example call runs every function its snippet shows; the snippet, run alone, prints what the
+    entry's check reads against the result the page draws."""
+    fn = REGISTERED[name]
+    result = assert_shows_what_ran(fn, *fn.example)
+    assert all(code.entry == name for code in scripts_in(result))
+
+    def run(code: str) -> str:
+        done = run_alone(code, tmp_path, snippet_server)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    all_checks()[name](result, run)

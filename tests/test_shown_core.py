@@ -8,18 +8,13 @@ import re
 import subprocess
 import sys
 
-import pytest
-
-from demos import home
 from demos.autograd import accumulate, backward, custom, graph, modes
 from demos.gradient_flow import clipping, dead_relu, flow
-from demos.modules import containers, freezing, hooks, params, sharing
 from demos.quiz import format_answer
 from demos.registry import ROOT
 from demos.tensors import broadcasting, devices, dtypes, einsum, layout, shapes
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from demos.training import questions as training_questions
-from demos.training import traps as training_traps
 from tests.provenance import assert_shows_what_ran
 from tests.snippet_runner import run_alone
 
@@ -46,25 +41,11 @@ TESTED_BY = {
         "ag_repeat_code": "test_grad_accumulates", "ag_micro_code": "test_micro_batches",
         "ag_freed_code": "test_retain_graph", "ag_penalty_code": "test_gradient_penalty",
     },
-    "pages/modules.py": {
-        "modules_registry_code": "test_parameters_buffers_attributes",
-        "modules_buffer_trap_code": "test_buffer_vs_attribute",
-        "modules_bn_code": "test_batchnorm_running_stats", "modules_hooks_code": "test_hooks_on_every_layer",
-        "modules_pre_code": "test_forward_pre_hook", "modules_zero_code": "test_forward_hook_zeroes_a_channel",
-        "modules_surgery_code": "test_gradient_surgery", "modules_pileup_code": "test_hook_pile_up",
-        "modules_freeze_code": "test_freeze_layers", "modules_eval_code": "test_eval_vs_freeze",
-        "modules_late_code": "test_late_freeze", "modules_lr_code": "test_per_group_lrs",
-        "modules_tie_code": "test_weight_tying", "modules_lists_code": "test_plain_list_vs_modulelist",
-        "modules_seq_code": "test_sequential_vs_modulelist", "modules_heads_code": "test_module_dict",
-        "modules_tree_code": "test_module_tree",
-    },
     "pages/tensors.py": {
         "tensors_bc_code": "test_broadcast_shapes", "tensors_bc_grid_code": "test_broadcast_reads",
         "tensors_mem_code": "test_strides_and_views", "tensors_dt_code": "test_promotion_matrix",
         "tensors_es_code": "test_einsum", "tensors_dev_code": "test_devices", "tensors_lab_code": "test_shape_lab",
     },
-    "pages/home.py": {"home_softmax_code": "test_home_softmax"},
-    "pages/ui/traps.py": {"{key}_code": "test_trap_pair"},
 }
 
 
@@ -307,138 +288,6 @@ def test_autograd_backward(tmp_path, snippet_server):
                                for g in r.intermediate_grads["gradient flowing in (.grad)"]], expr
 
 
-# Modules ----------------------------------------------------------------------------------------------------------
-
-
-def test_parameters_buffers_attributes(tmp_path, snippet_server):
-    r = assert_shows_what_ran(params.registry_table, 1)
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"state_dict(): {list(r.state_dict_keys)}", *(f"{dataclasses.asdict(row)}" for row in r.rows)]
-
-
-def test_buffer_vs_attribute(tmp_path, snippet_server):
-    r = assert_shows_what_ran(params.buffer_vs_attribute)
-    assert "RuntimeError" in r.attribute_outcome
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"WithBuffer {(list(r.buffer_keys), r.buffer_device, r.buffer_outcome)}",
-        f"WithAttribute {(list(r.attribute_keys), r.attribute_device, r.attribute_outcome)}"]
-
-
-
-def test_batchnorm_running_stats(tmp_path, snippet_server):
-    t = assert_shows_what_ran(params.batchnorm_stats, 4, 0.2, 1)
-    rows = list(zip(t.modes, t.batch_means, t.running_means, t.running_vars, t.num_batches, strict=True))[1:]
-    assert printed(t.code, tmp_path, snippet_server).splitlines() == [
-        str(dict(mode=mode, batch_mean=batch, running_mean=mean, running_var=var, num_batches_tracked=count,
-                 eval_as_formula=t.eval_uses_running_stats)) for mode, batch, mean, var, count in rows]
-
-
-
-def test_freeze_layers(tmp_path, snippet_server):
-    r = assert_shows_what_ran(freezing.freeze_step, ("stem", "head"), "AdamW")
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        *(f"{dataclasses.asdict(row)}" for row in r.params),
-        f"param groups: {[len(g.names) for g in r.groups]} bn.running_mean moved: {r.bn_running_mean_change}"]
-
-
-def test_late_freeze(tmp_path, snippet_server):
-    r = assert_shows_what_ran(freezing.late_freeze, "SGD + momentum")
-    grads = dict(part.split(": ") for part in r.grad_after_zero_grad.split("; "))
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"set_to_none {flag} stem.weight.grad: {grads[f'set_to_none={flag}']} frozen stem moved by {moved}"
-        for flag, moved in ((True, r.change_set_to_none), (False, r.change_zeroed))]
-
-
-def test_eval_vs_freeze(tmp_path, snippet_server):
-    r = assert_shows_what_ran(freezing.eval_vs_freeze)
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"{variant} {tuple(row[column] for row in r.rows)}" for column, variant in ((1, "eval"), (2, "freeze"))]
-
-
-def test_per_group_lrs(tmp_path, snippet_server):
-    r = assert_shows_what_ran(freezing.per_group_lrs, "0.02, 0.2")
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        *(f"{name} group {group} lr {lr} |change| / |grad| = {ratio}" for name, group, ratio, lr in r.effective),
-        f"every change is -lr * grad: {r.verified}"]
-
-
-
-def test_weight_tying(tmp_path, snippet_server):
-    t = assert_shows_what_ran(sharing.weight_tying, 30, 8, 4)
-    lines = printed(t.code, tmp_path, snippet_server).splitlines()
-    shown = {f.name: getattr(t, f.name) for f in dataclasses.fields(t) if f.name not in ("ids", "code")}
-    assert sorted(lines) == sorted(f"{name} {value}" for name, value in shown.items())
-    assert t.count_tied * 2 == t.count_untied and t.grad_max_diff < 1e-6
-
-
-
-def test_plain_list_vs_modulelist(tmp_path, snippet_server):
-    r = assert_shows_what_ran(containers.list_vs_modulelist, 2, 4)
-    facts = [eval("{" + line.split(" {", 1)[1]) for line in printed(r.code, tmp_path, snippet_server).splitlines()]
-    assert [(f["tensors"], f["numel"], f["change"]) for f in facts] == list(
-        zip(r.param_tensors, r.numel, r.first_layer_change, strict=True))
-
-
-def test_module_dict(tmp_path, snippet_server):
-    r = assert_shows_what_ran(containers.module_dict_demo, "a, b")
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        *map(str, r.rows), f"parameters: {r.total_params}"]
-
-
-def test_sequential_vs_modulelist(tmp_path, snippet_server):
-    r = assert_shows_what_ran(containers.sequential_vs_modulelist)
-    assert printed(r.code, tmp_path, snippet_server) == f"{dataclasses.astuple(r)[:-1]}\n"
-
-
-def test_module_tree(tmp_path, snippet_server):
-    r = assert_shows_what_ran(containers.module_tree)
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        *(str(dataclasses.astuple(node)) for node in r.nodes), f"named_modules(): {list(r.named_modules)}"]
-
-
-
-def test_hook_pile_up(tmp_path, snippet_server):
-    r = assert_shows_what_ran(hooks.hook_pileup, 3)
-    assert r.registered_trap == (1, 2, 3) and r.registered_correct == (0, 0, 0)
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"{name} hook firings per call: {fires} hooks registered after each: {registered}"
-        for name, fires, registered in (("predict_leaky", r.fires_trap, r.registered_trap),
-                                        ("predict_clean", r.fires_correct, r.registered_correct))]
-
-
-
-def test_forward_pre_hook(tmp_path, snippet_server):
-    r = assert_shows_what_ran(hooks.pre_hook_effect, "3, 5", 16, "stripes", 2, "invert")
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"plain  {[list(row) for row in r.logits_plain]}", f"hooked {[list(row) for row in r.logits_hooked]}",
-        f"hooked == model(transformed x): {r.equals_transformed_input}"]
-
-
-
-def test_forward_hook_zeroes_a_channel(tmp_path, snippet_server):
-    r = assert_shows_what_ran(hooks.zero_channel_effect, "3, 5", 16, "stripes", 2, "conv2", 4)
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"plain  {[list(row) for row in r.logits_plain]}", f"hooked {[list(row) for row in r.logits_hooked]}",
-        f"hooked == the channel's weights zeroed: {r.equals_zeroed_weights}"]
-
-
-
-def test_gradient_surgery(tmp_path, snippet_server):
-    r = assert_shows_what_ran(hooks.grad_surgery, "3, 5", 16, "stripes", 2, "clip", "0.001")
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"{name} grad norm {hooked}" for name, _, hooked in r.param_grad_norms]
-
-
-
-@pytest.mark.filterwarnings("ignore:Full backward hook is firing")  # the first conv's input needs no grad
-def test_hooks_on_every_layer(tmp_path, snippet_server):
-    r = assert_shows_what_ran(hooks.hook_outputs, "3, 5", 16, "stripes", 2)
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        *(f"{e.phase:13} {e.layer} {e.received}" for e in r.events),
-        f"hooks registered during the run: {r.hooks_registered} after: {r.hooks_left}",
-        f"logits {[list(row) for row in r.logits]}"]
-
-
 # Tensors ----------------------------------------------------------------------------------------------------------
 
 
@@ -547,16 +396,6 @@ def test_shape_lab(tmp_path, snippet_server):
 
 
 # Home, traps, quiz ------------------------------------------------------------------------------------------------
-
-
-def test_home_softmax(tmp_path, snippet_server):
-    r = assert_shows_what_ran(home.softmax_temperature, "2, 1, 0.1", 0.5)
-    assert printed(r.code, tmp_path, snippet_server) == f"{list(r.probs)}\n"
-
-
-def test_trap_pair(tmp_path, snippet_server):
-    r = assert_shows_what_ran(training_traps.clip_before_unscale_trap)
-    assert printed(r.code, tmp_path, snippet_server) == f"trap: {r.trap}\ncorrect: {r.correct}\n"
 
 
 def test_quiz_question(tmp_path, snippet_server):

@@ -5,6 +5,7 @@ import warnings
 
 import torch
 
+from demos.shown import entry
 from demos.traps import TrapPair, fmt_list, measure
 
 # ---- .data skips the version check that .detach() keeps ---------------------------------------------------------
@@ -42,6 +43,7 @@ def _data_sentence(trap: dict, correct: dict) -> str:
     return said + f"Through `.detach()` backward did not catch it either ({correct['backward raised'] or 'no error'})."
 
 
+@entry()
 def data_versus_detach() -> TrapPair:
     """Zero a saved tensor in place through .data (silently wrong grads) and through .detach() (caught)."""
     return measure("data", "`.data` versus `.detach()`: an in-place write to a tensor backward needs",
@@ -102,6 +104,7 @@ def _warned(warning: str | None) -> str:
     return f" (torch only warned on reading it: \"{warning}\")" if warning else ""
 
 
+@entry()
 def leaf_update() -> TrapPair:
     """A hand-written SGD step on a leaf: in place outside no_grad, rebinding, and the no_grad form."""
     return measure("leaf", "Updating a leaf that requires grad, outside `no_grad`",
@@ -149,6 +152,7 @@ def _uneven_sentence(trap: dict, correct: dict) -> str:
             f"matches it (max difference {right:.2g}).")
 
 
+@entry()
 def uneven_micro_batches() -> TrapPair:
     """Accumulate 4 + 4 + 2 samples: mean / k against sum / N, each compared with the full batch's gradient."""
     return measure("uneven", "Accumulating uneven micro-batches",

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from demos.errors import InputError
 from demos.modules.common import MODULE_IMPORTS, norm, target_device
 from demos.modules.inputs import parse_head_names
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 
 MAX_LAYERS, MIN_WIDTH, MAX_WIDTH = 8, 2, 64
 
@@ -72,6 +72,7 @@ def list_facts(registered: bool, n_layers: int, width: int, seed: int, device: s
     )
 
 
+@entry(2, 4)
 def list_vs_modulelist(n_layers: int = 3, width: int = 8, seed: int = 0) -> ListVsModuleList:
     """The same layers in a plain list and in nn.ModuleList: counts, .to(), state_dict, a real training step."""
     validate(n_layers, width)
@@ -113,6 +114,7 @@ class ModuleDictView:
     code: Script
 
 
+@entry("a, b")
 def module_dict_demo(heads_text: str = "cls, box", width: int = 8, seed: int = 0) -> ModuleDictView:
     """Heads picked by name: each one's state_dict keys, output shape and parameter count."""
     heads = parse_head_names(heads_text)
@@ -159,6 +161,7 @@ class SequentialVsList:
     code: Script
 
 
+@entry()
 def sequential_vs_modulelist(n_layers: int = 3, width: int = 8, seed: int = 0) -> SequentialVsList:
     """Sequential composes a forward (and slices to Sequential); ModuleList only holds layers; ParameterList."""
     validate(n_layers, width)
@@ -233,6 +236,7 @@ def is_container(m: nn.Module) -> bool:
     return isinstance(m, (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.ParameterList)) or bool(list(m.children()))
 
 
+@entry()
 def module_tree(n_blocks: int = 2, width: int = 8, heads_text: str = "cls, box") -> ModuleTree:
     """The tree named_modules() walks, plus ParameterList entries and the layers it cannot see."""
     validate(n_blocks, width)

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from demos.errors import InputError, quoted
 from demos.modules.common import MODULE_IMPORTS, norm
 from demos.modules.inputs import parse_lrs
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.training.common import single_threaded
 
 LAYERS = ("stem", "bn", "body", "head")
@@ -86,6 +86,7 @@ def _validate_layers(frozen, allowed=LAYERS) -> tuple[str, ...]:
     return tuple(f for f in allowed if f in frozen)
 
 
+@entry(("stem", "head"), "AdamW")
 @single_threaded  # the shown script pins one thread too, so it prints these numbers
 def freeze_step(frozen=("stem", "bn"), optimizer="SGD", seed: int = 0) -> FreezeStep:
     """Freeze layers with requires_grad_(False), give the optimizer the rest, run one real step."""
@@ -140,6 +141,7 @@ class LateFreeze:
     code: Script
 
 
+@entry("SGD + momentum")
 def late_freeze(optimizer="SGD + momentum", seed: int = 0) -> LateFreeze:
     """Freeze the stem after one step: does the optimizer still move it? It depends on zero_grad."""
     if optimizer not in OPTIMIZERS:
@@ -179,6 +181,7 @@ class EvalVsFreeze:
     code: Script
 
 
+@entry()
 def eval_vs_freeze(seed: int = 0) -> EvalVsFreeze:
     """model.eval() changes dropout and BatchNorm behaviour; only requires_grad_(False) stops training."""
     facts = {variant: eval_or_freeze(variant, seed) for variant in ("eval", "freeze")}
@@ -227,6 +230,7 @@ class GroupLRs:
     code: Script
 
 
+@entry("0.02, 0.2")
 @single_threaded  # the shown script pins one thread too, so it prints these numbers
 def per_group_lrs(lr_text: str = "0.01, 0.1", seed: int = 0) -> GroupLRs:
     """Two param groups (backbone, head) with their own learning rates; plain SGD so change = lr * grad."""

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from demos.errors import InputError, quoted
 from demos.modules.common import MODULE_IMPORTS, norm
 from demos.modules.inputs import parse_channels, parse_hook_value
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.training.common import single_threaded
 
 PATTERNS = ("disc", "stripes", "checker")
@@ -151,6 +151,7 @@ def to_uint8(images: torch.Tensor) -> np.ndarray:
     return (images.permute(0, 2, 3, 1).clamp(0, 1) * 255).round().to(torch.uint8).numpy()
 
 
+@entry("3, 5", 16, "stripes", 2, entries=8)
 def hook_outputs(channels_text: str = "4, 8", image_size: int = 32, pattern: str = "disc", seed: int = 0) -> HookRun:
     """Every leaf layer hooked four ways over one forward and backward; all hooks removed afterwards."""
     channels = validate(channels_text, image_size, pattern)
@@ -245,6 +246,7 @@ class PreHookEffect:
     code: Script
 
 
+@entry("3, 5", 16, "stripes", 2, "invert")
 def pre_hook_effect(channels_text="4, 8", image_size=32, pattern="disc", seed=0, kind="flip") -> PreHookEffect:
     """A forward pre-hook on conv1 returns a changed input; the model then computes on that input."""
     channels = validate(channels_text, image_size, pattern)
@@ -302,6 +304,7 @@ def conv_names(channels: tuple[int, ...]) -> tuple[str, ...]:
     return tuple(f"conv{i}" for i in range(1, len(channels) + 1))
 
 
+@entry("3, 5", 16, "stripes", 2, "conv2", 4)
 def zero_channel_effect(channels_text="4, 8", image_size=32, pattern="disc", seed=0, layer="conv1",
                         channel=0, enabled=True) -> ChannelZeroEffect:
     """A forward hook returns the conv output with one channel zeroed; every later layer sees the change.
@@ -381,6 +384,7 @@ class SurgeryResult:
     code: Script
 
 
+@entry("3, 5", 16, "stripes", 2, "clip", "0.001")
 @single_threaded  # the shown script pins one thread too, so it prints these numbers
 def grad_surgery(channels_text="4, 8", image_size=32, pattern="disc", seed=0, mode="scale",
                  value_text="0.5", enabled=True) -> SurgeryResult:
@@ -507,6 +511,7 @@ def call_repeatedly(predict, calls: int):
     return tuple(fires), tuple(registered)
 
 
+@entry(3)
 def hook_pileup(calls: int = 5) -> PileUp:
     """Call each predict function `calls` times; count hook firings per call and hooks left registered."""
     if not 1 <= calls <= MAX_CALLS:

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from demos.errors import InputError
 from demos.modules.common import MODULE_IMPORTS, get_path, moved_copy, norm, target_device
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.training.common import single_threaded
 
 MAX_TRAIN_STEPS, EVAL_STEPS = 20, 3
@@ -81,6 +81,7 @@ def kind_of(model: nn.Module, name: str, base: str) -> str:
     return "buffer (persistent=False)" if leaf in owner._non_persistent_buffers_set else "buffer"
 
 
+@entry(1)
 def registry_table(seed: int = 0) -> RegistryTable:
     """One row per tensor of Tagged: kind, shape, requires_grad, and where torch lists or moves it."""
     device = target_device()
@@ -183,6 +184,7 @@ def moved_and_run(model_cls, device: str):
     return keys, str(model.scale.device), forward_after_move(model, device)
 
 
+@entry()
 def buffer_vs_attribute() -> BufferVsAttribute:
     """register_buffer vs a plain attribute: state_dict keys, device after .to(), forward after the move."""
     device = target_device()
@@ -208,6 +210,7 @@ class BatchNormTrace:
     code: str
 
 
+@entry(4, 0.2, 1)
 @single_threaded  # the shown script pins one thread too, so it prints these numbers
 def batchnorm_stats(train_steps: int = 5, momentum: float = 0.1, seed: int = 0) -> BatchNormTrace:
     """BatchNorm1d's running statistics over train() steps, then frozen over eval() steps."""

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from demos.errors import InputError
 from demos.modules.common import MODULE_IMPORTS, norm
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 
 MIN_VOCAB, MAX_VOCAB = 4, 1000
 MIN_DIM, MAX_DIM = 2, 128
@@ -109,6 +109,7 @@ def count(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+@entry(30, 8, 4)
 def weight_tying(vocab: int = 50, dim: int = 16, steps: int = 10, seed: int = 0) -> TyingResult:
     """Tie, count, compare the tied gradient with the untied sum, and watch a copy drift away."""
     validate(vocab, dim, steps)

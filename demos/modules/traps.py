@@ -5,6 +5,7 @@ import warnings
 import torch
 from torch import nn
 
+from demos.shown import entry
 from demos.traps import TrapPair, fmt_list, measure
 
 # ---- register_backward_hook sees the last operation, not the module ----------------------------------------------
@@ -56,6 +57,7 @@ def _hook_sentence(trap: dict, correct: dict) -> str:
             f"exactly x.grad.")
 
 
+@entry()
 def backward_hooks() -> TrapPair:
     """The same module and input under register_backward_hook and register_full_backward_hook."""
     return measure("hooks", "`register_backward_hook` versus `register_full_backward_hook`",
@@ -104,6 +106,7 @@ def _batchnorm_sentence(trap: dict, correct: dict) -> str:
             "normalize with the biased variance in training and keep the unbiased one in running_var.")
 
 
+@entry()
 def batchnorm_running_var() -> TrapPair:
     """A batch of 4 through BatchNorm1d with momentum 1: train output, eval output, and both variances."""
     return measure("running_var", "BatchNorm's running_var is unbiased",

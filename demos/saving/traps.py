@@ -6,6 +6,7 @@ import torch
 from torch import nn
 from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
 
+from demos.shown import entry
 from demos.traps import TrapPair, measure
 
 # ---- strict=False loads nothing when every key has a prefix -------------------------------------------------------
@@ -52,6 +53,7 @@ def _strict_sentence(trap: dict, correct: dict) -> str:
             "Read what `load_state_dict` returns whenever you pass `strict=False`.")
 
 
+@entry()
 def strict_false() -> TrapPair:
     """A DDP-style 'module.' file loaded with strict=False, and with the prefix stripped and strict=True."""
     return measure("strict", "`load_state_dict(strict=False)` and its missing/unexpected keys",
@@ -106,6 +108,7 @@ def _best_sentence(trap: dict, correct: dict) -> str:
             f"{correct['val loss after restoring the best']:.4g}, the best step's loss.")
 
 
+@entry()
 def best_weights() -> TrapPair:
     """Early stopping's 'best weights' kept by reference and by deep copy; restore each, measure validation loss."""
     return measure("best", "`state_dict()` returns references: the \"best weights\" bug",

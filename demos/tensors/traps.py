@@ -2,6 +2,7 @@
 
 import torch
 
+from demos.shown import entry
 from demos.traps import TrapPair, fmt_list, measure
 
 # ---- advanced indexing returns a copy ----------------------------------------------------------------------------
@@ -32,6 +33,7 @@ def _index_sentence(trap: dict, correct: dict) -> str:
             f"{fmt_list(correct['x'])}.")
 
 
+@entry()
 def advanced_indexing() -> TrapPair:
     """Chained indexing through an index tensor writes into a copy; assignment and slices write into x."""
     return measure("index", "Advanced indexing returns a copy", ("Trap: `x[idx][0] = 5`", "Correct: `x[idx[0]] = 5`"),
@@ -64,6 +66,7 @@ def _squeeze_sentence(trap: dict, correct: dict) -> str:
             f"{correct['max |centered|']:g}, and nothing raised. `x.squeeze(1)` names the dim and keeps the batch.")
 
 
+@entry()
 def squeeze_batch_of_one() -> TrapPair:
     """Centering over the batch after squeeze() vs squeeze(1), for a batch of one."""
     return measure("squeeze", "`squeeze()` drops a batch of one",

@@ -3,6 +3,7 @@
 import torch
 from torch import nn
 
+from demos.shown import entry
 from demos.traps import TrapPair, measure
 
 # ---- clip_grad_norm_ before scaler.unscale_ ------------------------------------------------------------------------
@@ -51,6 +52,7 @@ def _clip_sentence(trap: dict, correct: dict) -> str:
             "asked for (learning rate × max_norm).")
 
 
+@entry()
 def clip_before_unscale_trap() -> TrapPair:
     """One scaled SGD step with clip_grad_norm_(max_norm=1) before and after scaler.unscale_."""
     return measure("unscale", "Clipping before `scaler.unscale_`",

@@ -2,6 +2,7 @@
 
 from pages.ui.caching import cache_data, cache_resource
 from pages.ui.code import show_code
+from pages.ui.compute import compute
 from pages.ui.errors import input_errors
 from pages.ui.figures import figure_pair, graph, legend, plot, vega
 from pages.ui.layout import (
@@ -9,6 +10,7 @@ from pages.ui.layout import (
     page_header,
     prose,
     section_tabs,
+    sections,
     settings,
     sidebar_controls,
     steps,
@@ -23,6 +25,7 @@ from pages.ui.traps import trap_pair
 __all__ = [
     "cache_data",
     "cache_resource",
+    "compute",
     "figure_pair",
     "graph",
     "input_errors",
@@ -38,6 +41,7 @@ __all__ = [
     "ran_with",
     "run_button",
     "section_tabs",
+    "sections",
     "settings",
     "show_code",
     "sidebar_controls",

@@ -2,7 +2,7 @@
 (whiteboard.css), large type, prose and settings folded away, explanations one step at a time, and keys for the
 next step, figure and section (pages/ui/ink.py)."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
@@ -50,20 +50,28 @@ def page_header(slug: str) -> None:
     st.caption(topic.summary)
 
 
-def section_tabs(slug: str, key: str, sections: Sequence[Callable[[], None]]) -> None:
-    """One tab per section, labelled as the registry declares page `slug`'s tab set `key`, the open tab kept in the
-    URL under `key`; `sections` are the sections' functions in the registry's order.
+def sections(slug: str, key: str, views: dict[str, Callable[[], None]]) -> None:
+    """One tab per view, labelled and ordered as the registry declares page `slug`'s tab set `key`; `views` maps
+    each of those labels to the function that draws it, so moving a function in the page cannot move a tab's content.
+    The open tab is kept in the URL under `key`.
 
-    Only the open tab's function runs: a rerun computes and sends one section, not the whole page. The tabs sit in
-    a container marked for the presenter keys (] and [ switch sections).
+    Only the open tab's view runs, and it runs as a fragment (st.fragment): a change of one of its own widgets
+    reruns that view alone, not the page. The tabs sit in a container marked for the presenter keys (] and [).
     """
     labels = by_slug(slug).tabs(key)
+    if set(views) != set(labels):
+        raise ValueError(f"{slug}: the views {sorted(views)} are not the registry's tabs {list(labels)} of {key!r}")
     with st.container(key=f"wbsections-{key}"):
         tabs = st.tabs(list(labels), key=key, bind="query-params")
-        for tab, section in zip(tabs, sections, strict=True):
+        for tab, label in zip(tabs, labels, strict=True):
             if tab.open:
                 with tab:
-                    section()
+                    st.fragment(views[label])()
+
+
+def section_tabs(slug: str, key: str, functions) -> None:
+    """Transitional: the sections in the registry's order (TODO: gone once every page names its sections)."""
+    sections(slug, key, dict(zip(by_slug(slug).tabs(key), functions, strict=True)))
 
 
 def prose(markdown: str, label: str = "Explanation") -> None:
@@ -103,17 +111,21 @@ def steps(items: list[str], key: str) -> None:
         st.markdown("\n".join(f"{i}. {item}" for i, item in enumerate(items[:shown], 1)))
         with st.container(horizontal=True, vertical_alignment="center"):
             st.caption(f"Step {shown} of {len(items)}", width="content")
-            if shown > 1 and st.button("Previous step", key=f"{key}_prev", icon=":material/arrow_back:"):
-                _show_steps(shown_key, shown - 1)
-            if shown < len(items) and st.button("Next step", key=f"{key}_next", icon=":material/arrow_forward:"):
-                _show_steps(shown_key, shown + 1)
-            if shown > 1 and st.button("Start over", key=f"{key}_reset", icon=":material/restart_alt:"):
-                _show_steps(shown_key, 1)
+            # each click sets the count in a callback, before the rerun it starts: no st.rerun, so inside a
+            # fragment a click reruns only that fragment
+            if shown > 1:
+                st.button("Previous step", key=f"{key}_prev", icon=":material/arrow_back:", on_click=_show_steps,
+                          args=(shown_key, shown - 1))
+            if shown < len(items):
+                st.button("Next step", key=f"{key}_next", icon=":material/arrow_forward:", on_click=_show_steps,
+                          args=(shown_key, shown + 1))
+            if shown > 1:
+                st.button("Start over", key=f"{key}_reset", icon=":material/restart_alt:", on_click=_show_steps,
+                          args=(shown_key, 1))
 
 
 def _show_steps(shown_key: str, shown: int) -> None:
     st.session_state[shown_key] = shown
-    st.rerun()
 
 
 def read_asset(*parts: str) -> str:

@@ -6,6 +6,7 @@ from typing import Any
 import streamlit as st
 
 from demos.guests import TurnNeeded, deferring_turn, turn
+from pages.ui.compute import compute
 
 
 def place_in_line(ahead: int) -> str:
@@ -13,9 +14,9 @@ def place_in_line(ahead: int) -> str:
             "runs one at a time).")
 
 
-def queued(compute, *args, notice=None, **kwargs):
-    """compute(*args, **kwargs), usually a cached demo call: a cache hit or a free line returns at once; when
-    other runs are ahead, wait here for the turn, showing the place in line, then compute.
+def queued(fn, *args, notice=None, **kwargs):
+    """compute(fn, *args, **kwargs) for a heavy demo: a cache hit or a free line returns at once; when other runs
+    are ahead, wait here for the turn, showing the place in line, then compute.
 
     `notice`: where the place in line is shown (an st.empty made before an st.status, whose body is folded);
     by default a placeholder where the call is.
@@ -25,7 +26,7 @@ def queued(compute, *args, notice=None, **kwargs):
     """
     try:
         with deferring_turn():
-            return compute(*args, **kwargs)
+            return compute(fn, *args, **kwargs)
     except TurnNeeded:
         pass
     notice = st.empty() if notice is None else notice
@@ -38,7 +39,7 @@ def queued(compute, *args, notice=None, **kwargs):
 
     try:
         with turn(report):
-            return compute(*args, **kwargs)
+            return compute(fn, *args, **kwargs)
     finally:
         notice.empty()
 
@@ -46,8 +47,8 @@ def queued(compute, *args, notice=None, **kwargs):
 _SHOWN_KEY = "wb_runs_shown"  # session state: (key, args) of the runs this session has shown under a status
 
 
-def queued_status(label: str, done: Callable[[Any], str], compute, *args, key: str):
-    """queued(compute, *args) under a folded st.status labelled `label` while it runs and `done(result)` after.
+def queued_status(label: str, done: Callable[[Any], str], fn, *args, key: str):
+    """queued(fn, *args) under a folded st.status labelled `label` while it runs and `done(result)` after.
 
     Creating an st.status sleeps 50 ms (Streamlit lets the browser draw it), too much for a warm rerun: once this
     session has shown a run's result, later reruns take it from the cache and draw the finished status as a plain
@@ -57,11 +58,11 @@ def queued_status(label: str, done: Callable[[Any], str], compute, *args, key: s
     token = (key, args)
     line = st.empty()  # the place in line, if the run waits, above the folded status
     if token in shown:
-        value = queued(compute, *args, notice=line)
+        value = queued(fn, *args, notice=line)
         st.expander(done(value), icon=":material/check:")
         return value
     with st.status(label, expanded=False) as status:
-        value = queued(compute, *args, notice=line)
+        value = queued(fn, *args, notice=line)
         status.update(label=done(value), state="complete")
     shown.add(token)
     return value
