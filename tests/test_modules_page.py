@@ -3,10 +3,10 @@
 import pytest
 
 from demos.modules.sharing import MAX_DIM, MAX_STEPS, MAX_VOCAB
+from demos.registry import by_slug
 from tests.conftest import assert_clean, open_page
 
 PAGE = "pages/modules.py"
-TABS = ("Parameters & buffers", "Hooks", "Freezing", "Weight sharing", "Containers")
 
 
 def open_tab(tab: str, whiteboard: bool = False):
@@ -20,7 +20,7 @@ def errors(at) -> list[str]:
     return [e.value for e in at.error]
 
 
-@pytest.mark.parametrize("tab", TABS)
+@pytest.mark.parametrize("tab", by_slug("modules").tabs("modules_tab"))
 def test_every_tab_runs_clean(tab):
     at = open_tab(tab)
     assert_clean(at)
@@ -28,7 +28,7 @@ def test_every_tab_runs_clean(tab):
 
 
 def test_parameters_tab_extremes():
-    at = open_tab(TABS[0])
+    at = open_tab("Parameters & buffers")
     at.slider(key="modules_bn_steps").set_value(20).run()
     at.slider(key="modules_bn_momentum").set_value(1.0).run()
     assert_clean(at)
@@ -36,7 +36,7 @@ def test_parameters_tab_extremes():
 
 
 def test_hooks_tab_widgets_and_toggles():
-    at = open_tab(TABS[1], whiteboard=True)
+    at = open_tab("Hooks", whiteboard=True)
     at.text_input(key="modules_channels").set_value("2, 3, 5").run()
     at.slider(key="modules_size").set_value(24).run()
     at.selectbox(key="modules_pattern").set_value("checker").run()
@@ -53,16 +53,16 @@ def test_hooks_tab_widgets_and_toggles():
 
 
 def test_constrained_choices_from_a_url_fall_back_to_valid_ones():
-    at = open_page(PAGE, query={"modules_tab": TABS[1], "modules_zero_channel": "9"})  # conv1 has 4 channels
+    at = open_page(PAGE, query={"modules_tab": "Hooks", "modules_zero_channel": "9"})  # conv1 has 4 channels
     assert_clean(at)
     assert at.number_input(key="modules_zero_channel").value == 0
-    at = open_page(PAGE, query={"modules_tab": TABS[2], "modules_frozen": ["stem", "bn", "body", "head"]})
+    at = open_page(PAGE, query={"modules_tab": "Freezing", "modules_frozen": ["stem", "bn", "body", "head"]})
     assert_clean(at)
     assert len(at.multiselect(key="modules_frozen").value) == 3
 
 
 def test_hooks_tab_bad_input_is_a_sentence():
-    at = open_tab(TABS[1])
+    at = open_tab("Hooks")
     assert at.number_input(key="modules_zero_channel").proto.max == 3, "conv1 has 4 channels: 0 to 3"
     at.selectbox(key="modules_zero_layer").set_value("conv2").run()
     assert at.number_input(key="modules_zero_channel").proto.max == 7
@@ -78,7 +78,7 @@ def test_hooks_tab_bad_input_is_a_sentence():
 
 
 def test_freezing_tab_layers_frozen():
-    at = open_tab(TABS[2])
+    at = open_tab("Freezing")
     at.multiselect(key="modules_frozen").set_value(["stem", "bn", "body"]).run()
     at.selectbox(key="modules_optimizer").set_value("AdamW").run()
     at.selectbox(key="modules_late_optimizer").set_value("SGD").run()
@@ -93,7 +93,7 @@ def test_freezing_tab_layers_frozen():
 
 
 def test_weight_sharing_tab_largest_sizes():
-    at = open_tab(TABS[3])
+    at = open_tab("Weight sharing")
     at.slider(key="modules_vocab").set_value(MAX_VOCAB).run()
     at.slider(key="modules_dim").set_value(MAX_DIM).run()
     at.slider(key="modules_tie_steps").set_value(MAX_STEPS).run()
@@ -102,7 +102,7 @@ def test_weight_sharing_tab_largest_sizes():
 
 
 def test_containers_tab_widgets_and_bad_names():
-    at = open_tab(TABS[4])
+    at = open_tab("Containers")
     at.slider(key="modules_layers").set_value(8).run()
     at.slider(key="modules_width").set_value(64).run()
     at.text_input(key="modules_heads").set_value("cls, box, seg, depth").run()
