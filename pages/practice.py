@@ -149,7 +149,8 @@ def question_screen(drill: dr.Drill) -> None:
     if slot.outcome and slot.outcome != "correct" and not drill.mock and not slot.again:
         st.caption("This one comes back at the end of the drill.")
     last = drill.position == len(drill.slots) - 1
-    nav = st.container(horizontal=True, key="wbcardnav-pr" if ui.whiteboard_on() else None)  # the card's own row
+    row_key = ui.marks.CARD_NAV + "pr" if ui.whiteboard_on() else None  # the card's own row
+    nav = st.container(horizontal=True, key=row_key)
     if not drill.mock and drill.position > 0:
         nav.button("Previous", key="pr_prev", on_click=_move, args=(drill, -1), icon=":material/arrow_back:")
     label = ("Finish" if last else "Next question") if slot.outcome else ("Skip and finish" if last else "Skip")

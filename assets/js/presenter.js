@@ -15,15 +15,18 @@ const ARROWS = new Set(["ArrowRight", "ArrowLeft", "PageDown", "PageUp"]);
 
 const FRAME_TOP = 90; // px: below the app's header strip
 
+// Containers pages/ui marks for this layer (MARKS, from pages/ui/marks.py, is prepended to this script).
+const marked = (...names) => names.map((n) => `[class*='st-key-${MARKS[n]}']`).join(", ");
+
 function keyedChild(scope, suffix) {
   return [...scope.querySelectorAll("[class*='st-key-']")]
     .find((n) => [...n.classList].some((c) => c.startsWith("st-key-") && c.endsWith(suffix)));
 }
 
-// The step-by-step blocks on screen (ui.steps marks them with an st-key-wbsteps-… container; a question card's
+// The step-by-step blocks on screen (ui.steps marks their container; a question card's
 // reveal is one), in screen order: → reveals the next step of the first that has one, ← goes back in the last.
 function clickStep(direction) {
-  const onScreen = [...document.querySelectorAll("[class*='st-key-wbsteps-']")].filter((b) => {
+  const onScreen = [...document.querySelectorAll(marked("steps"))].filter((b) => {
     const r = b.getBoundingClientRect();
     return r.height > 0 && r.bottom > FRAME_TOP && r.top < innerHeight;
   }).sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top);
@@ -37,10 +40,10 @@ function clickStep(direction) {
 }
 
 // Figures and question cards, marked by pages/ui (figures.py, quiz.py), in the order they show on screen.
-const FIGURES = "[class*='st-key-wbfig-'], [class*='st-key-wbcard-'], [class*='st-key-wbcorner-']";
+const FIGURES = marked("figure", "card", "corner");
 
 // A figure's key controls (ui.key_controls) sit in one row just above it: a figure is framed with that row.
-const KEY_ROW = "[class*='st-key-wbkeys-']";
+const KEY_ROW = marked("keys");
 const KEY_ROW_GAP = 40; // px: at most this far above the figure
 
 function topWithKeyRow(figure) {
@@ -82,10 +85,10 @@ function frameFigure(direction) {
   return true;
 }
 
-// The page's section tabs (ui.section_tabs marks them with an st-key-wbsections-… container), else the first tabs.
+// The page's section tabs (ui.sections marks their container), else the first tabs.
 function sectionTabs() {
-  const marked = document.querySelector("[class*='st-key-wbsections-'] [role=tablist]");
-  return marked || document.querySelector("[data-testid=stMain] [role=tablist]");
+  const own = document.querySelector(`${marked("sections")} [role=tablist]`);
+  return own || document.querySelector("[data-testid=stMain] [role=tablist]");
 }
 
 // A page without section tabs: its next or previous header (st.header) scrolled to the top of the screen.

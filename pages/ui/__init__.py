@@ -1,5 +1,6 @@
 """Shared study components for every page: layout, whiteboard mode, figures, code panels, quizzes, errors."""
 
+from pages.ui import marks
 from pages.ui.caching import cache_data, cache_resource
 from pages.ui.code import show_code
 from pages.ui.compute import compute
@@ -32,6 +33,7 @@ __all__ = [
     "interview_corner",
     "key_controls",
     "legend",
+    "marks",
     "page_header",
     "plot",
     "predict_then_run",

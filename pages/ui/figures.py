@@ -16,6 +16,7 @@ import streamlit as st
 
 from demos.style import COLORS, PRESENTER_FONT, PRESENTER_HEIGHT, presenter_figure
 from demos.style import page_figure as _page_figure
+from pages.ui import marks
 from pages.ui.ink import figure_tools
 from pages.ui.layout import whiteboard_on
 
@@ -25,20 +26,18 @@ _PRESENTER_VIEWS: OrderedDict[str, go.Figure] = OrderedDict()  # content fingerp
 _VIEWS_MAX = 64
 _lock = threading.Lock()
 VEGA_FRAME = 60  # px a Vega-Lite chart adds around its plot height in the browser: axis labels, legend
-FIGURE_MARK = "wbfig-"  # the key prefix of a figure's container: whiteboard.css puts it first, the keys step by it
-PAIR_MARK = "wbpair-"  # the key prefix of two figures read together: whiteboard.css keeps them side by side
 
 
 def figure_box(key: str):
     """The container a figure and its tools sit in, marked so whiteboard mode can show it first and frame it."""
-    return st.container(key=FIGURE_MARK + key)
+    return st.container(key=marks.FIGURE + key)
 
 
 def figure_pair(key: str, widths: tuple[int, int] = (1, 1)):
     """Two columns for two figures that are read together (an expression beside the graph autograd recorded).
     Whiteboard mode stacks every other row of columns that holds a figure; this pair stays side by side there, so
     both are on the screen at once."""
-    with st.container(key=PAIR_MARK + key):
+    with st.container(key=marks.PAIR + key):
         return st.columns(widths, gap="large")
 
 

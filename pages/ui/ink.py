@@ -10,6 +10,7 @@ import streamlit as st
 
 from demos.registry import ROOT
 from demos.style import PEN_COLORS
+from pages.ui import marks
 
 _JS = ROOT / "assets" / "js"
 _CSS = (ROOT / "assets" / "css" / "ink.css").read_text(encoding="utf-8")
@@ -23,7 +24,8 @@ def _module(name: str) -> str:
 _figure_tools = st.components.v2.component(
     "wb_figure_tools", js=_module("figure_tools.js"), css=_CSS, isolate_styles=False
 )
-_presenter = st.components.v2.component("wb_presenter", js=_module("presenter.js"), css=_CSS, isolate_styles=False)
+_presenter = st.components.v2.component("wb_presenter", js=marks.script_constant() + _module("presenter.js"), css=_CSS,
+                                        isolate_styles=False)
 _PEN_COLORS = [{"name": name, "hex": hex_} for name, hex_ in PEN_COLORS.items()]
 
 

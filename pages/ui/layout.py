@@ -8,10 +8,11 @@ from pathlib import Path
 import streamlit as st
 
 from demos.registry import ROOT, by_slug
+from pages.ui import marks
 from pages.ui.ink import presenter_bar
 
 WHITEBOARD_KEY = "whiteboard"
-_CSS = (ROOT / "assets" / "css" / "whiteboard.css").read_text()
+_CSS = marks.stylesheet((ROOT / "assets" / "css" / "whiteboard.css").read_text())
 
 
 def whiteboard_on() -> bool:
@@ -61,7 +62,7 @@ def sections(slug: str, key: str, views: dict[str, Callable[[], None]]) -> None:
     labels = by_slug(slug).tabs(key)
     if set(views) != set(labels):
         raise ValueError(f"{slug}: the views {sorted(views)} are not the registry's tabs {list(labels)} of {key!r}")
-    with st.container(key=f"wbsections-{key}"):
+    with st.container(key=marks.SECTIONS + key):
         tabs = st.tabs(list(labels), key=key, bind="query-params")
         for tab, label in zip(tabs, labels, strict=True):
             if tab.open:
@@ -88,7 +89,7 @@ def key_controls(key: str):
     mode one compact row that whiteboard.css moves above the view's figure, so they can be changed with the figure
     on the screen. The view's other controls go in `settings`. Use as `with ui.key_controls(key): ...`."""
     if whiteboard_on():
-        return st.container(key=f"wbkeys-{key}", horizontal=True, vertical_alignment="bottom", gap="small")
+        return st.container(key=marks.KEYS + key, horizontal=True, vertical_alignment="bottom", gap="small")
     return st.container(key=f"keys-{key}")
 
 
@@ -96,7 +97,7 @@ def settings(key: str, label: str = "Settings"):
     """A block of controls: in place on the page; in whiteboard mode folded into one line under the figure (an
     expander), so the figure and its few key controls own the screen. Use as `with ui.settings(key): ...`."""
     if whiteboard_on():
-        return st.expander(label, icon=":material/tune:", key=f"wbsettings-{key}")
+        return st.expander(label, icon=":material/tune:", key=marks.SETTINGS + key)
     return st.container(key=f"settings-{key}")
 
 
@@ -107,7 +108,7 @@ def steps(items: list[str], key: str) -> None:
         return
     shown_key = f"{key}_shown"
     shown = max(1, min(st.session_state.get(shown_key, 1), len(items)))
-    with st.container(key=f"wbsteps-{key}"):  # the presenter keys look for this mark
+    with st.container(key=marks.STEPS + key):  # the presenter keys look for this mark
         st.markdown("\n".join(f"{i}. {item}" for i, item in enumerate(items[:shown], 1)))
         with st.container(horizontal=True, vertical_alignment="center"):
             st.caption(f"Step {shown} of {len(items)}", width="content")

@@ -6,16 +6,12 @@ import streamlit as st
 
 from demos.errors import InputError
 from demos.quiz import Question, Verdict, check, format_answer, validate_prediction
+from pages.ui import marks
 from pages.ui.layout import key_controls, read_asset, steps, whiteboard_on
 from pages.ui.queue import queued
 
-# Key prefixes of a question card's container: whiteboard.css shows a card first as it does a figure; an interview
-# corner's card stays in place (a view without a figure keeps its tabs on top). The presenter keys frame both.
-CARD_MARK = "wbcard-"
-CORNER_MARK = "wbcorner-"
 
-
-def predict_then_run(question: Question, key: str, mark: str = CARD_MARK) -> Verdict | None:
+def predict_then_run(question: Question, key: str, mark: str = marks.CARD) -> Verdict | None:
     """Prompt and snippet, a prediction widget, Run it / Try again, then torch's verdict and the explanation.
 
     A verdict belongs to the prediction it judged: change the prediction and the verdict goes away until the
@@ -125,7 +121,7 @@ def interview_corner(slug: str, questions: list[Question]) -> None:
                 f"Question (of {len(questions)})", range(len(questions)), horizontal=True, key=f"{slug}_q_pick",
                 bind="query-params", format_func=lambda i: str(i + 1), captions=[_mark(k) for k in keys],
             )
-        predict_then_run(questions[picked], key=keys[picked], mark=CORNER_MARK)
+        predict_then_run(questions[picked], key=keys[picked], mark=marks.CORNER)
     st.subheader("Model answers")
     for i, (asked, answer) in enumerate(model_answers(slug)):
         panel = st.expander(asked, key=f"{slug}_answer_{i}", on_change="rerun")
