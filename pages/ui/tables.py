@@ -1,12 +1,17 @@
 """Tables: an interactive grid on the page; whole, wrapped HTML at body size on a shared screen."""
 
-import re
+from __future__ import annotations
 
-import pandas as pd
+import re
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from demos.errors import showable
 from pages.ui.layout import whiteboard_on
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # st.table renders every cell and header as markdown (links, images, emphasis, math, colour directives, icons),
 # and table cells can hold visitor text (an uploaded result file, a shared link): every ASCII punctuation mark
@@ -25,6 +30,8 @@ def table(data, *, whole: bool = False, hide_index: bool = True, **dataframe_opt
     `dataframe_options` (width, height, column_config, ...) apply to the grid only. Text is shown literally in
     both: never as markdown, and with lone surrogates and bidi controls replaced (demos.errors.showable).
     """
+    import pandas as pd  # here, not at app start: the first page a visitor opens needs no table
+
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
     if whole or whiteboard_on():
         st.table(_readable(frame), hide_index=hide_index)
