@@ -103,4 +103,6 @@ def change_ms(page, changes: int) -> dict | None:
     change_once(page, mover, True)
     change_once(page, mover, False)
     times = [change_once(page, mover, i % 2 == 0) for i in range(changes)]
+    if changes % 2:
+        change_once(page, mover, False)  # back to the view's own setting
     return {"widget": mover.kind, "median_ms": statistics.median(times), "max_ms": max(times)}
