@@ -79,6 +79,8 @@ class Index:
     items: tuple  # ints and (start, stop, step) triples of int | None
 
 
+# ---- reading the expression: what this page admits --------------------------------------------------------------
+
 GRAMMAR = Grammar(
     example="mean((x @ W + b - y) ** 2)",
     nodes=frozenset({ast.Constant, ast.Name, ast.BinOp, ast.UnaryOp, ast.Call, ast.Attribute, ast.Subscript,

@@ -92,6 +92,8 @@ class Seq:
     brackets: str  # "()" or "[]"
 
 
+# ---- reading the expression: what the lab admits -----------------------------------------------------------------
+
 # Keyword arguments the lab's calls take (device= is admitted so that the engine can say why it refuses it)
 KWARGS = (
     "dim", "keepdim", "dtype", "memory_format", "start_dim", "end_dim", "stride", "padding", "dilation", "groups",
@@ -111,7 +113,7 @@ GRAMMAR = Grammar(
     operators=frozenset({ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.USub, ast.Eq, ast.NotEq, ast.Lt,
                          ast.LtE, ast.Gt, ast.GtE}),
     literals=frozenset({int, float, str, bool, type(None), type(Ellipsis)}),
-    keywords=KWARGS, max_chars=MAX_TEXT, max_nodes=MAX_NODES, max_depth=MAX_DEPTH, max_int=MAX_INT,
+    keywords=KWARGS, field=EXPR_FIELD, max_chars=MAX_TEXT, max_nodes=MAX_NODES, max_depth=MAX_DEPTH, max_int=MAX_INT,
     max_float=MAX_FLOAT,
 )
 
