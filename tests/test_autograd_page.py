@@ -55,7 +55,7 @@ def test_bad_input_is_a_sentence():
     assert not at.exception
     assert any("Shape mismatch in `x @ b`: (8, 3) @ (2,)" in e for e in errors(at)), errors(at)
     at.text_input(key="ag_expr").input("relu(zz) % 2").run()
-    assert any("'%' is not supported" in e for e in errors(at)), errors(at)
+    assert any("`%` (remainder) at position 10 is not supported" in e for e in errors(at)), errors(at)
     at.text_input(key="ag_expr").input("sum(W * q)").run()
     assert any("Unknown name `q`" in e for e in errors(at)), errors(at)
     at.text_input(key="ag_leaves").input("x: 100,3").run()

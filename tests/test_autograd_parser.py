@@ -41,13 +41,13 @@ def test_round_trip_to_torch_code(text, torch_text):
 @pytest.mark.parametrize("text, words", [
     ("x % 2", "not supported"),
     ("x // 2", "not supported"),
-    ("foo(x)", "Unknown function `foo`"),
+    ("foo(x)", "unknown function `foo` at position 1"),
     ("x +", "ends too early"),
     ("(" * 30 + "x" + ")" * 30, "nests more than"),
     ("x.sum()", "only .detach() and .T"),
     ("x[1:2:-1]", "positive"),
     ("x" + " + x" * 70, "too long"),
-    ("", "Type an expression"),
+    ("", "empty; type an expression"),
 ])
 def test_bad_expressions_are_named(text, words):
     with pytest.raises(InputError, match=words.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):

@@ -120,7 +120,7 @@ def test_any_text_is_parsed_or_a_clean_input_error(name, text):
     ("hook threshold", "0", "Threshold: 0 is out of range"),
     ("ring message size", "2000000", "Ring message size: `2000000` is out of range"),
     ("bucket_cap_mb", "30", "bucket_cap_mb: `30` is out of range"),
-    ("demos.autograd.expr.parse_expression", "x )", "Unexpected `)` at position 3"),
+    ("demos.autograd.expr.parse_expression", "x )", "the bracket `)` at position 3 was never opened"),
 ])
 def test_the_reported_messages(name, text, words):
     with pytest.raises(InputError) as err:

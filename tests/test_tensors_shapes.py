@@ -237,7 +237,7 @@ BAD = {
     ("x: 99999999999999999, 2", "x"): "too large to describe",
     ("x: 2, 3", "(" * 20 + "x" + ")" * 20): "more than 16 levels deep",
     ("x: 2, 3", "x.view(" * 17 + "x" + ")" * 17): "more than 16 levels deep",
-    ("x: 2, 3", "x * 1e309"): "the number `1e309` is too large",
+    ("x: 2, 3", "x * 1e309"): "the number `1e309` at position 5 is too large",
     ("x: 2, 3", "(x + 1"): "the bracket `(` at position 1 is never closed",
     ("x: 2, 3", "x[0))"): "the bracket `[` at position 2 is closed by `)`",
     ("x: (2, 3", "x"): "never closed",

@@ -1,26 +1,23 @@
-"""A small expression language over named leaf tensors: tokenizer, recursive-descent parser, evaluator. Never eval.
+"""A small expression language over named leaf tensors: what the Autograd page admits, its tree, its evaluator.
 
-Grammar (Python's precedence):
-    expr    := term (('+' | '-') term)*
-    term    := unary (('*' | '/' | '@') unary)*
-    unary   := '-' unary | power
-    power   := postfix ('**' unary)?
-    postfix := atom ('.detach()' | '.T' | '[' index (',' index)* ']')*
-    atom    := NUMBER | NAME | FUNC '(' expr (',' ['dim' '='] INT)? ')' | '(' expr ')'
-    index   := INT | [INT] ':' [INT] [':' [INT]]
+The text is read by demos.expressions (Python's own parser, never eval) under GRAMMAR: numbers, leaf names,
++ - * / @ ** and unary -, the functions in FUNCS (sum, mean and softmax take a dim: sum(x, 1) or sum(x, dim=1)),
+.detach(), .T and indexing with whole numbers and slices, such as x[0, 1:3]. Python's precedence.
 
 Leaves are declared as 'x: 4,3; W: 3,2 grad' (name, shape, and 'grad' for requires_grad=True).
 """
 
+import ast
 import functools
 import math
 import re
-import unicodedata
 from dataclasses import dataclass
 
 import torch
 
+from demos import expressions
 from demos.errors import InputError, quoted
+from demos.expressions import Grammar, Read
 from demos.parsing import format_shape, parse_shape
 
 MAX_EXPR = 200
@@ -33,44 +30,6 @@ MAX_RESULT_NUMEL = 64**3
 FUNCS = ("relu", "sigmoid", "tanh", "exp", "log", "sum", "mean", "softmax")
 REDUCE_FUNCS = ("sum", "mean", "softmax")
 RESERVED = set(FUNCS) | {"T", "detach", "dim", "grad", "torch"}
-
-_TOKEN = re.compile(r"\s*(?:(?P<num>\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)"
-                    r"|(?P<op>\*\*|[-+*/@()\[\],:.=]))")
-_BAD_OPS = {"//": "floor division '//'", "%": "'%'", "^": "'^' (use ** for powers)", "&": "'&'", "|": "'|'",
-            "<": "comparisons", ">": "comparisons", "!": "'!'", "~": "'~'"}
-
-
-@dataclass(frozen=True)
-class Token:
-    kind: str  # num, name, op, end
-    text: str
-    pos: int
-
-
-def tokenize(text: str) -> list[Token]:
-    """Split an expression into numbers, names and operators; anything else is named and refused."""
-    tokens, pos = [], 0
-    while pos < len(text):
-        if text[pos:].strip() == "":
-            break
-        m = _TOKEN.match(text, pos)
-        if not m:
-            start = len(text) - len(text[pos:].lstrip())
-            two = text[start:start + 2]
-            bad = _BAD_OPS.get(two) or _BAD_OPS.get(text[start])
-            if bad:
-                raise InputError(f"The operator {bad} is not supported; use + - * / @ ** and the functions "
-                                 f"{', '.join(FUNCS)}.")
-            name = unicodedata.name(text[start], "").lower()
-            raise InputError(f"Unexpected character {quoted(text[start])}{f' ({name})' if name else ''} at position "
-                             f"{start + 1} of the expression.")
-        kind = m.lastgroup
-        if kind == "op" and m.group("op") == "/" and text[m.end():m.end() + 1] == "/":
-            raise InputError(f"The operator {_BAD_OPS['//']} is not supported; use + - * / @ **.")
-        tokens.append(Token(kind, m.group(kind), m.start(kind)))
-        pos = m.end()
-    tokens.append(Token("end", "", len(text)))
-    return tokens
 
 
 # ---- the syntax tree -------------------------------------------------------------------------------------------
@@ -120,199 +79,98 @@ class Index:
     items: tuple  # ints and (start, stop, step) triples of int | None
 
 
-class Parser:
-    """Recursive descent over the token list, with limits on size and nesting depth."""
+# ---- reading the expression: what this page admits --------------------------------------------------------------
 
-    def __init__(self, text: str):
-        self.tokens = tokenize(text)
-        self.i = 0
-        self.depth = 0
-        self.nodes = 0
-
-    def peek(self) -> Token:
-        return self.tokens[self.i]
-
-    def take(self, text: str | None = None) -> Token:
-        tok = self.tokens[self.i]
-        if text is not None and tok.text != text:
-            found = quoted(tok.text) if tok.kind != "end" else "the end of the expression"
-            raise InputError(f"Expected {quoted(text)} at position {tok.pos + 1} but found {found}.")
-        self.i += 1
-        return tok
-
-    def node(self, value):
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise InputError(f"The expression has more than {MAX_NODES} operations and names; shorten it.")
-        return value
-
-    def parse(self):
-        tree = self.expr()
-        tok = self.peek()
-        if tok.kind != "end":
-            raise InputError(f"Unexpected {quoted(tok.text)} at position {tok.pos + 1} of the expression.")
-        return tree
-
-    def expr(self):
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise InputError(f"The expression nests more than {MAX_DEPTH} levels deep.")
-        left = self.term()
-        while self.peek().text in ("+", "-"):
-            op = self.take().text
-            left = self.node(BinOp(op, left, self.term()))
-        self.depth -= 1
-        return left
-
-    def term(self):
-        left = self.unary()
-        while self.peek().text in ("*", "/", "@"):
-            op = self.take().text
-            left = self.node(BinOp(op, left, self.unary()))
-        return left
-
-    def unary(self):
-        if self.peek().text == "-":
-            self.take()
-            self.depth += 1
-            if self.depth > MAX_DEPTH:
-                raise InputError(f"The expression nests more than {MAX_DEPTH} levels deep.")
-            operand = self.unary()
-            self.depth -= 1
-            return self.node(Neg(operand))
-        if self.peek().text == "+":
-            raise InputError("A unary '+' is not supported; remove it.")
-        return self.power()
-
-    def power(self):
-        base = self.postfix()
-        if self.peek().text == "**":
-            self.take()
-            self.depth += 1
-            if self.depth > MAX_DEPTH:
-                raise InputError(f"The expression nests more than {MAX_DEPTH} levels deep.")
-            exponent = self.unary()
-            self.depth -= 1
-            return self.node(BinOp("**", base, exponent))
-        return base
-
-    def postfix(self):
-        value = self.atom()
-        while self.peek().text in (".", "["):
-            if self.take().text == "[":
-                value = self.node(Index(value, self.index_items()))
-                continue
-            name = self.take()
-            if name.text == "T":
-                value = self.node(Transpose(value))
-            elif name.text == "detach":
-                self.take("(")
-                self.take(")")
-                value = self.node(Detach(value))
-            else:
-                raise InputError(f"{quoted('.' + name.text)} is not supported after a tensor; only .detach() "
-                                 "and .T are.")
-        return value
-
-    def index_items(self) -> tuple:
-        items = [self.index_item()]
-        while self.peek().text == ",":
-            self.take()
-            items.append(self.index_item())
-        self.take("]")
-        if len(items) > 3:
-            raise InputError("An index may have at most 3 entries, one per dimension.")
-        return tuple(items)
-
-    def index_item(self):
-        parts, current = [], None
-        while True:
-            tok = self.peek()
-            if tok.text == ":":
-                self.take()
-                parts.append(current)
-                current = None
-                if len(parts) > 2:
-                    raise InputError("A slice has at most two colons, as in start:stop:step.")
-            elif tok.text == "-" or tok.kind == "num":
-                if current is not None:
-                    raise InputError(f"Unexpected {quoted(tok.text)} in an index at position {tok.pos + 1}.")
-                current = self.index_int()
-            else:
-                break
-        if not parts:
-            if current is None:
-                tok = self.peek()
-                raise InputError(f"An index needs a whole number or a slice such as 1:3 at position {tok.pos + 1}.")
-            return current
-        parts.append(current)
-        start, stop, step = (parts + [None, None])[:3]
-        if step is not None and step <= 0:
-            raise InputError(f"A slice step must be a positive whole number (torch has no negative steps); got {step}.")
-        return (start, stop, step)
-
-    def index_int(self) -> int:
-        sign = 1
-        if self.peek().text == "-":
-            self.take()
-            sign = -1
-        tok = self.take()
-        if tok.kind != "num" or not tok.text.isdigit():
-            raise InputError(f"An index must be a whole number; {quoted(tok.text)} is not.")
-        if len(tok.text) > 4:
-            raise InputError(f"The index {tok.text} is too large; tensors here have at most {MAX_DIM} rows.")
-        return sign * int(tok.text)
-
-    def atom(self):
-        tok = self.take()
-        if tok.kind == "num":
-            value = float(tok.text)
-            if not math.isfinite(value) or abs(value) > 1e6:
-                raise InputError(f"The number {tok.text} is too large; numbers must be at most 1e6 in size.")
-            return self.node(Num(value))
-        if tok.text == "(":
-            inner = self.expr()
-            self.take(")")
-            return inner
-        if tok.kind == "name":
-            if tok.text in FUNCS:
-                return self.node(self.call(tok.text))
-            if tok.text in RESERVED:
-                raise InputError(f"{quoted(tok.text)} is not a function or tensor here; functions: {', '.join(FUNCS)}.")
-            if self.peek().text == "(":
-                raise InputError(f"Unknown function {quoted(tok.text)}; the functions are {', '.join(FUNCS)}.")
-            return self.node(Name(tok.text))
-        if tok.kind == "end":
-            raise InputError("The expression ends too early: an operand is missing.")
-        raise InputError(f"Unexpected {quoted(tok.text)} at position {tok.pos + 1} of the expression.")
-
-    def call(self, func: str) -> Call:
-        self.take("(")
-        arg = self.expr()
-        dim = None
-        if self.peek().text == ",":
-            self.take()
-            if func not in REDUCE_FUNCS:
-                raise InputError(f"{func}() takes one argument; only sum, mean and softmax take a dim.")
-            if self.peek().text == "dim":
-                self.take()
-                self.take("=")
-            dim = self.index_int()
-        self.take(")")
-        if func == "softmax" and dim is None:
-            dim = -1
-        return Call(func, arg, dim)
+GRAMMAR = Grammar(
+    example="mean((x @ W + b - y) ** 2)",
+    nodes=frozenset({ast.Constant, ast.Name, ast.BinOp, ast.UnaryOp, ast.Call, ast.Attribute, ast.Subscript,
+                     ast.Slice, ast.Tuple}),
+    operators=frozenset({ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.Pow, ast.USub}),
+    literals=frozenset({int, float}),
+    functions=FUNCS, methods=("detach",), attributes=("T",), keywords=("dim",),
+    max_chars=MAX_EXPR, max_nodes=MAX_NODES, max_depth=MAX_DEPTH, max_int=10**6, max_float=1e6,
+)
 
 
 def parse_expression(text: str):
     """Parse expression text into a syntax tree, or raise InputError naming the problem."""
-    if not isinstance(text, str):
-        raise InputError("The expression must be text.")
-    if len(text) > MAX_EXPR:
-        raise InputError(f"The expression is too long: at most {MAX_EXPR} characters; it has {len(text)}.")
-    if not text.strip():
-        raise InputError("Type an expression, for example mean((x @ W + b - y) ** 2).")
-    return Parser(text).parse()
+    read = expressions.read(text, GRAMMAR)
+    return _tree(read, read.tree)
+
+
+def _tree(read: Read, node: ast.expr):
+    """The admitted Python tree as this page's tree (GRAMMAR has already refused every other kind and name)."""
+    if isinstance(node, ast.Constant):
+        return Num(float(node.value))
+    if isinstance(node, ast.Name):
+        return _name(read, node)
+    if isinstance(node, ast.UnaryOp):  # '-', the only one admitted
+        return Neg(_tree(read, node.operand))
+    if isinstance(node, ast.BinOp):
+        return BinOp(expressions.symbol(node.op), _tree(read, node.left), _tree(read, node.right))
+    if isinstance(node, ast.Attribute):  # .T, the only name read after a dot
+        return Transpose(_tree(read, node.value))
+    if isinstance(node, ast.Subscript):
+        return Index(_tree(read, node.value), _index_items(read, node))
+    if isinstance(node, ast.Call):
+        return _function(read, node)
+    raise read.refuse(node, "is a tuple; commas go inside [ ] and between a function's arguments only")
+
+
+def _name(read: Read, node: ast.Name) -> Name:
+    if node.id in FUNCS:
+        raise read.refuse(node, f"is a function; call it on a tensor, as in {node.id}(x)")
+    if node.id in RESERVED:
+        raise read.refuse(node, f"is not a function or tensor here; the functions are {', '.join(FUNCS)}")
+    return Name(node.id)
+
+
+def _function(read: Read, node: ast.Call):
+    if isinstance(node.func, ast.Attribute):  # .detach(), the only method
+        if node.args or node.keywords:
+            raise read.refuse(node, "passes arguments to .detach(), which takes none")
+        return Detach(_tree(read, node.func.value))
+    if not isinstance(node.func, ast.Name):
+        raise read.refuse(node, f"calls something that is not a function; the functions are {', '.join(FUNCS)}")
+    func = node.func.id
+    dims = node.args[1:] + [k.value for k in node.keywords]  # 'dim' is the only keyword admitted
+    if not node.args:
+        raise read.refuse(node, f"needs a tensor to apply {func} to, as in {func}(x)")
+    if dims and func not in REDUCE_FUNCS:
+        raise read.refuse(node, f"passes a dim, but {func}() takes one argument; only sum, mean and softmax take a "
+                                "dim")
+    if len(dims) > 1:
+        raise read.refuse(node, f"passes {len(dims)} dims; {func}() takes one")
+    dim = _whole(read, dims[0]) if dims else (-1 if func == "softmax" else None)
+    return Call(func, _tree(read, node.args[0]), dim)
+
+
+def _index_items(read: Read, node: ast.Subscript) -> tuple:
+    items = expressions.index_items(node)
+    if not items:
+        raise read.refuse(node.slice, "is an empty index; an index needs a whole number or a slice such as 1:3")
+    if len(items) > 3:
+        raise read.refuse(node.slice, "has more than 3 entries; an index may have at most one per dimension")
+    return tuple(_slice(read, item) if isinstance(item, ast.Slice) else _whole(read, item) for item in items)
+
+
+def _slice(read: Read, node: ast.Slice) -> tuple:
+    start, stop, step = (None if p is None else _whole(read, p) for p in (node.lower, node.upper, node.step))
+    if step is not None and step <= 0:
+        raise read.refuse(node, f"has the step {step}; a slice step must be a positive whole number (torch has no "
+                                "negative steps)")
+    return (start, stop, step)
+
+
+def _whole(read: Read, node: ast.expr) -> int:
+    """A whole number as an index or a dim: 2 or -1."""
+    negative = isinstance(node, ast.UnaryOp)
+    inner = node.operand if negative else node
+    if not (isinstance(inner, ast.Constant) and type(inner.value) is int):
+        raise read.refuse(node, "is not a whole number; an index or a dim must be one")
+    if inner.value >= 10**4:
+        raise read.refuse(node, f"is too large for an index or a dim; tensors here have at most {MAX_DIM} rows")
+    return -inner.value if negative else inner.value
 
 
 # ---- leaves ---------------------------------------------------------------------------------------------------

@@ -1,25 +1,23 @@
-"""The Shape lab's grammar: tensor declarations and a Python-like expression over them, parsed, never eval'd.
+"""The Shape lab's grammar: tensor declarations and a Python expression over them, parsed, never eval'd.
 
-Expression grammar (Python's precedence):
-    compare := arith [('==' | '!=' | '<' | '<=' | '>' | '>=') arith]
-    arith   := term (('+' | '-') term)*
-    term    := unary (('*' | '/' | '@') unary)*
-    unary   := '-' unary | postfix
-    postfix := atom ('.' NAME | '(' args ')' | '[' items ']')*
-    atom    := NUMBER | STRING | NAME | '...' | '(' expr [',' ...] ')' | '[' expr, ... ']'
-    args    := [NAME '='] expr (',' [NAME '='] expr)*
-    items   := item (',' item)*;  item := expr | [expr] ':' [expr] [':' [expr]]
+The expression is read by demos.expressions (Python's own parser) under GRAMMAR: numbers, text (einsum's
+equation), None, True, False, ..., names, names after a dot, calls with keyword arguments, indexing and slices,
+tuples and lists, + - * / @, unary - and one comparison; Python's precedence. The tree it gives is the lab's own
+(Const, Name, Attr, Call, Index, Slice, BinOp, Neg, Seq), which demos.tensors.shapes runs on meta tensors.
 
 Declarations: 'x: 32, 3, 64, 64; i: 2, 3 long' (name, sizes, an optional dtype).
 """
 
+import ast
 import math
 import re
 from dataclasses import dataclass
 
 import torch
 
+from demos import expressions
 from demos.errors import InputError, quoted
+from demos.expressions import Grammar, check_brackets
 
 TENSORS_FIELD = "Tensors"
 EXPR_FIELD = "Expression"
@@ -36,55 +34,7 @@ DTYPES = {"float32": torch.float32, "float": torch.float32, "float16": torch.flo
           "bfloat16": torch.bfloat16, "float64": torch.float64, "double": torch.float64, "int64": torch.int64,
           "long": torch.int64, "int32": torch.int32, "int": torch.int32, "int16": torch.int16, "int8": torch.int8,
           "uint8": torch.uint8, "bool": torch.bool}
-KEYWORDS = {"None": None, "True": True, "False": False}
-RESERVED = {"torch", "nn", "F", *KEYWORDS}
-
-_TOKEN = re.compile(
-    r"\s*(?:(?P<num>\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+)"
-    r"|(?P<str>'[^'\n]*'|\"[^\"\n]*\")|(?P<name>[A-Za-z_]\w*)"
-    r"|(?P<op>\.\.\.|==|!=|<=|>=|[-+*/@()\[\],:.=<>]))")
-_CLOSE = {"(": ")", "[": "]"}
-
-
-@dataclass(frozen=True)
-class Token:
-    kind: str  # num, str, name, op, end
-    text: str
-    pos: int
-
-
-def check_brackets(text: str, field: str) -> None:
-    """Unbalanced brackets are named with their position before any parsing (the clearest sentence for them)."""
-    opened = []
-    for pos, ch in enumerate(text):
-        if ch in _CLOSE:
-            opened.append((ch, pos))
-        elif ch in ")]":
-            if not opened:
-                raise InputError(f"{field}: the bracket {quoted(ch)} at position {pos + 1} was never opened.")
-            start, at = opened.pop()
-            if _CLOSE[start] != ch:
-                raise InputError(f"{field}: the bracket {quoted(start)} at position {at + 1} is closed by "
-                                 f"{quoted(ch)} at position {pos + 1}.")
-    if opened:
-        ch, pos = opened[-1]
-        raise InputError(f"{field}: the bracket {quoted(ch)} at position {pos + 1} is never closed.")
-
-
-def tokenize(text: str) -> list[Token]:
-    tokens, pos = [], 0
-    while text[pos:].strip():
-        m = _TOKEN.match(text, pos)
-        if not m:
-            start = len(text) - len(text[pos:].lstrip())
-            raise InputError(f"{EXPR_FIELD}: the character {quoted(text[start])} at position {start + 1} is not "
-                             "part of the language here (names, numbers, + - * / @, comparisons, brackets).")
-        kind = m.lastgroup
-        tokens.append(Token(kind, m.group(kind), m.start(kind)))
-        pos = m.end()
-    tokens.append(Token("end", "", len(text)))
-    return tokens
-
+RESERVED = {"torch", "nn", "F", "None", "True", "False"}
 
 # ---- the syntax tree ---------------------------------------------------------------------------------------------
 
@@ -142,196 +92,60 @@ class Seq:
     brackets: str  # "()" or "[]"
 
 
-class Parser:
-    """Recursive descent with limits on the number of nodes and the nesting depth."""
+# ---- reading the expression: what the lab admits -----------------------------------------------------------------
 
-    def __init__(self, text: str):
-        self.text = text
-        self.tokens = tokenize(text)
-        self.i = 0
-        self.depth = 0
-        self.nodes = 0
-
-    def peek(self, ahead: int = 0) -> Token:
-        return self.tokens[min(self.i + ahead, len(self.tokens) - 1)]
-
-    def take(self, text: str | None = None) -> Token:
-        tok = self.peek()
-        if text is not None and tok.text != text:
-            found = quoted(tok.text) if tok.kind != "end" else "the end"
-            raise InputError(f"{EXPR_FIELD}: expected {quoted(text)} at position {tok.pos + 1}, found {found}.")
-        self.i += 1
-        return tok
-
-    def node(self, value):
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise InputError(f"{EXPR_FIELD}: more than {MAX_NODES} names, numbers and operations; shorten it.")
-        return value
-
-    def nest(self):
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise InputError(f"{EXPR_FIELD}: brackets and calls nest more than {MAX_DEPTH} levels deep.")
-
-    def parse(self):
-        tree = self.expr()
-        tok = self.peek()
-        if tok.kind != "end":
-            raise InputError(f"{EXPR_FIELD}: unexpected {quoted(tok.text)} at position {tok.pos + 1}.")
-        return tree
-
-    def expr(self):
-        self.nest()
-        left = self.arith()
-        if self.peek().text in ("==", "!=", "<", "<=", ">", ">="):
-            op = self.take().text
-            left = self.node(BinOp(op, left, self.arith()))
-        self.depth -= 1
-        return left
-
-    def arith(self):
-        left = self.term()
-        while self.peek().text in ("+", "-"):
-            op = self.take().text
-            left = self.node(BinOp(op, left, self.term()))
-        return left
-
-    def term(self):
-        left = self.unary()
-        while self.peek().text in ("*", "/", "@"):
-            op = self.take().text
-            left = self.node(BinOp(op, left, self.unary()))
-        return left
-
-    def unary(self):
-        if self.peek().text == "-":
-            self.take()
-            self.nest()
-            operand = self.unary()
-            self.depth -= 1
-            return self.node(Neg(operand))
-        return self.postfix()
-
-    def postfix(self):
-        value = self.atom()
-        while self.peek().text in (".", "(", "["):
-            tok = self.take()
-            if tok.text == ".":
-                name = self.take()
-                if name.kind != "name":
-                    raise InputError(f"{EXPR_FIELD}: a name must follow the '.' at position {tok.pos + 1}.")
-                value = self.node(Attr(value, name.text))
-            elif tok.text == "(":
-                self.nest()
-                args, kwargs = self.arguments()
-                self.depth -= 1
-                value = self.node(Call(value, args, kwargs))
-            else:
-                self.nest()
-                value = self.node(Index(value, self.items()))
-                self.depth -= 1
-        return value
-
-    def arguments(self) -> tuple[tuple, tuple]:
-        args, kwargs = [], []
-        while self.peek().text != ")":
-            if self.peek().kind == "name" and self.peek(1).text == "=":
-                key = self.take().text
-                self.take("=")
-                if key in dict(kwargs):
-                    raise InputError(f"{EXPR_FIELD}: the keyword {quoted(key)} is given twice.")
-                kwargs.append((key, self.expr()))
-            elif kwargs:
-                raise InputError(f"{EXPR_FIELD}: a positional argument follows a keyword one at position "
-                                 f"{self.peek().pos + 1}.")
-            else:
-                args.append(self.expr())
-            if self.peek().text != ")":
-                self.take(",")
-        self.take(")")
-        return tuple(args), tuple(kwargs)
-
-    def items(self) -> tuple:
-        items = [self.item()]
-        while self.peek().text == ",":
-            self.take()
-            if self.peek().text == "]":
-                break
-            items.append(self.item())
-        self.take("]")
-        return tuple(items)
-
-    def item(self):
-        parts, current = [], None
-        if self.peek().text not in (":",):
-            current = self.expr()
-        if self.peek().text != ":":
-            return current
-        while self.peek().text == ":":
-            self.take()
-            parts.append(current)
-            current = None if self.peek().text in (":", ",", "]") else self.expr()
-        parts.append(current)
-        if len(parts) > 3:
-            raise InputError(f"{EXPR_FIELD}: a slice has at most two colons (start:stop:step).")
-        return self.node(Slice(*(parts + [None] * (3 - len(parts)))))
-
-    def atom(self):
-        tok = self.take()
-        if tok.kind == "num":
-            return self.node(Const(number(tok.text)))
-        if tok.kind == "str":
-            return self.node(Const(tok.text[1:-1]))
-        if tok.text == "...":
-            return self.node(Const(Ellipsis))
-        if tok.kind == "name":
-            return self.node(Const(KEYWORDS[tok.text]) if tok.text in KEYWORDS else Name(tok.text))
-        if tok.text in ("(", "["):
-            return self.sequence(tok.text)
-        if tok.kind == "end":
-            raise InputError(f"{EXPR_FIELD}: it ends too early; an operand is missing.")
-        raise InputError(f"{EXPR_FIELD}: unexpected {quoted(tok.text)} at position {tok.pos + 1}.")
-
-    def sequence(self, opening: str):
-        closing = _CLOSE[opening]
-        self.nest()
-        items, trailing = [], False
-        while self.peek().text != closing:
-            items.append(self.expr())
-            trailing = False
-            if self.peek().text != closing:
-                self.take(",")
-                trailing = True
-        self.take(closing)
-        self.depth -= 1
-        if opening == "(" and len(items) == 1 and not trailing:
-            return items[0]
-        return self.node(Seq(tuple(items), opening + closing))
-
-
-def number(text: str) -> int | float:
-    """An integer or float literal within the lab's bounds; 1e309 and 10**20-sized ints are refused by name."""
-    if re.fullmatch(r"\d+", text):
-        if len(text) > 13 or int(text) > MAX_INT:
-            raise InputError(f"{EXPR_FIELD}: the number {quoted(text)} is too large; whole numbers here are at most "
-                             f"2**40 ({MAX_INT:,}).")
-        return int(text)
-    value = float(text)
-    if not math.isfinite(value) or abs(value) > MAX_FLOAT:
-        raise InputError(f"{EXPR_FIELD}: the number {quoted(text)} is too large; numbers here are at most 1e38.")
-    return value
+# Keyword arguments the lab's calls take (device= is admitted so that the engine can say why it refuses it)
+KWARGS = (
+    "dim", "keepdim", "dtype", "memory_format", "start_dim", "end_dim", "stride", "padding", "dilation", "groups",
+    "bias", "output_padding", "batch_first", "kernel_size", "num_heads", "embed_dim", "p", "ceil_mode",
+    "elementwise_affine", "eps", "momentum", "affine", "padding_idx", "correction", "unbiased", "index", "value",
+    "src", "mask", "sizes", "unflattened_size", "in_features", "out_features", "in_channels", "out_channels",
+    "num_embeddings", "embedding_dim", "normalized_shape", "num_features", "output_size", "count_include_pad",
+    "need_weights", "kdim", "vdim", "dropout", "training", "start", "end", "step", "split_size_or_sections",
+    "chunks", "dim0", "dim1", "source", "destination", "input", "other", "approximate", "weight", "device",
+)
+# Names after a dot and bare names are any public ones: the engine resolves each against the object it is read
+# from (a tensor, torch, nn, F) in fixed tables, and names an unknown one with the closest it knows.
+GRAMMAR = Grammar(
+    example="x.flatten(1) @ w",
+    nodes=frozenset({ast.Constant, ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Slice, ast.BinOp,
+                     ast.UnaryOp, ast.Compare, ast.Tuple, ast.List}),
+    operators=frozenset({ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.USub, ast.Eq, ast.NotEq, ast.Lt,
+                         ast.LtE, ast.Gt, ast.GtE}),
+    literals=frozenset({int, float, str, bool, type(None), type(Ellipsis)}),
+    keywords=KWARGS, field=EXPR_FIELD, max_chars=MAX_TEXT, max_nodes=MAX_NODES, max_depth=MAX_DEPTH, max_int=MAX_INT,
+    max_float=MAX_FLOAT,
+)
 
 
 def parse_expression(text: object):
-    if not isinstance(text, str):
-        raise InputError(f"{EXPR_FIELD}: expected text, got a {type(text).__name__}.")
-    if len(text) > MAX_TEXT:
-        raise InputError(f"{EXPR_FIELD}: at most {MAX_TEXT} characters; this has {len(text)}.")
-    if not text.strip():
-        raise InputError(f"{EXPR_FIELD}: empty; type an expression such as x.flatten(1) @ w.")
-    check_brackets(text, EXPR_FIELD)
-    return Parser(text).parse()
+    """The expression as this lab's tree, read by demos.expressions under GRAMMAR (never eval)."""
+    read = expressions.read(text, GRAMMAR)
+    return _tree(read.tree)
+
+
+def _tree(node: ast.expr):
+    """The admitted Python tree as the lab's tree (GRAMMAR has already refused every other kind)."""
+    if isinstance(node, ast.Constant):
+        return Const(node.value)
+    if isinstance(node, ast.Name):
+        return Name(node.id)
+    if isinstance(node, ast.Attribute):
+        return Attr(_tree(node.value), node.attr)
+    if isinstance(node, ast.Call):
+        return Call(_tree(node.func), tuple(_tree(a) for a in node.args),
+                    tuple((k.arg, _tree(k.value)) for k in node.keywords))
+    if isinstance(node, ast.Subscript):
+        return Index(_tree(node.value), tuple(_tree(i) for i in expressions.index_items(node)))
+    if isinstance(node, ast.Slice):
+        return Slice(*(None if p is None else _tree(p) for p in (node.lower, node.upper, node.step)))
+    if isinstance(node, ast.BinOp):
+        return BinOp(expressions.symbol(node.op), _tree(node.left), _tree(node.right))
+    if isinstance(node, ast.Compare):  # one comparison: GRAMMAR refuses chains
+        return BinOp(expressions.symbol(node.ops[0]), _tree(node.left), _tree(node.comparators[0]))
+    if isinstance(node, ast.UnaryOp):  # '-', the only one admitted
+        return Neg(_tree(node.operand))
+    return Seq(tuple(_tree(i) for i in node.elts), "()" if isinstance(node, ast.Tuple) else "[]")
 
 
 # ---- declarations ------------------------------------------------------------------------------------------------
