@@ -17,7 +17,8 @@ from demos.distributed import core
 from demos.distributed.launcher import RunFailed, run_ranks
 from demos.distributed.results import load_result
 from demos.errors import InputError
-from demos.guests import free_port
+from demos.processes import free_port
+from tests.test_processes import warm_helper_pids
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,12 +48,7 @@ def children_now() -> set[int]:
 
 def rank_pids(before: set[int]) -> set[int]:
     """New descendants since `before`, minus the long-lived helpers (the fork server, the resource tracker)."""
-    from multiprocessing import resource_tracker
-
-    import demos.distributed.launcher as launcher
-
-    helpers = {launcher.fork_server_pid(), resource_tracker._resource_tracker._pid}
-    return children_now() - before - helpers
+    return children_now() - before - set(warm_helper_pids().values())
 
 
 def test_success_leaves_no_process_and_frees_the_port():
@@ -170,27 +166,28 @@ def test_any_parameter_text_is_parsed_or_refused(bucket, ring, world):
 
 
 def test_no_child_process_is_left_after_the_idle_window(monkeypatch, no_warm_helpers):
-    """The warm fork servers and multiprocessing's resource tracker stop once the server has idled for the window."""
+    """The warm fork server and multiprocessing's resource tracker stop once the server has idled for the window."""
     import time
     from multiprocessing import resource_tracker
 
-    import demos.distributed.launcher as launcher
-    from demos import guests
+    from demos import guests, processes
     from demos.debugging.workers import worker_seeds
 
     monkeypatch.setattr(guests, "IDLE_WINDOW_S", 1.0)
     before = children_now()
+    worker_seeds()  # DataLoader workers from a fork server started for their run and stopped after it
+    assert children_now() == before, "a worker run leaves nothing behind, not even for the window"
     run_ranks("env", 2, {})
-    worker_seeds()  # DataLoader workers from the data pages' fork server, in the same window
-    pid = launcher.fork_server_pid()
-    assert pid is not None and pid in children_now(), "the distributed fork server stays warm between runs"
-    assert resource_tracker._resource_tracker._pid is not None, "its resource tracker too"
+    helpers = warm_helper_pids()
+    assert set(helpers) == {"forkserver", "resource_tracker"}, "the fork server and its tracker stay warm"
+    assert processes.fork_server_running()
     deadline = time.monotonic() + 15
     while children_now() - before and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not children_now() - before, [psutil.Process(p).cmdline()[-1][:80] for p in children_now() - before]
-    assert launcher.fork_server_pid() is None and resource_tracker._resource_tracker._pid is None
+    assert not processes.fork_server_running() and resource_tracker._resource_tracker._pid is None
     run_ranks("env", 2, {})  # and the next run starts them again
+    assert set(warm_helper_pids()) == {"forkserver", "resource_tracker"}
 
 
 def listening_sockets(pids: set[int]) -> set[tuple[int, str]]:
