@@ -19,7 +19,6 @@ Every socket binds to 127.0.0.1, and gloo to the loopback interface (`bind_gloo_
 
 import functools
 import multiprocessing
-import multiprocessing.forkserver
 import multiprocessing.resource_tracker
 import os
 import signal
@@ -72,7 +71,9 @@ def stop_fork_server() -> None:
     """Stop the fork server if one runs. The standard library has no public stop: `_stop` is its own shutdown (it
     closes the server's alive pipe and reaps it), which its tests use."""
     global _preloaded
-    multiprocessing.forkserver._forkserver._stop()
+    from multiprocessing import forkserver  # here, not at the app's start: most servers never start one
+
+    forkserver._forkserver._stop()
     _preloaded = None
 
 
