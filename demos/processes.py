@@ -64,6 +64,7 @@ def fork_server(preload: Sequence[str], fresh: bool = False) -> tuple[multiproce
 
 
 def fork_server_running() -> bool:
+    """Whether a fork server started by `fork_server` is up (warm for the next run)."""
     return _preloaded is not None
 
 

@@ -1,8 +1,8 @@
 """DataLoader runs with worker processes: one at a time, a fresh fork server, a deadline, and nothing left behind.
 
 The Data loading and Debugging pages run real DataLoaders through `worker_run`. Their workers come from the fork
-server (demos/processes.py) started for the run with torch imported, before the run's clock starts, and stopped
-when the run ends, so no process outlives a run.
+server (demos/processes.py), started for the run with torch and the dataset's module imported before the run's
+clock starts, and stopped when the run ends, so no process outlives a run.
 """
 
 import gc
@@ -18,7 +18,7 @@ from demos import processes
 from demos.errors import InputError
 from demos.guests import process_slot
 
-PRELOAD = ("torch",)  # a worker imports its dataset's module itself: torch is the part that takes seconds
+PRELOAD = ("torch",)  # and the module of the run's first dataset: its workers unpickle the dataset from there
 DEFAULT_LIMIT_S = 10.0
 
 
@@ -49,7 +49,7 @@ class WorkerRun:
     def loader(self, dataset, **kwargs) -> DataLoader:
         """A DataLoader on this run's fork server whose batch wait is capped by the run's time limit."""
         if kwargs.get("num_workers", 0) > 0:
-            self._ensure_server()
+            self._ensure_server(type(dataset).__module__)
             kwargs.setdefault("multiprocessing_context", self.context)
             kwargs.setdefault("timeout", self.time_limit_s)
         with _quiet_worker_advice():
@@ -64,11 +64,12 @@ class WorkerRun:
         self.iterators.append(it)
         return it
 
-    def _ensure_server(self) -> None:
+    def _ensure_server(self, dataset_module: str) -> None:
         """Start the fork server once per run; its start-up does not count against the run's time limit."""
         if not self.server_started:
             self.server_started = True
-            self.context, self.startup_s = processes.fork_server(PRELOAD, fresh=True)
+            preload = PRELOAD if dataset_module == "__main__" else (*PRELOAD, dataset_module)
+            self.context, self.startup_s = processes.fork_server(preload, fresh=True)
             self.deadline += self.startup_s
 
     def check_deadline(self) -> None:

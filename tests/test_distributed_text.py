@@ -66,14 +66,14 @@ def test_bucket_sentences_compare_each_real_bucket_with_the_cap(ddp_runs):
 
 
 def test_iteration_one_is_one_bucket_and_registration_order_only_reorders_its_names(ddp_runs):
-    views = {flag: views.ddp_view(run) for flag, run in ddp_runs.items()}
-    firsts = {flag: v["iterations"][0]["buckets"] for flag, v in views.items()}
+    by_flag = {flag: views.ddp_view(run) for flag, run in ddp_runs.items()}
+    firsts = {flag: v["iterations"][0]["buckets"] for flag, v in by_flag.items()}
     assert all(len(b) == 1 for b in firsts.values())
     assert firsts[True][0]["params"] != firsts[False][0]["params"]
     assert sorted(firsts[True][0]["params"]) == sorted(firsts[False][0]["params"])
-    rebuilt = {flag: [(b["bytes"], b["params"]) for b in v["iterations"][-1]["buckets"]] for flag, v in views.items()}
+    rebuilt = {flag: [(b["bytes"], b["params"]) for b in v["iterations"][-1]["buckets"]] for flag, v in by_flag.items()}
     assert rebuilt[True] == rebuilt[False], "the rebuilt buckets do not depend on the registration order"
-    for flag, view in views.items():
+    for flag, view in by_flag.items():
         story = stories.ddp_story(view, 0.02)
         b0 = firsts[flag][0]
         assert story[1].startswith(f"Iteration 1 is a single bucket of all 8 parameters ({b0['bytes']:,} B, over "

@@ -3,7 +3,8 @@
 Ranks are forked from the fork server (demos/processes.py) with torch and the workers imported once, so a run
 starts its ranks in milliseconds instead of importing torch per rank. The server starts on the first run and
 stays warm between runs; it stops with the other warm helpers once the server has had no run for
-guests.IDLE_WINDOW_S, so an idle server holds no extra process.
+guests.IDLE_WINDOW_S, so an idle server holds no extra process. A DataLoader run in between replaces it with a
+fork server of its own (demos/worker_runs.py), so the next rank run starts one again.
 
 Each rank gets the environment torchrun would give it (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR,
 MASTER_PORT) and calls the same `workers.run_rank` that `python -m demos.distributed.run` calls under
