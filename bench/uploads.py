@@ -9,8 +9,8 @@ import sys
 import time
 import tracemalloc
 
-from demos.distributed import core
 from demos.distributed import figures as figs
+from demos.distributed import params, runs
 from demos.distributed.launcher import run_ranks
 from demos.distributed.results import MAX_BYTES, MAX_FILE_WORLD
 from demos.errors import InputError
@@ -32,7 +32,7 @@ def widened(record: dict, world: int = MAX_FILE_WORLD) -> dict:
 def accepted_files() -> dict[str, bytes]:
     files = {}
     for demo, raw in HEAVIEST.items():
-        record, _ = run_ranks(demo, 4, core.validate_params(demo, 4, raw))
+        record, _ = run_ranks(demo, 4, params.validate_params(demo, 4, raw))
         files[f"{demo}, 16 ranks at the live limits"] = json.dumps(widened(record)).encode()
     return files
 
@@ -50,7 +50,7 @@ def refused_files() -> dict[str, bytes]:
 
 def load_and_draw(data: bytes) -> str:
     try:
-        figs.run_figures(core.from_file(data, "bench.json"))
+        figs.run_figures(runs.from_file(data, "bench.json"))
         return "drawn"
     except InputError as err:
         return f"refused: {err}"

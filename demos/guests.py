@@ -1,19 +1,18 @@
-"""Rules for spawned processes (DataLoader workers, distributed ranks), server-wide.
+"""Rules for heavy work (spawned processes, compiles, sweeps), server-wide.
 
 - One heavy run at a time, in arrival order: a visitor whose run waits is told how many runs are ahead of
   theirs (`turn`), instead of the server piling up processes or CPU-bound work.
 - How many processes a distributed run may start follows the container's memory limit, read once at start
   (cgroup); the DataLoader demos fit their workers on the smallest tier measured, so they are not scaled.
-- Helpers that stay warm between runs (a fork server, multiprocessing's resource tracker) stop after
+- Helpers that stay warm between runs (the fork server, multiprocessing's resource tracker) stop after
   IDLE_WINDOW_S without a run, so an idle server holds no extra process.
-- Free ports on 127.0.0.1 only, and gloo on the loopback interface only (`bind_gloo_to_loopback`).
+
+How processes are started, timed out and cleaned up is demos/processes.py.
 """
 
 import math
-import multiprocessing.resource_tracker
 import os
 import re
-import socket
 import threading
 import time
 from collections import deque
@@ -21,8 +20,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
-import psutil
-
+from demos import processes
 from demos.errors import InputError
 
 QUEUE_WAIT_S = 180.0  # how long a run may wait for its turn before it is refused
@@ -173,15 +171,8 @@ def scaled(requested: int, what: str, low: int = 1) -> tuple[int, str]:
 
 # ---- warm helpers -------------------------------------------------------------------------------------------
 
-_helpers: list[tuple[Callable[[], bool], Callable[[], None]]] = []
 _idle_timer: threading.Timer | None = None
 _timer_lock = threading.Lock()
-
-
-def register_helper(is_running: Callable[[], bool], stop: Callable[[], None]) -> None:
-    """A warm helper (a fork server kept between runs): stop() runs IDLE_WINDOW_S after the last run ends."""
-    if (is_running, stop) not in _helpers:
-        _helpers.append((is_running, stop))
 
 
 def _arm_idle_stop() -> None:
@@ -195,56 +186,9 @@ def _arm_idle_stop() -> None:
 
 
 def stop_idle_helpers() -> bool:
-    """Stop every warm helper, then the resource tracker, unless a run holds or awaits the slot (it re-arms)."""
+    """Stop the warm fork server and the resource tracker, unless a run holds or awaits the slot (it re-arms)."""
     with _queue.cond:
         if _queue.tickets:
             return False
-        for is_running, stop in _helpers:  # under the lock: no run can start while its fork server stops
-            if is_running():
-                stop()
-        _stop_resource_tracker()
+        processes.stop_warm_helpers()  # under the lock: no run can start while its fork server stops
         return True
-
-
-def release_resource_tracker() -> None:
-    """Stop multiprocessing's resource tracker now unless a warm helper still runs (its children report to it).
-
-    A fork server starts the tracker, and nothing else ever stops it.
-    """
-    if not any(is_running() for is_running, _ in _helpers):
-        _stop_resource_tracker()
-
-
-def _stop_resource_tracker() -> None:
-    """Stop the tracker this process started (a spawned child inherits the pipe but not the process)."""
-    tracker = multiprocessing.resource_tracker._resource_tracker
-    if tracker._pid is not None:
-        tracker._stop()
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on at this moment."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def loopback_interface() -> str:
-    """The name of the network interface that holds 127.0.0.1 ('lo' on Linux, 'lo0' on macOS)."""
-    for name, addresses in psutil.net_if_addrs().items():
-        if any(a.family == socket.AF_INET and a.address == "127.0.0.1" for a in addresses):
-            return name
-    return "lo"
-
-
-GLOO_INTERFACE = {"GLOO_SOCKET_IFNAME": loopback_interface()}
-
-
-def bind_gloo_to_loopback() -> None:
-    """Every gloo group made in this process from now on, and in its children, listens on loopback only.
-
-    Without it gloo listens on the address the hostname resolves to, which in a container is usually the
-    network interface. ProcessGroupGloo reads GLOO_SOCKET_IFNAME each time a group is made, so the groups the
-    interview and Practice questions make as threads of the server are covered, not only the rank processes.
-    """
-    os.environ.update(GLOO_INTERFACE)

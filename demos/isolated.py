@@ -18,10 +18,12 @@ import faulthandler
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 
 import torch
 
+from demos import processes
 from demos.errors import InputError
 from demos.guests import process_slot
 
@@ -47,18 +49,20 @@ STACKS_SIGNAL = signal.SIGUSR1
 
 # Inductor compiles in the child itself instead of starting a pool of compile workers (one per core).
 CHILD_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
+PRELOAD = ("torch",)  # what the fork server imports when the child cannot be forked from the server (CUDA)
 
 
 def _compile_in_this_process() -> None:
     """Inductor compiles here, without a pool of compile-worker processes.
 
     The environment variable covers a config imported after this point; a forked child inherits the server's
-    config module, whose thread count was read when the server first imported it, so that is set too.
+    config module, whose thread count was read when the server first imported it, so that is set too (a child
+    that never compiles does not import inductor for it).
     """
     os.environ.update(CHILD_ENV)
-    from torch._inductor import config as inductor_config
-
-    inductor_config.compile_threads = 1
+    inductor_config = sys.modules.get("torch._inductor.config")
+    if inductor_config is not None:
+        inductor_config.compile_threads = 1
 
 
 def _child_main(fn, args, conn) -> None:
@@ -80,16 +84,15 @@ def _context():
     """(multiprocessing context, what stops it afterwards) for the child.
 
     A child forked after the server has initialised CUDA cannot use CUDA ("Cannot re-initialize CUDA in forked
-    subprocess"); then it comes from the data page's fork server, a fresh interpreter that never touched CUDA,
-    stopped again after the run. process_slot() keeps that server to one run at a time.
+    subprocess"); then it comes from the fork server (demos/processes.py), a fresh interpreter that never touched
+    CUDA: the warm one if it runs, else one started for this run and stopped after it. process_slot() keeps the
+    fork server to one run at a time.
     """
     if not torch.cuda.is_initialized():
         return multiprocessing.get_context("fork"), None
-    from demos.data.procs import PRELOAD, START_METHOD, stop_fork_server
-
-    ctx = multiprocessing.get_context(START_METHOD)
-    ctx.set_forkserver_preload(PRELOAD)
-    return ctx, stop_fork_server
+    warm = processes.fork_server_running()
+    ctx, _ = processes.fork_server(PRELOAD)
+    return ctx, None if warm else processes.stop_warm_helpers
 
 
 def run_isolated(fn, *args, time_limit_s: float = 180.0):
@@ -99,17 +102,14 @@ def run_isolated(fn, *args, time_limit_s: float = 180.0):
         receive, send = ctx.Pipe(duplex=False)
         child = ctx.Process(target=_child_main, args=(fn, args, send))
         try:
-            child.start()
-            send.close()
-            if not receive.poll(time_limit_s):
-                raise InputError(f"The run passed its {time_limit_s:g} s limit and was stopped; try a smaller size.")
-            ok, value = receive.recv()
-        except EOFError:
-            child.join(5)
-            raise RuntimeError(f"the child process ended without a result (exit code {child.exitcode})") from None
+            # a child still running after its result (or its limit) prints its threads' stacks to the server's log,
+            # then is killed
+            with processes.started([child], exit_s=5.0, grace_s=1.0, stop_signal=STACKS_SIGNAL):
+                send.close()
+                ok, value = _result(receive, child, time_limit_s)
         finally:
-            _stop(child)
             receive.close()
+            send.close()
             if stop_server is not None:
                 stop_server()
     if ok:
@@ -117,12 +117,12 @@ def run_isolated(fn, *args, time_limit_s: float = 180.0):
     raise InputError(value) if ok is False else RuntimeError(value)
 
 
-def _stop(child) -> None:
-    if child.pid is None:
-        return
-    child.join(5)
-    if child.is_alive():
-        os.kill(child.pid, STACKS_SIGNAL)  # its threads' stacks go to the server's log before it is killed
-        child.join(1)
-        child.kill()
+def _result(receive, child, time_limit_s: float):
+    """What the child sent: (True, result), (False, sentence) or (None, bug)."""
+    if not receive.poll(time_limit_s):
+        raise InputError(f"The run passed its {time_limit_s:g} s limit and was stopped; try a smaller size.")
+    try:
+        return receive.recv()
+    except EOFError:
         child.join(5)
+        raise RuntimeError(f"the child process ended without a result (exit code {child.exitcode})") from None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from demos.guests import free_port
+from demos.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_FLAGS = [

@@ -7,7 +7,6 @@ import streamlit as st
 from demos.data import figures
 from demos.data.collate import bucketing, pad_batch
 from demos.data.pinning import MAX_MB, d2h_code, d2h_trap, d2h_verdict, pin_demo
-from demos.data.procs import START_METHOD
 from demos.data.questions import QUESTIONS
 from demos.data.samplers import distributed_partition, repeats_caption, sampler_orders, weighted_sampling
 from demos.data.streams import MAX_LENGTH, stream_demo
@@ -31,6 +30,7 @@ from demos.data.timeline import (
     sample_choices,
     validate,
 )
+from demos.processes import START_METHOD
 from pages import ui
 from pages.shell.entry import require_shell
 

@@ -8,10 +8,10 @@ import psutil
 import pytest
 import torch.utils.data
 
-from demos.data.procs import RunTimeout
 from demos.data.streams import stream_demo
 from demos.data.timeline import LoaderConfig, Workload, compare, epoch_boundaries, record_run
 from demos.errors import InputError
+from demos.worker_runs import RunTimeout
 
 SMALL = Workload(samples=12, io_ms=4.0, transform_ms=1.0, step_ms=2.0)
 
@@ -21,7 +21,7 @@ def children() -> list[int]:
 
 
 @pytest.fixture
-def no_children_left():
+def no_children_left(no_warm_helpers):
     before = children()
     yield
     assert children() == before, "a worker, fork server or helper process outlived the run"

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from demos.distributed import core, workers
+from demos.distributed import runs, workers
 
 
 class Stop(Exception):
@@ -67,6 +67,6 @@ def test_fsdp_shards_on_a_cpu_mesh_where_the_default_mesh_would_be_cuda(monkeypa
 
 
 def test_the_page_says_no_gpu_only_where_there_is_none(one_gpu, monkeypatch):
-    assert "No GPU here" not in core.backend_note() and "1 GPU," in core.backend_note()
+    assert "No GPU here" not in runs.backend_note() and "1 GPU," in runs.backend_note()
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert core.backend_note().startswith("No GPU here")
+    assert runs.backend_note().startswith("No GPU here")

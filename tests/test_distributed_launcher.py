@@ -13,11 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from demos.distributed import core
+from demos.distributed import runs, views
 from demos.distributed.launcher import RunFailed, run_ranks
+from demos.distributed.params import validate_params, validate_world
 from demos.distributed.results import load_result
 from demos.errors import InputError
-from demos.guests import free_port
+from demos.processes import free_port
+from tests.test_processes import warm_helper_pids
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,12 +49,7 @@ def children_now() -> set[int]:
 
 def rank_pids(before: set[int]) -> set[int]:
     """New descendants since `before`, minus the long-lived helpers (the fork server, the resource tracker)."""
-    from multiprocessing import resource_tracker
-
-    import demos.distributed.launcher as launcher
-
-    helpers = {launcher.fork_server_pid(), resource_tracker._resource_tracker._pid}
-    return children_now() - before - helpers
+    return children_now() - before - set(warm_helper_pids().values())
 
 
 def test_success_leaves_no_process_and_frees_the_port():
@@ -104,9 +101,9 @@ def test_torchrun_writes_a_result_file_the_page_loads(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
-    run = core.from_file(out.read_bytes(), "result.json")
+    run = runs.from_file(out.read_bytes(), "result.json")
     assert run.world_size == 2 and run.backend == "gloo" and run.source.startswith("loaded file")
-    view = core.sampler_view(run)
+    view = views.sampler_view(run)
     assert view["views"]["epoch 0"]["covered"] and view["dataset"] == 7
 
 
@@ -117,16 +114,16 @@ def good_record() -> dict:
 
 
 def test_a_valid_record_loads_and_bad_ones_are_refused():
-    run = core.from_file(json.dumps(good_record()).encode())
-    assert core.env_view(run)[0]["pid"] == 1
+    run = runs.from_file(json.dumps(good_record()).encode())
+    assert views.env_view(run)[0]["pid"] == 1
     for change, message in [({"format": "x"}, "format"), ({"world_size": 99}, "world_size"),
                             ({"demo": "rm -rf"}, "demo"), ({"ranks": []}, "one entry per rank")]:
         with pytest.raises(InputError, match=message):
-            core.from_file(json.dumps({**good_record(), **change}).encode())
+            runs.from_file(json.dumps({**good_record(), **change}).encode())
     with pytest.raises(InputError, match="only finite numbers"):
         load_result(json.dumps({**good_record(), "x": float("nan")}).encode())
     with pytest.raises(InputError, match=r"ranks\[0\] has no 'seen'"):
-        core.from_file(json.dumps({**good_record(), "ranks": [{"rank": 0}]}).encode())
+        runs.from_file(json.dumps({**good_record(), "ranks": [{"rank": 0}]}).encode())
 
 
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
@@ -138,7 +135,7 @@ json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats
 @given(st.binary(max_size=300) | json_values.map(lambda v: json.dumps(v).encode()))
 def test_any_bytes_load_or_raise_input_error(data):
     try:
-        core.from_file(data)
+        runs.from_file(data)
     except InputError:
         pass
 
@@ -147,7 +144,7 @@ def test_any_bytes_load_or_raise_input_error(data):
 @given(st.dictionaries(st.sampled_from(["world_size", "demo", "params", "ranks", "backend"]), json_values))
 def test_any_record_shape_loads_or_raises_input_error(change):
     try:
-        core.from_file(json.dumps({**good_record(), **change}).encode())
+        runs.from_file(json.dumps({**good_record(), **change}).encode())
     except InputError:
         pass
 
@@ -159,38 +156,39 @@ def test_any_parameter_text_is_parsed_or_refused(bucket, ring, world):
            "seed": 0}
     for demo, params in (("ddp", raw), ("collectives", {"length": 2, "ring_numel": ring, "seed": 0})):
         try:
-            p = core.validate_params(demo, 2, params)
+            p = validate_params(demo, 2, params)
             assert all(isinstance(v, int | float | bool) for v in p.values())
         except InputError:
             pass
     try:
-        core.validate_world(world)
+        validate_world(world)
     except InputError:
         assert not 2 <= world <= 4
 
 
 def test_no_child_process_is_left_after_the_idle_window(monkeypatch, no_warm_helpers):
-    """The warm fork servers and multiprocessing's resource tracker stop once the server has idled for the window."""
+    """The warm fork server and multiprocessing's resource tracker stop once the server has idled for the window."""
     import time
     from multiprocessing import resource_tracker
 
-    import demos.distributed.launcher as launcher
-    from demos import guests
+    from demos import guests, processes
     from demos.debugging.workers import worker_seeds
 
     monkeypatch.setattr(guests, "IDLE_WINDOW_S", 1.0)
     before = children_now()
+    worker_seeds()  # DataLoader workers from a fork server started for their run and stopped after it
+    assert children_now() == before, "a worker run leaves nothing behind, not even for the window"
     run_ranks("env", 2, {})
-    worker_seeds()  # DataLoader workers from the data pages' fork server, in the same window
-    pid = launcher.fork_server_pid()
-    assert pid is not None and pid in children_now(), "the distributed fork server stays warm between runs"
-    assert resource_tracker._resource_tracker._pid is not None, "its resource tracker too"
+    helpers = warm_helper_pids()
+    assert set(helpers) == {"forkserver", "resource_tracker"}, "the fork server and its tracker stay warm"
+    assert processes.fork_server_running()
     deadline = time.monotonic() + 15
     while children_now() - before and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not children_now() - before, [psutil.Process(p).cmdline()[-1][:80] for p in children_now() - before]
-    assert launcher.fork_server_pid() is None and resource_tracker._resource_tracker._pid is None
+    assert not processes.fork_server_running() and resource_tracker._resource_tracker._pid is None
     run_ranks("env", 2, {})  # and the next run starts them again
+    assert set(warm_helper_pids()) == {"forkserver", "resource_tracker"}
 
 
 def listening_sockets(pids: set[int]) -> set[tuple[int, str]]:

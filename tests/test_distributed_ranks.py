@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.utils.data import DistributedSampler
 
-from demos.distributed import core, workers
+from demos.distributed import calculators, pipeline, runs, stories, views, workers
 
 COLL = {"length": 3, "ring_numel": 1000, "seed": 5}
 DDP = {"layers": 3, "width": 32, "per_rank": 8, "bucket_cap_mb": "0.005", "micro_batches": 4, "head_first": True,
@@ -13,12 +13,12 @@ DDP = {"layers": 3, "width": 32, "per_rank": 8, "bucket_cap_mb": "0.005", "micro
 
 @pytest.fixture(scope="module", params=[2, 3])
 def coll(request):
-    return core.run_demo("collectives", request.param, **COLL)
+    return runs.run_demo("collectives", request.param, **COLL)
 
 
 @pytest.fixture(scope="module")
 def ddp():
-    return core.run_demo("ddp", 2, **DDP)
+    return runs.run_demo("ddp", 2, **DDP)
 
 
 def inputs(world: int, rank: int, n: int, seed: int):
@@ -59,7 +59,7 @@ def test_barrier_releases_nobody_before_the_last_arrival(coll):
 
 def test_ring_sends_two_n_minus_one_over_n_and_matches_all_reduce(coll):
     world = coll.world_size
-    for row in core.ring_rows(coll):
+    for row in views.ring_rows(coll):
         chunks = torch.empty(COLL["ring_numel"]).tensor_split(world)
         assert row["sent bytes (measured)"] <= 2 * max(c.numel() for c in chunks) * 4 * (world - 1)
         assert abs(row["sent bytes (measured)"] - row["2(N-1)/N × size"]) <= 2 * (world - 1) * 4
@@ -67,18 +67,18 @@ def test_ring_sends_two_n_minus_one_over_n_and_matches_all_reduce(coll):
 
 
 def test_block_origins_follow_the_op():
-    assert core.block_origins("all_gather", 3, 2, 0, 6) == [0, 0, 1, 1, 2, 2]
-    assert core.block_origins("all_reduce_sum", 3, 2, 1, 2) == [None, None]
+    assert views.block_origins("all_gather", 3, 2, 0, 6) == [0, 0, 1, 1, 2, 2]
+    assert views.block_origins("all_reduce_sum", 3, 2, 1, 2) == [None, None]
 
 
 def test_ddp_gradients_equal_single_process_gradients(ddp):
-    view = core.ddp_view(ddp)
+    view = views.ddp_view(ddp)
     assert view["max_diff_vs_single"] <= 1e-6
     assert view["max_diff_across_ranks"] == 0.0
 
 
 def test_ddp_buckets_hold_every_parameter_and_respect_the_cap(ddp):
-    view = core.ddp_view(ddp)
+    view = views.ddp_view(ddp)
     total = sum(n for _, _, n in view["params"])
     sizes = {name: n for name, _, n in view["params"]}
     cap = float(DDP["bucket_cap_mb"]) * 2**20
@@ -91,7 +91,7 @@ def test_ddp_buckets_hold_every_parameter_and_respect_the_cap(ddp):
 
 
 def test_no_sync_cuts_the_all_reduce_count(ddp):
-    view = core.ddp_view(ddp)
+    view = views.ddp_view(ddp)
     acc = view["accumulation"]
     buckets = len(view["iterations"][-1]["buckets"])
     assert acc["all_reduces"]["no_sync"] == buckets
@@ -113,25 +113,25 @@ def test_every_micro_batch_in_no_sync_leaves_each_rank_its_own_gradient(ddp):
             torch.nn.functional.mse_loss(model(xb), yb).div(DDP["micro_batches"]).backward()
         local.append([p.grad.clone() for p in model.parameters()])
     spread = max((a - b).abs().max().item() for a, b in zip(*local, strict=True))
-    acc = core.ddp_view(ddp)["accumulation"]
+    acc = views.ddp_view(ddp)["accumulation"]
     assert acc["all_reduces"]["never_synced"] == 0
     assert acc["rank_spread"]["never_synced"] == pytest.approx(spread, rel=1e-4) and spread > 0.01
     assert acc["rank_spread"]["no_sync"] <= 1e-6
-    trap = core.no_sync_trap(ddp)
+    trap = stories.no_sync_trap(ddp)
     assert f"up to {spread:.4g}" in trap.sentence and "ran 0 all_reduces" in trap.sentence
     assert f"ran {acc['all_reduces']['no_sync']} all_reduces in its backward" in trap.sentence
 
 
 def test_unused_branch_needs_find_unused_parameters(ddp):
-    unused = core.ddp_view(ddp)["unused"]
+    unused = views.ddp_view(ddp)["unused"]
     assert not unused["False"]["ok"] and "find_unused_parameters" in unused["False"]["error"]
     assert unused["True"]["ok"]
 
 
 @pytest.mark.parametrize("world,width", [(2, 5), (3, 4)])
 def test_fsdp_shards_partition_every_parameter(world, width):
-    run = core.run_demo("fsdp", world, layers=2, width=width, per_rank=2, seed=0)
-    view = core.fsdp_view(run)
+    run = runs.run_demo("fsdp", world, layers=2, width=width, per_rank=2, seed=0)
+    view = views.fsdp_view(run)
     model = workers.Tower(2, width)
     full = dict(model.named_parameters())
     assert sorted(view["names"]) == sorted(full)
@@ -149,7 +149,7 @@ def test_fsdp_shards_partition_every_parameter(world, width):
 
 
 def test_tensor_parallel_equals_the_full_linear():
-    run = core.run_demo("tensor_parallel", 2, d_in=8, d_out=6, batch=3, seed=1)
+    run = runs.run_demo("tensor_parallel", 2, d_in=8, d_out=6, batch=3, seed=1)
     for entry in run.ranks:
         assert entry["column"]["weight_local"] == [3, 8] and entry["row"]["weight_local"] == [6, 4]
         assert entry["column"]["max_diff"] < 1e-5 and entry["row"]["max_diff"] < 1e-5
@@ -159,13 +159,13 @@ def test_tensor_parallel_equals_the_full_linear():
 @pytest.mark.parametrize("dataset,drop_last", [(10, False), (11, True)])
 def test_sampler_matches_torch_and_partitions_the_dataset(dataset, drop_last):
     world = 3
-    run = core.run_demo("sampler", world, dataset=dataset, shuffle=True, drop_last=drop_last, seed=2)
+    run = runs.run_demo("sampler", world, dataset=dataset, shuffle=True, drop_last=drop_last, seed=2)
     data = list(range(dataset))
     for r, entry in enumerate(run.ranks):
         s = DistributedSampler(data, num_replicas=world, rank=r, shuffle=True, seed=2, drop_last=drop_last)
         s.set_epoch(1)
         assert entry["epochs"][1] == list(s)
-    view = core.sampler_view(run)["views"]["epoch 0"]
+    view = views.sampler_view(run)["views"]["epoch 0"]
     flat = [i for idx in view["indices"] for i in idx]
     if drop_last:
         assert len(flat) == len(set(flat)) and view["dropped"] == dataset % world
@@ -174,8 +174,8 @@ def test_sampler_matches_torch_and_partitions_the_dataset(dataset, drop_last):
 
 
 def test_env_is_what_torchrun_would_set():
-    run = core.run_demo("env", 2)
-    for r, row in enumerate(core.env_view(run)):
+    run = runs.run_demo("env", 2)
+    for r, row in enumerate(views.env_view(run)):
         assert row["RANK"] == str(r) == row["LOCAL_RANK"] and row["WORLD_SIZE"] == "2"
         assert row["dist.get_rank()"] == r and row["MASTER_ADDR"] == "127.0.0.1"
 
@@ -184,28 +184,28 @@ def test_env_is_what_torchrun_would_set():
 def test_bubble_matches_the_formula(kind):
     for p in range(2, 9):
         for m in range(1, 17):
-            s = core.pipeline_schedule(p, m, kind)
+            s = pipeline.pipeline_schedule(p, m, kind)
             assert s.bubble == pytest.approx((p - 1) / (m + p - 1))
             assert len(s.tasks) == 2 * m * p
             assert max(s.peak_in_flight) == (m if kind == "GPipe" else min(m, p))
 
 
 def test_zero_stages_and_param_count_come_from_torch():
-    count, _ = core.model_param_count("This page's MLP", 3, 64)
+    count, _ = calculators.model_param_count("This page's MLP", 3, 64)
     assert count == sum(t.numel() for t in workers.Tower(3, 64).parameters())
-    prec = list(core.PRECISIONS)[0]
-    full = sum(core.zero_bytes(count, 4, 0, prec).values())
-    assert sum(core.zero_bytes(count, 4, 3, prec).values()) == full / 4 == 16 * count / 4
-    gpt2, _ = core.model_param_count("GPT-2 small shape (12 × 768)", 1, 8)
+    prec = list(calculators.PRECISIONS)[0]
+    full = sum(calculators.zero_bytes(count, 4, 0, prec).values())
+    assert sum(calculators.zero_bytes(count, 4, 3, prec).values()) == full / 4 == 16 * count / 4
+    gpt2, _ = calculators.model_param_count("GPT-2 small shape (12 × 768)", 1, 8)
     assert 100e6 < gpt2 < 130e6
 
 
 def test_figures_draw_every_element_the_ranks_returned(coll):
     from demos.distributed import figures as figs
 
-    view = core.collective_view(coll, "all_gather")
+    view = views.collective_view(coll, "all_gather")
     fig = figs.collective_figure(view)
     assert len(fig.data[0].x) == sum(len(r["before"]) + len(r["after"]) for r in view["rows"])
-    scheds = [core.pipeline_schedule(3, 4, k) for k in ("GPipe", "1F1B")]
+    scheds = [pipeline.pipeline_schedule(3, 4, k) for k in ("GPipe", "1F1B")]
     assert sum(len(t.x) for t in figs.pipeline_figure(scheds).data) == 2 * 2 * 3 * 4
-    assert len(figs.ring_figure(core.ring_rows(coll)).data[1].y) == coll.world_size
+    assert len(figs.ring_figure(views.ring_rows(coll)).data[1].y) == coll.world_size

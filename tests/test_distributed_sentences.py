@@ -6,7 +6,7 @@ import re
 
 import torch
 
-from demos.distributed import core
+from demos.distributed import calculators
 from demos.distributed.results import MAX_DEPTH
 from demos.style import COLORS
 from tests.conftest import assert_clean, open_page, shown_table
@@ -62,9 +62,10 @@ def test_launch_tab_sentences_and_code_boxes():
     rows = next(f for f in map(shown_table, at.table) if "strategy" in f.columns).set_index("strategy")
     world, tokens, width = 2, 2048, 64  # the page's defaults: 2 ranks, the MLP's width slider
     act = tokens * width * 2  # one activation tensor in 2-byte precision
-    assert rows.loc["Pipeline parallel", "communication per step"] == core.human_bytes(min(2, world - 1) * act)
-    assert (f"{2 * (world - 1)} tensors of {core.human_bytes(act)} over all {world - 1} boundaries "
-            f"({core.human_bytes(2 * (world - 1) * act)} in total)") in rows.loc["Pipeline parallel", "what is sent"]
+    assert rows.loc["Pipeline parallel", "communication per step"] == calculators.human_bytes(min(2, world - 1) * act)
+    human = calculators.human_bytes
+    assert (f"{2 * (world - 1)} tensors of {human(act)} over all {world - 1} boundaries "
+            f"({human(2 * (world - 1) * act)} in total)") in rows.loc["Pipeline parallel", "what is sent"]
     note = next(c.value for c in at.caption if "bytes per parameter" in c.value)
     assert note.startswith("2 + 2 + 12 = 16 bytes per parameter is the ZeRO paper's accounting")
     assert "Under `torch.autocast` parameters and gradients stay fp32" in note

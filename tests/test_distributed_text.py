@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from demos.distributed import core
+from demos.distributed import calculators, runs, stories, views
 from tests.conftest import assert_clean, open_page
 
 PAGE = "pages/distributed.py"
@@ -40,20 +40,20 @@ def test_gpt2_small_count_is_the_same_on_both_pages_and_equals_torch():
     assert_clean(memory)
     params = next(m for m in memory.metric if m.label == "Parameters")
     assert params.proto.help == f"{built:,} parameters"
-    assert core.model_param_count(GPT2_SMALL, 1, 8)[0] == built
+    assert calculators.model_param_count(GPT2_SMALL, 1, 8)[0] == built
 
 
 @pytest.fixture(scope="module")
 def ddp_runs():
     """Real runs at the page's defaults, with the head registered first (the default) and last."""
-    return {flag: core.run_demo("ddp", 2, **{**DEFAULTS, "head_first": flag}) for flag in (True, False)}
+    return {flag: runs.run_demo("ddp", 2, **{**DEFAULTS, "head_first": flag}) for flag in (True, False)}
 
 
 def test_bucket_sentences_compare_each_real_bucket_with_the_cap(ddp_runs):
-    view = core.ddp_view(ddp_runs[True])
-    cap = core.bucket_cap_bytes(0.02)
+    view = views.ddp_view(ddp_runs[True])
+    cap = views.bucket_cap_bytes(0.02)
     assert cap == 20_971
-    story = core.ddp_story(view, 0.02)
+    story = stories.ddp_story(view, 0.02)
     rebuilt = view["iterations"][-1]["buckets"]
     assert [b["bytes"] for b in rebuilt] == [33_540, 16_640]  # measured: bucket 0 passes the cap
     sizes = {n: 4 * k for n, _, k in view["params"]}
@@ -66,15 +66,15 @@ def test_bucket_sentences_compare_each_real_bucket_with_the_cap(ddp_runs):
 
 
 def test_iteration_one_is_one_bucket_and_registration_order_only_reorders_its_names(ddp_runs):
-    views = {flag: core.ddp_view(run) for flag, run in ddp_runs.items()}
-    firsts = {flag: v["iterations"][0]["buckets"] for flag, v in views.items()}
+    by_flag = {flag: views.ddp_view(run) for flag, run in ddp_runs.items()}
+    firsts = {flag: v["iterations"][0]["buckets"] for flag, v in by_flag.items()}
     assert all(len(b) == 1 for b in firsts.values())
     assert firsts[True][0]["params"] != firsts[False][0]["params"]
     assert sorted(firsts[True][0]["params"]) == sorted(firsts[False][0]["params"])
-    rebuilt = {flag: [(b["bytes"], b["params"]) for b in v["iterations"][-1]["buckets"]] for flag, v in views.items()}
+    rebuilt = {flag: [(b["bytes"], b["params"]) for b in v["iterations"][-1]["buckets"]] for flag, v in by_flag.items()}
     assert rebuilt[True] == rebuilt[False], "the rebuilt buckets do not depend on the registration order"
-    for flag, view in views.items():
-        story = core.ddp_story(view, 0.02)
+    for flag, view in by_flag.items():
+        story = stories.ddp_story(view, 0.02)
         b0 = firsts[flag][0]
         assert story[1].startswith(f"Iteration 1 is a single bucket of all 8 parameters ({b0['bytes']:,} B, over "
                                    "the cap)")
@@ -83,13 +83,13 @@ def test_iteration_one_is_one_bucket_and_registration_order_only_reorders_its_na
         assert "`head`, `fc2`, `fc1`, `fc0` (the reverse of the forward order" in story[2]
         assert ("not of the registration order, `fc2`, `fc1`, `fc0`, `head`" in story[2]) == flag
         last = view["iterations"][-1]
-        assert f"{core.overlap_ms(last):.2f} ms" in story[3]
+        assert f"{views.overlap_ms(last):.2f} ms" in story[3]
 
 
 def test_ring_prose_gives_two_n_minus_one_over_n_and_what_the_ranks_measured():
-    run = core.run_demo("collectives", 3, length=2, ring_numel=100_000, seed=0)
-    rows = core.ring_rows(run)
-    text = core.ring_summary(run, rows)
+    run = runs.run_demo("collectives", 3, length=2, ring_numel=100_000, seed=0)
+    rows = views.ring_rows(run)
+    text = stories.ring_summary(run, rows)
     assert "whatever N is" not in text
     assert "2·2/3 × 400,000 B = 533,333 B, 1.33× the message" in text
     sent = sorted(r["sent bytes (measured)"] for r in rows)

@@ -9,9 +9,10 @@ import tracemalloc
 
 import pytest
 
-from demos.distributed import core
 from demos.distributed import figures as figs
+from demos.distributed import runs, views
 from demos.distributed.launcher import run_ranks
+from demos.distributed.params import DEMO_PARAMS, validate_params
 from demos.distributed.results import MAX_BYTES
 from demos.distributed.run import _DEFAULTS
 from demos.errors import InputError
@@ -24,36 +25,36 @@ PAGE = "pages/distributed.py"
 def records() -> dict[str, dict]:
     """One real record per demo, from 2 real gloo ranks at the CLI's defaults."""
     out = {}
-    for demo, names in core.DEMO_PARAMS.items():
-        params = core.validate_params(demo, 2, {k: v for k, v in _DEFAULTS.items() if k in names})
+    for demo, names in DEMO_PARAMS.items():
+        params = validate_params(demo, 2, {k: v for k, v in _DEFAULTS.items() if k in names})
         out[demo], _ = run_ranks(demo, 2, params)
     return out
 
 
-def draw(run: core.DistRun) -> None:
+def draw(run: runs.DistRun) -> None:
     """Build every figure the page draws for a run, and read the other fields the page shows."""
     figs.run_figures(run)
     if run.demo == "ddp":
-        view = core.ddp_view(run)
-        core.overlap_ms(view["iterations"][-1])
+        view = views.ddp_view(run)
+        views.overlap_ms(view["iterations"][-1])
         acc, unused = view["accumulation"], view["unused"]
         assert acc["all_reduces"]["every_step"] - acc["all_reduces"]["no_sync"] is not None
         assert {unused["True"]["ok"], unused["False"]["ok"]} <= {True, False}
     elif run.demo == "tensor_parallel":
-        first = core.tp_view(run)["ranks"][0]
+        first = views.tp_view(run)["ranks"][0]
         f"{first['weight_bytes_local']} {first['weight_bytes_full']} {first['mlp']['collectives']:d}"
     elif run.demo == "env":
-        core.env_view(run)
+        views.env_view(run)
 
 
-def load(record) -> core.DistRun:
-    return core.from_file(json.dumps(record).encode(), "result.json")
+def load(record) -> runs.DistRun:
+    return runs.from_file(json.dumps(record).encode(), "result.json")
 
 
 def refused(data: bytes) -> str:
     """The one sentence a hostile file gets; fails if it is accepted or ends in another exception."""
     with pytest.raises(InputError) as err:
-        core.from_file(data, "hostile.json")
+        runs.from_file(data, "hostile.json")
     message = str(err.value)
     assert message.endswith(".") and "\n" not in message, message
     return message
@@ -96,7 +97,7 @@ DELETE = object()
 WRONG_VALUES = (DELETE, None, "x", -1, 10**15, 1e300, [], {}, True, [1e300] * 3)
 
 
-@pytest.mark.parametrize("demo", list(core.DEMO_PARAMS))
+@pytest.mark.parametrize("demo", list(DEMO_PARAMS))
 def test_every_missing_or_wrong_typed_field_is_refused_or_drawn(records, demo):
     """Each field of rank 0's entry and of params, deleted or replaced: one sentence, or a file that draws."""
     record = records[demo]
@@ -178,7 +179,7 @@ def test_hostile_files_get_one_sentence_in_bounded_time_and_memory(records):
 
 
 def test_visitor_text_in_a_file_is_quoted_literally(records):
-    run = core.from_file(json.dumps({**records["env"], "backend": "![t](http://attacker/p.png)"}).encode(),
+    run = runs.from_file(json.dumps({**records["env"], "backend": "![t](http://attacker/p.png)"}).encode(),
                          "[Log in again](http://attacker/phish).json")
     assert run.source == ("loaded file `[Log in again](http://attacker/phish).json`: 2 ranks, "
                           "backend `![t](http://attacker/p.png)`")

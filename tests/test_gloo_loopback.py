@@ -9,8 +9,8 @@ import pytest
 import torch.distributed as dist
 
 from demos.distributed.questions import QUESTIONS
-from demos.guests import loopback_interface
 from demos.practice.gen_scale import all_reduce_question
+from demos.processes import loopback_interface
 
 
 @pytest.fixture

@@ -122,10 +122,10 @@ def test_small_limits_scale_processes_down_and_say_so(monkeypatch):
 
 
 def test_a_distributed_run_under_a_small_limit_runs_fewer_ranks_and_says_so(monkeypatch):
-    from demos.distributed import core
+    from demos.distributed import runs, views
 
     monkeypatch.setattr(guests, "MEMORY_LIMIT", 690 * 10**6)
     monkeypatch.setattr(guests, "process_cap", lambda limit=None: 2)
-    run = core.run_demo("env", 4)
-    assert run.world_size == 2 and len(core.env_view(run)) == 2
+    run = runs.run_demo("env", 4)
+    assert run.world_size == 2 and len(views.env_view(run)) == 2
     assert "allows 2 ranks per run, so 2 ran instead of 4" in run.scaled

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from demos.distributed.results import MAX_BYTES
-from demos.guests import free_port
+from demos.processes import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = (ROOT / "Dockerfile").read_text()

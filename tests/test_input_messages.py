@@ -19,8 +19,8 @@ from demos.autograd.expr import parse_expression, parse_leaves
 from demos.data.collate import parse_lengths
 from demos.data.samplers import parse_class_sizes
 from demos.debugging.repro import parse_seed
-from demos.distributed.core import feature_choices, validate_params
-from demos.distributed.core import micro_batch_choices as ddp_micro_choices
+from demos.distributed.params import feature_choices, validate_params
+from demos.distributed.params import micro_batch_choices as ddp_micro_choices
 from demos.errors import InputError
 from demos.gradient_flow.clipping import parse_lr
 from demos.home import softmax_temperature

@@ -8,10 +8,11 @@ import psutil
 import pytest
 import torch
 
-from demos import isolated
+from demos import isolated, processes
 from demos.errors import InputError
 from demos.isolated import compiler_in_use, run_isolated
 from demos.memory.compiling import parse_shapes
+from tests.test_processes import warm_helper_pids
 
 
 def children() -> set[int]:
@@ -46,7 +47,14 @@ def test_a_server_that_initialised_cuda_starts_children_that_inherit_nothing(no_
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
     before = children()
     assert run_isolated(_inherited_mark) is None, "after CUDA: a fresh interpreter, no state of the server"
-    assert children() <= before, "the fork server stops with the run"
+    assert children() <= before, "the fork server started for the run stops with it"
+    try:
+        processes.fork_server(isolated.PRELOAD)  # warm, as after a distributed run
+        server = warm_helper_pids()["forkserver"]
+        assert run_isolated(_inherited_mark) is None, "from the warm fork server"
+        assert warm_helper_pids()["forkserver"] == server, "which stays warm for the next run"
+    finally:
+        processes.stop_warm_helpers()
 
 
 def _inside_compiler(shapes: str):

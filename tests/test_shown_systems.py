@@ -24,7 +24,8 @@ from demos.debugging.nan_trace import trace_nan
 from demos.debugging.profiling import profile_step
 from demos.debugging.repro import determinism_checks, seeded_runs
 from demos.debugging.workers import worker_seeds
-from demos.distributed.core import pipeline_schedule, run_demo
+from demos.distributed.pipeline import pipeline_schedule
+from demos.distributed.runs import run_demo
 from demos.memory import stream_recorder
 from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import PRESETS, run_script

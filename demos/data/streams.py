@@ -4,10 +4,10 @@ from dataclasses import dataclass
 
 from torch.utils.data import DataLoader
 
-from demos.data.procs import worker_run
 from demos.data.workers import NaiveStream, ShardedStream
 from demos.errors import InputError
 from demos.shown import script
+from demos.worker_runs import worker_run
 
 MAX_LENGTH = 48
 MAX_WORKERS = 4

@@ -7,10 +7,10 @@ import warnings
 from dataclasses import dataclass, replace
 from functools import cache
 
-from demos.data.procs import RunTimeout, worker_run
 from demos.data.workers import TimedDataset, transform
 from demos.errors import InputError
 from demos.shown import Script, script
+from demos.worker_runs import RunTimeout, worker_run
 
 MAX_WORKERS = 4
 MAX_BATCH = 16
@@ -422,9 +422,9 @@ import time
 import warnings
 from dataclasses import replace
 
-from demos.data.procs import worker_run
 from demos.data.timeline import MAIN, MAIN_LOADING, LoaderConfig, LoaderRun, Span, Workload, _loader_error, reps_for
-from demos.data.workers import TimedDataset"""
+from demos.data.workers import TimedDataset
+from demos.worker_runs import worker_run"""
 
 TIMELINE_RUN = """if __name__ == "__main__":
     runs, fork_server_s = measure_loaders(workload, configs, epochs, time_limit_s)

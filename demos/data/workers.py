@@ -19,10 +19,6 @@ def worker_id() -> int:
     return -1 if info is None else info.id
 
 
-def noop() -> None:
-    """A process that only proves the fork server is ready."""
-
-
 def transform(reps: int, seed: int) -> torch.Tensor:
     """Real CPU work standing in for decoding and augmentation: `reps` rounds of arithmetic on an image.
 

@@ -10,9 +10,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from demos.data.procs import worker_run
 from demos.errors import InputError
 from demos.shown import script
+from demos.worker_runs import worker_run
 
 ITEMS, WORKERS, TIMEOUT_S = 8, 2, 60
 
@@ -71,7 +71,7 @@ def read_both(loader=DataLoader, iterate=iter) -> tuple[list[tuple], list[tuple]
 
 def load_both() -> tuple[list[tuple], list[tuple]]:
     """read_both with two workers per loader, forked from a fork server that imported torch once
-    (demos.data.procs), not spawned: each spawned worker imports torch again (about 250 MB apiece). The dataset is
+    (demos.worker_runs), not spawned: each spawned worker imports torch again (about 250 MB apiece). The dataset is
     pickled into each worker either way, so the copied generator is the same lesson. The run stops every worker
     afterwards."""
     with worker_run(TIMEOUT_S) as run:

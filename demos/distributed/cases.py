@@ -3,7 +3,7 @@
 The first case's first call includes starting the forkserver (torch's import): that is the cold 2-rank run.
 """
 
-from demos.distributed.core import run_demo
+from demos.distributed.runs import run_demo
 
 BENCH_CASES = {
     "env, 2 ranks (first call: cold start)": lambda: run_demo("env", 2),

@@ -10,9 +10,10 @@ import html
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from demos.distributed import core
-from demos.distributed.core import STAGE_NAMES, WORLD_SIZES, Schedule, human_bytes
+from demos.distributed import views
+from demos.distributed.calculators import STAGE_NAMES, WORLD_SIZES, human_bytes
 from demos.distributed.models import ENV_KEYS
+from demos.distributed.pipeline import Schedule
 from demos.style import COLORS, REFERENCE, SERIES, badge, base_layout, dot_fill, legend_on_top, text_on
 
 _BLOCK = 26
@@ -30,7 +31,7 @@ def collective_legend(world: int) -> dict[str, str]:
 
 
 def _rank_color(origin) -> str:
-    if origin == core.SCRATCH:
+    if origin == views.SCRATCH:
         return COLORS["idle"]
     return COLORS["communication"] if origin is None else SERIES[origin % len(SERIES)]
 
@@ -47,7 +48,7 @@ def collective_figure(view: dict) -> go.Figure:
             xs.append(j), ys.append(y), colors.append(_rank_color(r["rank"])), texts.append(f"{v:g}")
         for j, (v, origin) in enumerate(zip(r["after"], r["origins"], strict=False)):
             xs.append(width_before + gap + j), ys.append(y), colors.append(_rank_color(origin))
-            texts.append("?" if origin == core.SCRATCH else f"{v:g}")  # gloo's leftover is not a result
+            texts.append("?" if origin == views.SCRATCH else f"{v:g}")  # gloo's leftover is not a result
     fig = go.Figure(go.Scatter(
         x=xs, y=ys, mode="markers+text", text=texts, textfont=dict(color=[text_on(c) for c in colors], size=12),
         hoverinfo="text", showlegend=False,
@@ -247,7 +248,7 @@ LEFT = "\\l"  # DOT's line break that left-aligns the line before it
 
 
 def launch_dot(rows: list[dict], launcher: str) -> str:
-    """The launcher -> one node per rank with the environment that rank read (core.env_view's rows) -> the process
+    """The launcher -> one node per rank with the environment that rank read (views.env_view's rows) -> the process
     group the ranks then joined, as they reported it (dist.get_rank(), dist.get_world_size(), the backend).
     Node colour: the rank's own colour; the launcher is cyan (data), the process group pink (communication)."""
     def label(*lines: str, align: str = "\\n") -> str:  # one DOT line break after each line
@@ -273,17 +274,17 @@ def run_figures(run) -> list:
     """Every figure (plotly or DOT) the page draws for one run, from the same views: for a loaded file, this is
     what the file costs to draw."""
     if run.demo == "collectives":
-        return ([collective_figure(core.collective_view(run, op)) for op in core.OPS]
-                + [ring_figure(core.ring_rows(run))])
+        return ([collective_figure(views.collective_view(run, op)) for op in views.OPS]
+                + [ring_figure(views.ring_rows(run))])
     if run.demo == "ddp":
-        view = core.ddp_view(run)
+        view = views.ddp_view(run)
         return [ddp_timeline_figure(view, (0, len(view["iterations"]) - 1))]
     if run.demo == "sampler":
-        view = core.sampler_view(run)
+        view = views.sampler_view(run)
         return [sampler_figure(view, label) for label in view["views"]]
     if run.demo == "fsdp":
-        view = core.fsdp_view(run)
+        view = views.fsdp_view(run)
         return [fsdp_shard_figure(view), memory_figure(view)]
     if run.demo == "tensor_parallel":
-        return [tp_dot(core.tp_view(run), run.world_size)]
-    return [launch_dot(core.env_view(run), launch_label(run.wall_s is not None))]
+        return [tp_dot(views.tp_view(run), run.world_size)]
+    return [launch_dot(views.env_view(run), launch_label(run.wall_s is not None))]

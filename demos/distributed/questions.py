@@ -8,8 +8,8 @@ import threading
 import torch
 import torch.distributed as dist
 
-from demos.distributed.core import pipeline_schedule
 from demos.distributed.launcher import run_ranks
+from demos.distributed.pipeline import pipeline_schedule
 from demos.quiz import Question
 
 _THREADS = "import datetime\nimport threading\n\nimport torch\nimport torch.distributed as dist"
@@ -205,7 +205,7 @@ QUESTIONS = (
              "padding. drop_last=True would instead give each rank 2 and skip 2 samples.", kind="number"),
     Question("bubble", "1F1B with 4 stages and 8 micro-batches: what fraction of stage time is idle?", _pipeline_bubble,
              "(p − 1)/(m + p − 1) = 3/11 ≈ 0.273, the same as GPipe; 1F1B lowers activation memory, not the bubble.",
-             kind="number", imports="from demos.distributed.core import pipeline_schedule",
-             model="this app's pipeline schedule simulator (demos/distributed/core.py: unit-time forward and "
+             kind="number", imports="from demos.distributed.pipeline import pipeline_schedule",
+             model="this app's pipeline schedule simulator (demos/distributed/pipeline.py: unit-time forward and "
                    "backward tasks in the GPipe and 1F1B orders of the GPipe and PipeDream-Flush papers)"),
 )

@@ -1,7 +1,7 @@
 """What each demo's standalone script prints on rank 0: the quantities its tab shows, formatted as the tab does.
 
 The page never calls these (it draws figures from `core`'s views); they are copied into "the code" of each demo
-(`core.snippet`), after the worker, and read the list of every rank's result that rank 0 gathers. Each prints the
+(`snippets.snippet`), after the worker, and read the list of every rank's result that rank 0 gathers. Each prints the
 numbers the tab shows for the same run: tensors before and after, bucket sizes, shard shapes, counts, checks.
 A wall-clock time is printed with its unit (ms); what changes with every launch (a port, a pid) is not printed.
 Plain standard Python only: the script has nothing else of this repository.

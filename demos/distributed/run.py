@@ -13,7 +13,7 @@ import os
 import sys
 
 from demos.distributed import workers
-from demos.distributed.core import DEMO_PARAMS, validate_params
+from demos.distributed.params import DEMO_PARAMS, validate_params
 from demos.distributed.results import DEMOS, MAX_FILE_WORLD
 from demos.errors import InputError
 

@@ -7,6 +7,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
+from demos import gpt
+from demos.gpt import GPT2_CONTEXT
 from demos.memory.autocast import active_simulated_autocast, same_autocast_as
 
 
@@ -29,7 +31,6 @@ MODELS = {
     "GPT-2 XL (1.5B)": ModelPreset("transformer", 48, 1600, 25, 50257),
 }
 MLP_IN, N_CLASSES, CNN_SIDE = 1024, 10, 32
-GPT2_CONTEXT = 1024  # position embeddings: GPT-2 has 1024, longer sequences get more
 
 
 def _run_block(block: nn.Module, x: torch.Tensor, use_checkpoint: bool) -> torch.Tensor:
@@ -78,57 +79,13 @@ class SmallCNN(nn.Module):
         return self.head(x.flatten(1))
 
 
-def attention(q, k, v):
-    """Causal attention. On meta tensors call the fused kernel CUDA would pick (flash for 16-bit, efficient for
-    fp32), since F.scaled_dot_product_attention on meta takes the math path and would store the T x T scores."""
-    if q.device.type != "meta":
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    if q.dtype in (torch.float16, torch.bfloat16):
-        return torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, True)[0]
-    return torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, None, True, 0.0, True)[0]
+class GPT(gpt.GPT):
+    """The shared GPT-2-style model (demos/gpt.py), its blocks optionally under activation checkpointing."""
 
+    use_checkpoint = False
 
-class Block(nn.Module):
-    """A GPT-2 block: pre-norm attention and a 4x GELU MLP, both residual."""
-
-    def __init__(self, d: int, heads: int):
-        super().__init__()
-        self.heads = heads
-        self.ln1 = nn.LayerNorm(d)
-        self.qkv = nn.Linear(d, 3 * d)
-        self.proj = nn.Linear(d, d)
-        self.ln2 = nn.LayerNorm(d)
-        self.fc = nn.Linear(d, 4 * d)
-        self.act = nn.GELU(approximate="tanh")
-        self.out = nn.Linear(4 * d, d)
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        y = attention(q, k, v).transpose(1, 2).reshape(b, t, d)
-        x = x + self.proj(y)
-        return x + self.out(self.act(self.fc(self.ln2(x))))
-
-
-class GPT(nn.Module):
-    """Token and position embeddings, blocks, final norm, and an output head tied to the token embedding."""
-
-    def __init__(self, layers: int, d: int, heads: int, vocab: int, context: int):
-        super().__init__()
-        self.tok = nn.Embedding(vocab, d)
-        self.pos = nn.Embedding(context, d)
-        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
-        self.ln = nn.LayerNorm(d)
-        self.head = nn.Linear(d, vocab, bias=False)
-        self.head.weight = self.tok.weight
-        self.use_checkpoint = False
-
-    def forward(self, idx):
-        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
-        for block in self.blocks:
-            x = _run_block(block, x, self.use_checkpoint)
-        return self.head(self.ln(x))
+    def run_block(self, block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        return _run_block(block, x, self.use_checkpoint)
 
 
 def build_model(preset: ModelPreset, seq_len: int) -> nn.Module:

@@ -10,7 +10,7 @@ from demos.errors import InputError, quoted
 from demos.modules.common import MODULE_IMPORTS, norm
 from demos.modules.inputs import parse_lrs
 from demos.shown import Script, entry, script
-from demos.training.common import single_threaded
+from demos.threads import single_threaded
 
 LAYERS = ("stem", "bn", "body", "head")
 BACKBONE = ("stem", "bn", "body")

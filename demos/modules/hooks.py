@@ -14,7 +14,7 @@ from demos.errors import InputError, quoted
 from demos.modules.common import MODULE_IMPORTS, norm
 from demos.modules.inputs import parse_channels, parse_hook_value
 from demos.shown import Script, entry, script
-from demos.training.common import single_threaded
+from demos.threads import single_threaded
 
 PATTERNS = ("disc", "stripes", "checker")
 PRE_HOOKS = ("flip", "invert", "grayscale")

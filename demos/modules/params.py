@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from demos.errors import InputError
 from demos.modules.common import MODULE_IMPORTS, get_path, moved_copy, norm, target_device
 from demos.shown import Script, entry, script
-from demos.training.common import single_threaded
+from demos.threads import single_threaded
 
 MAX_TRAIN_STEPS, EVAL_STEPS = 20, 3
 TRUE_MEAN = (2.0, -1.0, 0.5)

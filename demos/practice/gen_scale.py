@@ -3,8 +3,8 @@
 import math
 import random
 
-from demos.guests import bind_gloo_to_loopback
 from demos.practice.family import Family, answer_text, choices, ordinal
+from demos.processes import bind_gloo_to_loopback
 from demos.quiz import Question
 
 DATA = "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler, TensorDataset\n\n"

@@ -16,7 +16,8 @@ from demos.guests import process_slot
 from demos.parsing import parse_numbers, whole_in_range
 from demos.shown import Script, script
 from demos.style import COLORS, base_layout
-from demos.training.common import IMPORTS, SpiralNet, check_int, single_threaded, spiral
+from demos.threads import single_threaded
+from demos.training.common import IMPORTS, SpiralNet, check_int, spiral
 
 # Ops that only move or view data; the table keeps the ones that compute (and the casts autocast inserts).
 QUIET_OPS = ("detach", "t", "view", "lift_fresh", "alias", "_unsafe_view", "expand", "transpose", "unsqueeze",

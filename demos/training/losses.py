@@ -12,7 +12,8 @@ from demos.errors import InputError
 from demos.parsing import parse_numbers
 from demos.shown import Script, script
 from demos.style import COLORS, REFERENCE, SERIES, base_layout
-from demos.training.common import IMPORTS, check_int, check_range, single_threaded
+from demos.threads import single_threaded
+from demos.training.common import IMPORTS, check_int, check_range
 
 MAX_LOGIT = 1000.0
 

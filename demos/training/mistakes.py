@@ -9,7 +9,8 @@ from torch import nn
 
 from demos.shown import Script, script, source
 from demos.style import COLORS, SERIES, base_layout
-from demos.training.common import IMPORTS, SpiralNet, check_int, check_range, single_threaded, spiral
+from demos.threads import single_threaded
+from demos.training.common import IMPORTS, SpiralNet, check_int, check_range, spiral
 
 VARIANTS = {
     "correct": "Correct loop",

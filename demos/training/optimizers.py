@@ -8,7 +8,8 @@ import torch
 
 from demos.shown import Script, script
 from demos.style import REFERENCE, SERIES, base_layout
-from demos.training.common import check_choice, check_int, check_range, single_threaded
+from demos.threads import single_threaded
+from demos.training.common import check_choice, check_int, check_range
 
 SURFACES = {
     "ravine": {"formula": "0.05·x² + 2·y²", "start": (-4.5, 1.0), "x": (-5.0, 5.0), "y": (-1.6, 1.6),

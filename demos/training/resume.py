@@ -10,7 +10,8 @@ from torch import nn
 
 from demos.shown import Script, script
 from demos.style import COLORS, base_layout
-from demos.training.common import IMPORTS, SpiralNet, check_int, single_threaded, spiral
+from demos.threads import single_threaded
+from demos.training.common import IMPORTS, SpiralNet, check_int, spiral
 
 VARIANTS = {
     "full": "Resume with everything",

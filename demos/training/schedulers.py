@@ -9,7 +9,8 @@ from torch import nn
 
 from demos.shown import Script, script
 from demos.style import COLORS, SERIES, base_layout
-from demos.training.common import IMPORTS, SpiralNet, check_int, check_range, single_threaded, spiral
+from demos.threads import single_threaded
+from demos.training.common import IMPORTS, SpiralNet, check_int, check_range, spiral
 
 SCHEDULERS = ("StepLR", "CosineAnnealingLR", "OneCycleLR", "Warmup + cosine (SequentialLR)")
 MAX_TOTAL = 1000

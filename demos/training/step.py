@@ -9,15 +9,8 @@ from torch import nn
 
 from demos.shown import Script, script
 from demos.style import COLORS, base_layout, text_on
-from demos.training.common import (
-    IMPORTS,
-    SpiralNet,
-    check_choice,
-    check_int,
-    check_range,
-    single_threaded,
-    spiral,
-)
+from demos.threads import single_threaded
+from demos.training.common import IMPORTS, SpiralNet, check_choice, check_int, check_range, spiral
 
 SUBSTEPS = ("optimizer.zero_grad()", "forward", "loss", "loss.backward()", "clip_grad_norm_", "optimizer.step()",
             "scheduler.step()")

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from demos.guests import free_port
+from demos.processes import free_port
 from harness.browser import (
     ROOT,
     new_context,

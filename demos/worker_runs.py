@@ -1,15 +1,12 @@
-"""Runs with worker processes: one at a time, a fresh fork server, a deadline, and nothing left behind.
+"""DataLoader runs with worker processes: one at a time, a fresh fork server, a deadline, and nothing left behind.
 
-Start method: 'forkserver', chosen by measurement on this 2-core host (4 workers, first batch of a tiny dataset):
-'spawn' took 13-24 s (every worker imports torch again); 'fork' took 0.1 s but copies a threaded Streamlit
-server mid-flight (a lock held by another thread stays locked forever in the child); 'forkserver' took 1.2 s
-for the first run (the server imports torch once) and 0.09 s once the server was up. The server is started
-when a run first needs workers and stopped when the run ends, so no process outlives a run.
+The Data loading and Debugging pages run real DataLoaders through `worker_run`. Their workers come from the fork
+server (demos/processes.py), started for the run with torch and the dataset's module imported before the run's
+clock starts, and stopped when the run ends, so no process outlives a run.
 """
 
 import gc
-import multiprocessing
-import multiprocessing.forkserver
+import signal
 import time
 import traceback
 import warnings
@@ -17,13 +14,11 @@ from contextlib import contextmanager
 
 from torch.utils.data import DataLoader
 
-from demos.data.workers import noop
+from demos import processes
 from demos.errors import InputError
-from demos.guests import process_slot, release_resource_tracker
+from demos.guests import process_slot
 
-START_METHOD = "forkserver"
-# The first module stops workers from re-running app.py (the parent's __main__); see its docstring.
-PRELOAD = ["demos.data.forkserver_preload", "torch", "demos.data.workers"]
+PRELOAD = ("torch",)  # and the module of the run's first dataset: its workers unpickle the dataset from there
 DEFAULT_LIMIT_S = 10.0
 
 
@@ -43,7 +38,7 @@ class WorkerRun:
     """Makes DataLoaders on the fork server, tracks their workers, and stops them all on close()."""
 
     def __init__(self, time_limit_s: float):
-        self.context = multiprocessing.get_context(START_METHOD)
+        self.context = None  # the fork server's context, once a loader needs workers
         self.time_limit_s = time_limit_s
         self.deadline = time.perf_counter() + time_limit_s
         self.loaders: list[DataLoader] = []
@@ -54,7 +49,7 @@ class WorkerRun:
     def loader(self, dataset, **kwargs) -> DataLoader:
         """A DataLoader on this run's fork server whose batch wait is capped by the run's time limit."""
         if kwargs.get("num_workers", 0) > 0:
-            self._ensure_server()
+            self._ensure_server(type(dataset).__module__)
             kwargs.setdefault("multiprocessing_context", self.context)
             kwargs.setdefault("timeout", self.time_limit_s)
         with _quiet_worker_advice():
@@ -69,11 +64,12 @@ class WorkerRun:
         self.iterators.append(it)
         return it
 
-    def _ensure_server(self) -> None:
+    def _ensure_server(self, dataset_module: str) -> None:
         """Start the fork server once per run; its start-up does not count against the run's time limit."""
         if not self.server_started:
             self.server_started = True
-            self.startup_s = start_fork_server()
+            preload = PRELOAD if dataset_module == "__main__" else (*PRELOAD, dataset_module)
+            self.context, self.startup_s = processes.fork_server(preload, fresh=True)
             self.deadline += self.startup_s
 
     def check_deadline(self) -> None:
@@ -89,39 +85,23 @@ class WorkerRun:
         """
         iterators = self.iterators + [ld._iterator for ld in self.loaders if getattr(ld, "_iterator", None)]
         for it in iterators:
+            workers = getattr(it, "_workers", [])
             if timed_out:
-                for w in getattr(it, "_workers", []):
-                    w.kill()
+                processes.reap(workers, stop_signal=signal.SIGKILL)
             shutdown = getattr(it, "_shutdown_workers", None)
             if shutdown is not None:
                 shutdown()
-            for w in getattr(it, "_workers", []):
-                if w.is_alive():
-                    w.kill()
-                w.join(timeout=2)
+            processes.reap(workers, stop_signal=signal.SIGKILL)  # what the shutdown left running
         self.iterators.clear()
         for ld in self.loaders:
             ld._iterator = None
         self.loaders.clear()
 
 
-def start_fork_server() -> float:
-    """Start the fork server with torch and the datasets preloaded; returns the seconds it took."""
-    ctx = multiprocessing.get_context(START_METHOD)
-    ctx.set_forkserver_preload(PRELOAD)
-    t0 = time.perf_counter()
-    probe = ctx.Process(target=noop)  # the first fork waits until the server has imported torch
-    probe.start()
-    probe.join()
-    return time.perf_counter() - t0
-
-
-def stop_fork_server() -> None:
-    """Stop the fork server and multiprocessing's resource tracker (unless the distributed page's warm fork server
-    still reports to it): no idle helper outlives a run."""
+def _stop_helpers() -> None:
+    """Stop the run's fork server and multiprocessing's resource tracker: no idle helper outlives a run."""
     gc.collect()  # drop finished queues first, so the tracker has no semaphores left to report
-    multiprocessing.forkserver._forkserver._stop()
-    release_resource_tracker()
+    processes.stop_warm_helpers()
 
 
 def _clear_frames(err: BaseException | None) -> None:
@@ -150,4 +130,4 @@ def worker_run(time_limit_s: float = DEFAULT_LIMIT_S):
         finally:
             run.close(timed_out)
             if run.server_started:
-                stop_fork_server()
+                _stop_helpers()

@@ -1,0 +1,220 @@
+"""The sentences beside the distributed figures, each derived from the run it describes."""
+
+import math
+
+from demos.distributed.runs import DistRun
+from demos.distributed.views import bucket_cap_bytes, ddp_view, overlap_ms
+from demos.traps import TrapPair
+
+
+def ring_summary(run: DistRun, rows: list[dict]) -> str:
+    """The ring's cost, from this run: 2(N-1)/N of the message per rank, what the ranks measured, and the check."""
+    n = run.world_size
+    size = rows[0]["message bytes"]
+    numel = size // 4
+    factor = 2 * (n - 1) / n
+    sent = [r["sent bytes (measured)"] for r in rows]
+    text = (f"A ring all_reduce is a reduce-scatter then an all-gather, each of N−1 steps sending one chunk of "
+            f"size/N to the right-hand neighbour, so each rank sends 2(N−1)/N × size: here 2·{n - 1}/{n} × "
+            f"{size:,} B = {factor * size:,.0f} B, {factor:.2f}× the message. The factor grows with N but stays "
+            "below 2 (" + ", ".join(f"N = {k}: {2 * (k - 1) / k:.2f}×" for k in (2, 4, 8, 64)) + "), so the "
+            "bytes per rank never reach twice the message however many ranks join, while the number of sequential "
+            "steps, 2(N−1) = "
+            f"{2 * (n - 1)} here, grows linearly. ")
+    measured = f"{sent[0]:,} B" if min(sent) == max(sent) else f"{min(sent):,} to {max(sent):,} B"
+    if all(b == factor * size for b in sent):
+        text += f"Every rank measured exactly {measured}. "
+    elif numel % n:
+        text += (f"The ranks measured {measured}, not exactly the formula: {numel:,} elements do not split into {n} "
+                 "equal chunks. ")
+    else:
+        text += f"The ranks measured {measured}. "
+    worst = max(r["max |ring − all_reduce|"] for r in rows)
+    return text + (f"The ranks ran the ring by hand with send/recv; its result differs from `dist.all_reduce` by at "
+                   f"most {worst:.1e}.")
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def _modules(names: list[str]) -> list[str]:
+    """Module names in first-seen order from parameter names (`fc1.weight` -> `fc1`)."""
+    out = []
+    for n in names:
+        m = n.rsplit(".", 1)[0]
+        if m not in out:
+            out.append(m)
+    return out
+
+
+def bucket_sentences(buckets: list[dict], sizes: dict, cap: int) -> list[str]:
+    """What each bucket's size says about the cap, measured: over it (and which parameter pushed it), at, or under."""
+    out = []
+    for i, b in enumerate(buckets):
+        last = b["params"][-1] if b["params"] else ""
+        before = b["bytes"] - 4 * sizes.get(last, 0)
+        if b["bytes"] > cap and last in sizes and 0 <= before < cap:
+            out.append(f"bucket {b['index']} holds {b['bytes']:,} B, {b['bytes'] - cap:,} B over the cap: it held "
+                       f"{before:,} B, under the cap, until `{last}` ({4 * sizes[last]:,} B) was added and closed it")
+        elif b["bytes"] > cap:
+            out.append(f"bucket {b['index']} holds {b['bytes']:,} B, {b['bytes'] - cap:,} B over the cap")
+        elif b["bytes"] == cap:
+            out.append(f"bucket {b['index']} holds exactly the cap, {cap:,} B")
+        elif i == len(buckets) - 1 and len(buckets) > 1:
+            out.append(f"the last bucket, {b['index']}, holds the {b['bytes']:,} B left over, under the cap")
+        else:
+            out.append(f"bucket {b['index']} holds {b['bytes']:,} B, under the cap")
+    return out
+
+
+def ddp_story(view: dict, cap_mb: float) -> list[str]:
+    """The DDP steps, each sentence derived from this run's buckets, timings and gradient checks."""
+    cap = bucket_cap_bytes(cap_mb)
+    sizes = {name: int(n) for name, _, n in view["params"]}
+    registered = list(sizes)
+    its = view["iterations"]
+    first, last = its[0], its[-1]
+    n_last = len(its)
+    rebuilt = bucket_sentences(last["buckets"], sizes, cap)
+    over = any(b["bytes"] > cap for b in last["buckets"])
+    steps = [
+        f"DDP hooks each parameter's gradient and packs parameters into buckets: it adds parameters to a bucket and "
+        f"closes the bucket once it reaches `bucket_cap_mb` = {cap_mb:g} MB = {cap:,} B"
+        + (", so a bucket can pass the cap by up to its last parameter. " if over else ". ")
+        + f"In iteration {n_last}: " + "; ".join(rebuilt) + "."
+    ]
+    b0 = first["buckets"][0] if first["buckets"] else {}
+    layer_end = max((lay["end"] for lay in first["layers"]), default=b0.get("start", 0.0))
+    if not b0:
+        steps.append("Iteration 1 recorded no bucket.")
+    elif len(first["buckets"]) == 1:
+        order = "registration order" if b0["params"] == registered else "this order"
+        when = (f"its all_reduce started at {b0['start']:.2f} ms, after every layer's backward had ended "
+                f"({layer_end:.2f} ms): no overlap" if b0["start"] >= layer_end else
+                f"its all_reduce started at {b0['start']:.2f} ms, once every gradient was ready")
+        steps.append(
+            f"Iteration 1 is a single bucket of all {len(b0['params'])} parameters ({b0['bytes']:,} B"
+            + (", over the cap" if b0["bytes"] > cap else "")
+            + "): with `find_unused_parameters=False` DDP does not split buckets before it has seen the order "
+            f"gradients arrive in, so {when}. The bucket lists the parameters in {order} ({_names(b0['params'])})"
+            + (", the head first because it was registered first" if view.get("head_first") and
+               b0["params"][:1] == ["head.weight"] else "")
+            + ": a single bucket is reduced once, whatever the order of its names.")
+    else:
+        steps.append(f"Iteration 1 used {len(first['buckets'])} buckets, built from the registration order: "
+                     + "; ".join(bucket_sentences(first["buckets"], sizes, cap)) + ".")
+    ready = _modules([p for b in last["buckets"] for p in b["params"]])
+    forward = [lay for lay in view.get("order", []) if lay in ready]
+    rebuild = (f"After iteration 1 DDP rebuilt the buckets in the order gradients became ready: "
+               f"{_names(ready)}")
+    backwards = _modules(registered)[::-1]
+    if forward and ready == forward[::-1]:
+        rebuild += (" (the reverse of the forward order, which here is also the reverse of the registration order)"
+                    if ready == backwards else
+                    f" (the reverse of the forward order, not of the registration order, {_names(backwards)})")
+    steps.append(rebuild + f", giving {len(last['buckets'])} bucket{'s' if len(last['buckets']) != 1 else ''}.")
+    ov = overlap_ms(last)
+    if not last["buckets"]:
+        steps.append(f"Iteration {n_last} recorded no bucket, so nothing could overlap.")
+    elif len(last["buckets"]) == 1:
+        steps.append(f"With one bucket, its all_reduce can only start once the last gradient is ready, so nothing "
+                     f"overlaps (measured {ov:.2f} ms in iteration {n_last}).")
+    else:
+        first_b = min(last["buckets"], key=lambda b: b["start"])
+        running = [lay["name"] for lay in sorted(last["layers"], key=lambda x: x["end"])
+                   if lay["end"] > first_b["start"]]
+        if ov > 0 and running:
+            steps.append(f"From then on a bucket's all_reduce starts (async) as soon as its last gradient is ready: in "
+                         f"iteration {n_last} bucket {first_b['index']} started at {first_b['start']:.2f} ms while "
+                         f"the backward of {_names(running)} had not finished, so communication overlapped "
+                         f"computation for {ov:.2f} ms.")
+        else:
+            steps.append(f"A bucket's all_reduce starts (async) as soon as its last gradient is ready, but in "
+                         f"iteration {n_last} no all_reduce ran during a layer's backward (measured overlap "
+                         f"{ov:.2f} ms): the layers finished first.")
+    steps.append(f"The comm hook divides by the world size, so every rank ends with the same mean gradient: the "
+                 f"ranks' gradients differ by at most {view['max_diff_across_ranks']:.1e}, and differ from one "
+                 f"process on the whole batch by at most {view['max_diff_vs_single']:.1e}.")
+    return steps
+
+
+def accumulation_caption(acc: dict) -> str:
+    """What no_sync saved in this run, from the counted all_reduces."""
+    counts, micro = acc["all_reduces"], acc["micro_batches"]
+    same = f"Same final gradients either way (max difference {acc['max_grad_diff']:.1e}); "
+    if counts["no_sync"] == counts["every_step"]:
+        return same + (f"with {micro} micro-batch{'es' if micro != 1 else ''} there is nothing to skip: both ran "
+                       f"{counts['no_sync']} all_reduces.")
+    return same + (f"only the communication differs: without no_sync each of the {micro} micro-batches all_reduces "
+                   f"every bucket ({counts['every_step']} all_reduces instead of {counts['no_sync']}).")
+
+
+def no_sync_trap(run: DistRun) -> TrapPair:
+    """Every micro-batch inside no_sync() (the trap) beside no_sync() on all but the last, from this run's counts."""
+    acc = ddp_view(run)["accumulation"]
+    counts, spread = acc["all_reduces"], acc["rank_spread"]
+    key = "max |grad on rank i − grad on rank j|"
+    trap = {"bucket all_reduces": counts["never_synced"], key: float(f"{spread['never_synced']:.4g}")}
+    correct = {"bucket all_reduces": counts["no_sync"], key: float(f"{spread['no_sync']:.4g}")}
+    micro, world = acc["micro_batches"], run.world_size
+    sentence = (f"With all {micro} micro-batches inside `no_sync()`, DDP ran {trap['bucket all_reduces']} all_reduces: "
+                f"each of the {world} ranks kept only its own shard's gradient, and they differ by up to "
+                f"{trap[key]:.4g}, so `optimizer.step()` would move the replicas apart without any error. Leaving the "
+                f"last micro-batch outside `no_sync()` ran {correct['bucket all_reduces']} all_reduces in its "
+                f"backward, and the ranks' gradients agree (max difference {correct[key]:.2g}).")
+    return TrapPair("no_sync", "DDP `no_sync()` around every micro-batch", "Trap: every micro-batch in `no_sync()`",
+                    "Correct: the last micro-batch outside `no_sync()`", trap, correct, sentence, run.code)
+
+
+def _fsdp_groups(view: dict) -> dict[str, list[str]]:
+    """Parameter names per fully_shard group: one per `fcN` layer, and the root's group holding the rest (head)."""
+    groups: dict[str, list[str]] = {}
+    for n in view["names"]:
+        owner = n.split(".")[0]
+        groups.setdefault(owner if owner.startswith("fc") else "root", []).append(n)
+    return groups
+
+
+def _group_bytes(view: dict, names: list[str], world: int) -> tuple[int, int]:
+    """(the group's parameter bytes, what an all-gather returns): FSDP2 pads each parameter's dim 0 to a multiple of
+    the world size so every rank's shard has the same shape, and the all-gather returns world x that shard."""
+    full = padded = 0
+    for n in names:
+        shape = view["shards"][n][0]["full"]
+        rest = math.prod(shape[1:])
+        full += shape[0] * rest * 4
+        padded += world * -(-shape[0] // world) * rest * 4
+    return full, padded
+
+
+def fsdp_story(view: dict, world: int) -> tuple[str, str]:
+    """Two sentences from the recorded collectives: why an all-gather returns more bytes than its parameters hold
+    (padding), and why backward runs all-gather, all-gather, reduce-scatter (prefetch)."""
+    padded = {g: _group_bytes(view, names, world) for g, names in _fsdp_groups(view).items()}
+    uneven = {g: b for g, b in padded.items() if b[0] != b[1]}
+    if uneven:
+        group, (full, out) = next(iter(uneven.items()))
+        names = _fsdp_groups(view)[group]
+        shapes = ", ".join(f"{n} {tuple(view['shards'][n][0]['full'])}" for n in names)
+        recorded = {c["bytes"] for c in view["collectives"] if "allgather" in c["op"]}
+        seen = "as the table records" if out in recorded else "by FSDP2's padding rule (the table differs)"
+        padding = (f"Padding: FSDP2 shards dim 0 into {world} equal pieces, rounding up, so every rank's shard has "
+                   f"the same shape. The {group} group ({shapes}) holds {full:,} B, but each rank's shard is padded "
+                   f"to {out // world:,} B (the last ranks' rows end in padding), so its all-gather returns "
+                   f"{world} × {out // world:,} = {out:,} B, {seen}; the padding is sliced off when the full "
+                   f"parameters are rebuilt. Padded groups here: {len(uneven)} of {len(padded)}.")
+    else:
+        padding = (f"Every group's dim 0 splits evenly over {world} ranks, so each all-gather returns exactly the "
+                   "group's parameter bytes (no padding).")
+    order = ["AG" if "allgather" in c["op"] else "RS" for c in view["collectives"] if c["phase"] == "backward"]
+    first_rs = order.index("RS") if "RS" in order else len(order)
+    prefetch = (f"Backward order: {', '.join(order)} (AG all-gather, RS reduce-scatter). The last layer's weights "
+                "were freed after forward (`reshard_after_forward=True`), so backward gathers them again; ")
+    if first_rs >= 2:
+        prefetch += (f"the {first_rs} all-gathers before the first reduce-scatter are FSDP2's backward prefetch: it "
+                     "gathers the next layer's parameters while the current layer's gradients are computed, then "
+                     "reduce-scatters those gradients, so communication overlaps compute.")
+    else:
+        prefetch += "no all-gather ran ahead of a reduce-scatter in this run (nothing was prefetched)."
+    return padding, prefetch
