@@ -10,11 +10,9 @@ import sys
 
 from demos.autograd import accumulate, backward, custom, graph, modes
 from demos.gradient_flow import clipping, dead_relu, flow
-from demos.quiz import format_answer
 from demos.registry import ROOT
 from demos.tensors import broadcasting, devices, dtypes, einsum, layout, shapes
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
-from demos.training import questions as training_questions
 from tests.provenance import assert_shows_what_ran
 from tests.snippet_runner import run_alone
 
@@ -393,13 +391,3 @@ def test_shape_lab(tmp_path, snippet_server):
             assert lines[-1].startswith(f"out {{'shapes': {r.shapes!r}, ") and f"'dtype': '{r.dtype}'" in lines[-1]
             lines.pop()
         assert lines == expected
-
-
-# Home, traps, quiz ------------------------------------------------------------------------------------------------
-
-
-def test_quiz_question(tmp_path, snippet_server):
-    q = next(q for q in training_questions.QUESTIONS if q.key == "onecycle")
-    answer = []
-    snippet = assert_shows_what_ran(lambda: answer.append(q.run()) or q.snippet)
-    assert format_answer(eval(printed(snippet, tmp_path, snippet_server))) == format_answer(answer[0])
