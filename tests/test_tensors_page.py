@@ -1,8 +1,21 @@
 """The Tensors page as a visitor uses it: good input shows torch's answer, bad input a sentence, never a traceback."""
 
+import pytest
+
+from demos.registry import by_slug
+from demos.tensors import devices as dev
 from tests.conftest import assert_clean, open_page
 
 PAGE = "pages/tensors.py"
+
+
+def open_tab(tab: str, whiteboard: bool = False, **query):
+    """The page opened on one of its tabs (by the name the registry gives it), with query parameters."""
+    at = open_page(PAGE, query={"tensors_tab": tab, **query})
+    if whiteboard:
+        at.session_state["whiteboard"] = True
+        at.run()
+    return at
 
 
 def _text(at) -> str:
@@ -49,7 +62,7 @@ def test_grid_index_bad_then_good():
 
 
 def test_memory_layout_chain_menu_and_errors():
-    at = open_page(PAGE, query={"tensors_tab": "Memory layout"})
+    at = open_tab("Memory layout")
     assert_clean(at)
     table = at.dataframe[0].value
     assert list(table["shares x's storage"]) == [True, True, False]  # x, x.T, x.T.reshape(12) copies
@@ -75,7 +88,7 @@ def test_memory_layout_chain_menu_and_errors():
 
 
 def test_dtypes_matrix_and_empty_choice():
-    at = open_page(PAGE, query={"tensors_tab": "dtypes"})
+    at = open_tab("dtypes")
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 1
     at.multiselect(key="tensors_dt_dtypes").set_value([]).run()
@@ -86,7 +99,7 @@ def test_dtypes_matrix_and_empty_choice():
 
 
 def test_einsum_preset_bad_and_good_input():
-    at = open_page(PAGE, query={"tensors_tab": "einsum"})
+    at = open_tab("einsum")
     assert_clean(at)
     assert "matmul with a transpose" in at.success[0].value
     at.button_group(key="tensors_es_preset").set_value("trace").run()
@@ -103,7 +116,7 @@ def test_einsum_preset_bad_and_good_input():
 
 
 def test_devices_tab_runs_clean():
-    at = open_page(PAGE, query={"tensors_tab": "Devices"})
+    at = open_tab("Devices")
     assert_clean(at)
     assert "RuntimeError" in _text(at)
 
@@ -112,20 +125,17 @@ def test_edge_cases_render():
     at = open_page(PAGE, query={"tensors_bc_a": "[]", "tensors_bc_b": "()", "tensors_bc_c": "3"})
     assert_clean(at)
     assert "→ `(3,)`" in _text(at)
-    at = open_page(PAGE, query={"tensors_tab": "Memory layout", "tensors_mem_base": "[]", "tensors_mem_chain": ""})
+    at = open_tab("Memory layout", tensors_mem_base="[]", tensors_mem_chain="")
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 1
 
 
-def test_whiteboard_mode_on_every_tab():
-    at = open_page(PAGE)
-    at.session_state["whiteboard"] = True
-    for tab in ("Broadcasting", "Memory layout", "dtypes", "einsum", "Devices"):
-        at.session_state["tensors_tab"] = tab
-        at.run()
-        assert_clean(at)
-        assert at.expander, f"{tab}: prose folds into expanders on a whiteboard"
-    assert at.get("graphviz_chart"), "the Devices tab is the one shown last"
+@pytest.mark.parametrize("tab", by_slug("tensors").tabs("tensors_tab"))
+def test_whiteboard_mode_on_every_tab(tab):
+    at = open_tab(tab, whiteboard=True)
+    assert_clean(at)
+    assert at.expander, f"{tab}: prose folds into expanders on a whiteboard"
+    assert at.get("plotly_chart") or at.get("graphviz_chart"), f"{tab}: the tab opens on a figure"
 
 
 def test_page_sentences_agree_with_torch():
@@ -136,23 +146,25 @@ def test_page_sentences_agree_with_torch():
     assert_clean(at)
     assert at.warning[0].value.startswith("Dimensions -2 and -1 (counting from the right) conflict")
     assert " at -1!" in _text(at)  # torch's message names the rightmost, which the sentence names too
-    at = open_page(PAGE, query={"tensors_tab": "einsum", "tensors_es_eq": "ij->ji", "tensors_es_shapes": "2, 3"})
+    at = open_tab("einsum", tensors_es_eq="ij->ji", tensors_es_shapes="2, 3")
     assert_clean(at)
     assert "**6 iterations** (no multiplies and no adds: each of the 6 output elements is a copy" in _text(at)
-    at = open_page(PAGE, query={"tensors_tab": "dtypes"})
+    at = open_tab("dtypes")
     step = torch.finfo(torch.bfloat16).eps / 2
     assert f"1/{round(1 / step)} or less to 1.0 rounds back to 1.0" in _text(at)
-    at = open_page(PAGE, query={"tensors_tab": "Devices"})
+    at = open_tab("Devices")
     assert_clean(at)
     if torch.accelerator.is_available():  # the fix runs: pinned, and the copy queued to the accelerator
-        assert ":green[**Correct**]" in _text(at) and "copy queued to" in _text(at)
+        assert f":green[**{dev.pinned_label()}**]" in _text(at) and "copy queued to" in _text(at)
+        assert "none on this host" not in dev.pinned_label()
     else:
-        assert ":green[**Correct (needs an accelerator: none on this host)**]" in _text(at)
+        assert ":green[**Correct: `x.pin_memory()`, then `.to(device, non_blocking=True)` (needs an accelerator: " \
+               "none on this host)**]" in _text(at)
         assert "needs an accelerator: this host has none" in _text(at)
 
 
 def test_shape_lab_passing_failing_and_bad_input():
-    at = open_page(PAGE, query={"tensors_tab": "Shape lab"})
+    at = open_tab("Shape lab")
     assert_clean(at)
     assert "→ `(32, 10)`** (float32, 3 steps)" in _text(at)
     table = at.dataframe[0].value
