@@ -1,5 +1,9 @@
 """The Tensors page as a visitor uses it: good input shows torch's answer, bad input a sentence, never a traceback."""
 
+import importlib
+from collections import Counter
+from contextlib import contextmanager
+
 import pytest
 
 from demos.registry import by_slug
@@ -7,6 +11,7 @@ from demos.tensors import devices as dev
 from tests.conftest import assert_clean, open_page
 
 PAGE = "pages/tensors.py"
+COMPUTING = importlib.import_module("pages.ui.compute")  # the module (pages.ui.compute is also its function's name)
 
 
 def open_tab(tab: str, whiteboard: bool = False, **query):
@@ -182,3 +187,45 @@ def test_shape_lab_passing_failing_and_bad_input():
     assert at.text_input(key="tensors_lab_tensors").value == "x: 1, 3, 1, 10"
     assert "Step 1, `x.squeeze()`: every size-1 dim removed (positions [0, 2])" in _text(at)
     assert list(at.dataframe[0].value["step"]) == ["1. x.squeeze()", "2. ….softmax(0)"]
+
+
+@contextmanager
+def computations():
+    """What ui.compute computes (not answers from its cache) while the block runs: a Counter of qualified names."""
+    calls, caches = Counter(), COMPUTING._caches
+    before = dict(caches)
+    originals = {cache: cache.fn for cache in before.values()}
+
+    def counted(fn):
+        def run(*args, **kwargs):
+            calls[fn.__qualname__] += 1
+            return fn(*args, **kwargs)
+        return run
+
+    for cache, fn in originals.items():
+        cache.fn = counted(fn)
+    try:
+        yield calls
+    finally:
+        for cache, fn in originals.items():
+            cache.fn = fn
+        calls.update(fn.__qualname__ for fn in set(caches) - set(before))  # computed for the first time
+
+
+@pytest.mark.parametrize("tab", by_slug("tensors").tabs("tensors_tab"))
+def test_a_rerun_of_each_tab_computes_nothing_again(tab):
+    """Every computation is keyed on plain values (tuples, strings) or on results computed earlier, so a rerun with
+    the same inputs is answered from the cache: nothing is computed again, no figure or table is rebuilt."""
+    at = open_tab(tab)
+    with computations() as computed:
+        at.run()
+    assert_clean(at)
+    assert not computed, f"{tab}: computed again on a rerun: {dict(computed)}"
+
+
+def test_a_new_lab_expression_computes_only_what_depends_on_it():
+    at = open_tab("Shape lab")
+    with computations() as computed:
+        at.text_input(key="tensors_lab_expr").input("x.flatten(1)").run()
+    assert_clean(at)
+    assert computed == {"evaluate": 1, "chain_figure": 1, "steps_table": 1}
