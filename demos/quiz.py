@@ -1,11 +1,8 @@
 """Predict-then-run questions: the expected answer is whatever torch returns when the snippet runs."""
 
-import ast
 import functools
-import inspect
 import math
 import re
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +11,7 @@ import torch
 
 from demos.errors import InputError, quoted
 from demos.parsing import MAX_TEXT, format_shape, parse_number, parse_shape
-from demos.shown import Script
+from demos.shown import Script, script
 
 KINDS = ("choice", "shape", "number", "dtype")
 OUTCOMES = ("correct", "close", "wrong")
@@ -27,7 +24,7 @@ HINTS = {
 
 @dataclass(frozen=True)
 class Question:
-    """One question. `run` is the snippet: its body is shown, its return value is the answer.
+    """One question. `run` is the snippet: its source is shown, its return value is the answer.
 
     kind "choice": the learner picks one of `choices`; the formatted answer must be one of them.
     kind "shape": the learner types a shape (or any tuple of whole numbers, such as strides); judged exactly.
@@ -66,7 +63,7 @@ class Question:
 
     @property
     def snippet(self) -> str:
-        """The body of `run` as a standalone script: imports, the body, and print(answer)."""
+        """`run` as a standalone script: imports, its source, and print(run())."""
         return self.code or snippet_of(self.run, self.imports)
 
     @property
@@ -95,22 +92,9 @@ class Verdict:
 
 @functools.cache
 def snippet_of(fn: Callable, imports: str = "import torch") -> Script:
-    """Source of a zero-argument function as a runnable script; its final `return x` becomes print(x)."""
-    source = textwrap.dedent(inspect.getsource(fn))
-    lines = source.splitlines()
-    stmts = ast.parse(source).body[0].body
-    has_doc = isinstance(stmts[0], ast.Expr) and isinstance(getattr(stmts[0], "value", None), ast.Constant)
-    first = stmts[0].end_lineno if has_doc else stmts[0].lineno - 1
-    last = stmts[-1]
-    if isinstance(last, ast.Return) and last.value is not None:
-        answer = ast.get_source_segment(source, last.value)
-        body = lines[first : last.lineno - 1] + [" " * last.col_offset + f"print({answer})"]
-    else:
-        body = lines[first : last.end_lineno]
-    code = textwrap.dedent("\n".join(body)).strip("\n")
-    snippet = Script((imports.strip() + "\n\n" if imports.strip() else "") + code + "\n")
-    snippet.origins = (fn,)
-    return snippet
+    """The question's function as a runnable script (demos.shown.script): imports, its source, and a run line that
+    prints what it returns, which is the answer."""
+    return script(fn, imports=imports, run=f"print({fn.__name__}())")
 
 
 def run_code(code: str, raises: tuple[type, ...] = ()) -> Any:

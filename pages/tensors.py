@@ -2,12 +2,12 @@
 
 import math
 
-import pandas as pd
 import streamlit as st
 
 from demos.errors import InputError, quoted
 from demos.parsing import format_shape
 from demos.registry import by_slug
+from demos.shown import source
 from demos.tensors import broadcasting as bc
 from demos.tensors import devices as dev
 from demos.tensors import dtypes as dt
@@ -16,7 +16,7 @@ from demos.tensors import layout as lay
 from demos.tensors import shape_explain as sx
 from demos.tensors import shapes as lab
 from demos.tensors import traps as shape_traps
-from demos.tensors.common import Trap, chips_html
+from demos.tensors.common import chips_html
 from demos.tensors.questions import QUESTIONS
 from pages import ui
 from pages.shell.entry import require_shell
@@ -24,125 +24,14 @@ from pages.shell.entry import require_shell
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 
-
-# ---------------------------------------------------------------- cached demo calls (plain parameters in)
-
-
-@ui.cache_data(max_entries=64)
-def cached_broadcast(a: str, b: str, c: str):
-    return bc.broadcast((a, b, c))
-
-
-@ui.cache_data(max_entries=64)
-def cached_grid(a: str, b: str, c: str, index: str):
-    return bc.grid((a, b, c), index)
-
-
-@ui.cache_data(max_entries=64)
-def cached_layout(base: str, chain: str):
-    return lay.layout(base, chain)
-
-
-@ui.cache_data(max_entries=32)
-def cached_promotion(dtypes: tuple[str, ...], zero_dim: bool, scalars: tuple[str, ...]):
-    return dt.promotion(dtypes, zero_dim, scalars)
-
-
-@ui.cache_data(max_entries=64)
-def cached_einsum(equation: str, shapes: str):
-    return es.einsum(equation, shapes)
-
-
-# Figures are read-only once built: cache_resource hands back the same object without re-validating it.
-@ui.cache_resource(max_entries=64)
-def alignment_fig(a: str, b: str, c: str):
-    return bc.alignment_figure(cached_broadcast(a, b, c))
-
-
-@ui.cache_resource(max_entries=64)
-def grid_fig(a: str, b: str, c: str, index: str):
-    return bc.grid_figure(cached_grid(a, b, c, index))
-
-
-@ui.cache_resource(max_entries=64)
-def layout_fig(base: str, chain: str, which: int):
-    r = cached_layout(base, chain)
-    return lay.layout_figure(r, which, len(r.views[0].values))
-
-
-@ui.cache_resource(max_entries=32)
-def promotion_fig(dtypes: tuple[str, ...], zero_dim: bool, scalars: tuple[str, ...]):
-    return dt.promotion_figure(cached_promotion(dtypes, zero_dim, scalars))
-
-
-@ui.cache_data(max_entries=64)
-def network_dot(equation: str, shapes: str) -> str:
-    return es.network_dot(cached_einsum(equation, shapes))
-
-
-@ui.cache_data(max_entries=64)
-def cached_lab(tensors: str, expression: str):
-    return lab.evaluate(tensors, expression)
-
-
-@ui.cache_resource(max_entries=64)
-def lab_fig(tensors: str, expression: str):
-    return sx.chain_figure(cached_lab(tensors, expression))
-
-
-# Tables too: built once per view from the cached result and shared read-only (ui.table shows a copy).
-@ui.cache_resource(max_entries=64)
-def layout_frame(base: str, chain: str) -> pd.DataFrame:
-    return layout_table(cached_layout(base, chain))
-
-
-@ui.cache_resource(max_entries=64)
-def einsum_frame(equation: str, shapes: str) -> pd.DataFrame:
-    return einsum_table(cached_einsum(equation, shapes))
-
-
-@ui.cache_resource(max_entries=64)
-def lab_frame(tensors: str, expression: str) -> pd.DataFrame:
-    return lab_steps_table(cached_lab(tensors, expression))
-
-
-@ui.cache_data()
-def cached_traps(section: str) -> tuple[Trap, ...]:
-    return {"broadcast": bc.traps, "layout": lay.traps, "dtypes": dt.traps, "devices": dev.traps}[section]()
-
-
-@ui.cache_data()
-def cached_pairs() -> dict:
-    return {"squeeze": shape_traps.squeeze_batch_of_one(), "index": shape_traps.advanced_indexing()}
-
-
-@ui.cache_data()
-def cached_devices():
-    return dev.report()
-
-
-@ui.cache_resource()
-def finfo_frame() -> pd.DataFrame:
-    return dt.finfo_table().map(lambda v: f"{v:.6g}" if isinstance(v, float) else v)
-
-
 # ---------------------------------------------------------------- shared rendering
 
 
-def show_traps(section: str) -> None:
-    """Each trap: the silent failure and the fix side by side, both just executed by torch."""
-    for t in cached_traps(section):
-        st.markdown(f"**{t.title}**")
-        wrong, right = st.columns(2, gap="medium")
-        with wrong:
-            st.markdown(":red[**Trap**]")
-            st.code(t.trap.code, language="python", wrap_lines=True)
-            st.code(t.trap.output, language="text", wrap_lines=True)
-        with right:
-            st.markdown(f":green[**{t.correct_label}**]")
-            st.code(t.correct.code, language="python", wrap_lines=True)
-            st.code(t.correct.output, language="text", wrap_lines=True)
-        st.caption(t.lesson)
+def show_traps(pairs) -> None:
+    """Each trap beside its correct form, both just executed by torch (demos.traps.TrapPair entry points)."""
+    for fn in pairs:
+        pair = ui.compute(fn)
+        ui.trap_pair(pair, key=f"tensors_trap_{pair.key}")
 
 
 # ---------------------------------------------------------------- 1. broadcasting
@@ -161,17 +50,24 @@ def broadcast_ui() -> tuple[str, str, str]:
 def broadcast_section() -> None:
     ui.prose("Broadcasting lets tensors of different shapes meet in one elementwise op without copying. "
              "Type two or three shapes: the table aligns them from the right, and torch decides the result.")
+    broadcast_part()
+    st.subheader("Traps")
+    show_traps((*bc.TRAPS, shape_traps.squeeze_batch_of_one))
+
+
+@st.fragment  # its own key row: a change of the shapes redraws this part alone, not the traps below it
+def broadcast_part() -> None:
     with ui.key_controls("tensors_bc"):
         a, b, c = broadcast_ui()
     with ui.input_errors():
-        r = cached_broadcast(a, b, c)
+        r = ui.compute(bc.broadcast, (a, b, c))
         if r.result is not None:
             st.markdown(f"**`torch.broadcast_shapes` → `{format_shape(r.result)}`**")
         else:
             st.warning(r.conflict, icon=":material/call_split:")
             st.markdown("torch's own message:")
             st.code(r.torch_error, language="text", wrap_lines=True)
-        ui.plot(alignment_fig(a, b, c), key="tensors_bc_align")
+        ui.plot(ui.compute(bc.alignment_figure, r), key="tensors_bc_align")
         st.html(chips_html({k: bc.ROLE_COLORS[k] for k in bc.ROLE_COLORS}))
         ui.show_code(r.code, key="tensors_bc_code", file_name="broadcast_shapes.py")
         ui.steps([
@@ -186,21 +82,19 @@ def broadcast_section() -> None:
         else:
             st.info(f"The grid view draws compatible results up to {bc.GRID_MAX_NDIM}-D with every dim between 1 "
                     f"and {bc.GRID_MAX_SIDE}; try A = 2, 1, 4 and B = 3, 1.", icon=":material/grid_off:")
-    st.subheader("Traps")
-    show_traps("broadcast")
-    ui.trap_pair(cached_pairs()["squeeze"], key="tensors_trap_squeeze")
 
 
+@st.fragment  # its own key row: a new element redraws the grid alone
 def grid_view(a: str, b: str, c: str) -> None:
     with ui.key_controls("tensors_bc_grid"):
         index = st.text_input("Element of the result", "", key="tensors_bc_index", bind="query-params",
                               placeholder="e.g. 1, 2, 0 (blank: the last element)")
     with ui.input_errors():
-        g = cached_grid(a, b, c, index)
+        g = ui.compute(bc.grid, (a, b, c), index)
         reads = ", ".join(f"{n}[{', '.join(map(str, i))}]" if i else f"{n} (the scalar)"
                           for n, i in zip(bc.NAMES, g.reads, strict=False))
         st.markdown(f"`out[{', '.join(map(str, g.index))}]` reads {reads}. A dim of size 1 always reads index 0.")
-        ui.plot(grid_fig(a, b, c, index), key="tensors_bc_grid")
+        ui.plot(ui.compute(bc.grid_figure, g), key="tensors_bc_grid")
         ui.show_code(g.code, key="tensors_bc_grid_code", file_name="broadcast_reads.py")
 
 
@@ -260,19 +154,12 @@ def layout_menu() -> None:
         st.error(st.session_state["tensors_mem_menu_error"], icon=":material/error:")
 
 
-def layout_table(r) -> pd.DataFrame:
-    return pd.DataFrame([{
-        "tensor": v.code, "shape": format_shape(v.shape), "stride": format_shape(v.stride),
-        "storage_offset": v.offset, "is_contiguous()": v.contiguous, "shares x's storage": v.shares,
-    } for v in r.views])
-
-
-def layout_drawing(base: str, chain: str, r, keys) -> None:
+def layout_drawing(r, keys) -> None:
     """The drawing of one step of the chain; its picker goes in the key row `keys` (with the chain it steps)."""
     options = list(range(len(r.views)))
     which = keys.select_slider("Draw", options, value=options[-1], key=f"tensors_mem_draw_{len(options)}",
                                format_func=lambda i: r.views[i].code)
-    ui.plot(layout_fig(base, chain, which), key="tensors_mem_fig")
+    ui.plot(ui.compute(lay.layout_figure, r, which, len(r.views[0].values)), key="tensors_mem_fig")
     st.caption("A cell's colour and number are its value, which is the storage position it had in x: the "
                "same colour is the same memory element. Grey strip cells are storage this view does not read.")
 
@@ -281,26 +168,7 @@ def layout_section() -> None:
     ui.prose("A tensor is a view: a storage (one flat strip of memory) plus shape, stride and offset. "
              "Stride says how many storage elements to skip per step along each dim. Chain ops from the menu "
              "(or type them) and torch reports, after each, whether it still reads x's memory.")
-    keys = ui.key_controls("tensors_mem")
-    with keys:
-        base, chain = layout_ui()
-    with ui.settings("tensors_mem", label="Add a step from the menu"):
-        layout_menu()
-    with ui.input_errors():
-        r = cached_layout(base, chain)
-        ui.table(layout_frame(base, chain), hide_index=True, width="stretch")
-        if r.error:
-            st.warning(f"torch refused {r.failed}:", icon=":material/block:")
-            st.code(r.error, language="text", wrap_lines=True)
-        for note in r.warnings:
-            st.caption(f"torch warned at {note}")
-        if r.drawn:
-            layout_drawing(base, chain, r, keys)
-        else:
-            st.info(f"x has {math.prod(r.base_shape):,} elements: the table above gives every step's layout; the "
-                    f"drawing shows tensors of up to {lay.MAX_BASE_NUMEL} elements (try 2, 2, 2, 2 with "
-                    ".to(memory_format=torch.channels_last)).", icon=":material/grid_off:")
-        ui.show_code(r.code, key="tensors_mem_code", file_name="strides.py")
+    layout_part()
     ui.steps([
         "Element x[i, j] lives at storage[offset + i·stride[0] + j·stride[1]].",
         "transpose / permute / .T swap strides; slicing with a step multiplies one; narrow moves the offset.",
@@ -309,8 +177,31 @@ def layout_section() -> None:
         "`contiguous()` copies only when the tensor is not already row-major contiguous.",
     ], key="tensors_mem_steps")
     st.subheader("Traps")
-    show_traps("layout")
-    ui.trap_pair(cached_pairs()["index"], key="tensors_trap_index")
+    show_traps((*lay.TRAPS, shape_traps.advanced_indexing))
+
+
+@st.fragment  # its own key row and menu: a change of the chain redraws this part alone, not the traps below it
+def layout_part() -> None:
+    keys = ui.key_controls("tensors_mem")
+    with keys:
+        base, chain = layout_ui()
+    with ui.settings("tensors_mem", label="Add a step from the menu"):
+        layout_menu()
+    with ui.input_errors():
+        r = ui.compute(lay.layout, base, chain)
+        ui.table(ui.compute(lay.layout_table, r), hide_index=True, width="stretch")
+        if r.error:
+            st.warning(f"torch refused {r.failed}:", icon=":material/block:")
+            st.code(r.error, language="text", wrap_lines=True)
+        for note in r.warnings:
+            st.caption(f"torch warned at {note}")
+        if r.drawn:
+            layout_drawing(r, keys)
+        else:
+            st.info(f"x has {math.prod(r.base_shape):,} elements: the table above gives every step's layout; the "
+                    f"drawing shows tensors of up to {lay.MAX_BASE_NUMEL} elements (try 2, 2, 2, 2 with "
+                    ".to(memory_format=torch.channels_last)).", icon=":material/grid_off:")
+        ui.show_code(r.code, key="tensors_mem_code", file_name="strides.py")
 
 
 # ---------------------------------------------------------------- 3. dtypes
@@ -330,17 +221,22 @@ def dtypes_section() -> None:
     ui.prose("When operands differ in dtype, torch picks one result dtype by category (bool < integer < float "
              "< complex). Dimensioned tensors decide first; 0-dim tensors and Python scalars only lift the "
              "result to a higher *category*, never to a wider type of the same category.")
+    promotion_part()
+    st.markdown("**Range and precision** (from `torch.finfo`)")
+    ui.table(ui.compute(dt.finfo_frame), hide_index=True, width="stretch")
+    st.subheader("Silent traps")
+    show_traps(dt.TRAPS)
+
+
+@st.fragment  # its own key row: a change of the operands redraws the matrix alone, not the tables below it
+def promotion_part() -> None:
     with ui.key_controls("tensors_dt"):
         dtypes, zero_dim, scalars = dtypes_ui()
     with ui.input_errors():
-        r = cached_promotion(dtypes, zero_dim, scalars)
-        ui.plot(promotion_fig(dtypes, zero_dim, scalars), key="tensors_dt_matrix")
+        r = ui.compute(dt.promotion, dtypes, zero_dim, scalars)
+        ui.plot(ui.compute(dt.promotion_figure, r), key="tensors_dt_matrix")
         st.html(chips_html({k: dt.CATEGORY_COLORS[k] for k in dt.CATEGORY_COLORS}))
         ui.show_code(r.code, key="tensors_dt_code", file_name="result_type.py")
-    st.markdown("**Range and precision** (from `torch.finfo`)")
-    ui.table(finfo_frame(), hide_index=True, width="stretch")
-    st.subheader("Silent traps")
-    show_traps("dtypes")
 
 
 # ---------------------------------------------------------------- 4. einsum
@@ -371,21 +267,16 @@ def einsum_inputs() -> tuple[str, str]:
     return equation, shapes
 
 
-def einsum_table(r) -> pd.DataFrame:
-    return pd.DataFrame([{"index": i.name, "size": i.size, "in": ", ".join(i.operands), "role": i.role}
-                         for i in r.indices])
-
-
 def einsum_section() -> None:
     ui.prose("`einsum` names every dim with a letter. A letter in the output is kept; a letter shared by "
              "operands is multiplied along; a letter missing from the output is summed away.")
     equation, shapes = einsum_ui()
     with ui.input_errors():
-        r = cached_einsum(equation, shapes)
+        r = ui.compute(es.einsum, equation, shapes)
         st.markdown(f"`torch.einsum('{r.equation}', ...)` → **output shape `{format_shape(r.out_shape)}`**")
         left, right = st.columns(2, gap="large")
         with left:
-            ui.table(einsum_frame(equation, shapes), hide_index=True, width="stretch")
+            ui.table(ui.compute(es.index_table, r), hide_index=True, width="stretch")
             st.markdown(f"Loop nest: **{r.iterations:,} iterations** ({r.arithmetic}).")
             if r.equivalent_ok:
                 st.success(f"Equals **{r.equivalent}**: `{r.equivalent_code}` (torch.allclose: True).",
@@ -395,7 +286,7 @@ def einsum_section() -> None:
             else:
                 st.caption(r.equivalent_note)
         with right:
-            ui.graph(network_dot(equation, shapes))
+            ui.graph(ui.compute(es.network_dot, r))
             st.html(chips_html({**{k: es.ROLE_COLORS[k] for k in es.ROLE_COLORS}, "operand": es.COLORS["data"],
                                 "output": es.COLORS["parameter"]}))
         st.markdown("**The loop nest it stands for**")
@@ -414,31 +305,22 @@ def einsum_section() -> None:
 
 
 def devices_section() -> None:
-    r = cached_devices()
+    r = ui.compute(dev.report)
     where = "a CUDA device" if r.target == "cuda" else "the meta device (no CUDA here: shapes and dtypes, no data)"
     ui.prose(f"Every tensor lives on one device, and an op needs its operands together. This host's accelerator: "
              f"**{r.accelerator or 'none'}**; the examples below move things to {where}.")
-    ui.graph(dev.placement_dot(r))
+    ui.graph(ui.compute(dev.placement_dot, r))
     st.markdown("**Choosing the device**: the current accelerator when there is one, else the CPU")
-    st.code('if torch.accelerator.is_available():\n    device = torch.accelerator.current_accelerator()'
-            '\nelse:\n    device = torch.device("cpu")', language="python")
+    st.code(ui.compute(source, dev.chosen_device), language="python")  # the function report() ran
     st.markdown(f"Here it picks **`{r.chosen}`**. What torch reports for the placements drawn above:")
-    st.table(pd.DataFrame([
-        {"what": "x = torch.ones(2, 3)", "device": r.tensor_before},
-        {"what": f"y = x.to('{r.target}')", "device": f"{r.tensor_after} (y is x: {r.tensor_same_object})"},
-        {"what": "x afterwards", "device": r.x_still_on},
-        {"what": f"model.to('{r.target}') parameters", "device":
-            f"{r.module_after} (returns self: {r.module_same_object})"},
-        {"what": "x + y", "device": r.mixing_error or "ok"},
-        {"what": "x.pin_memory()", "device": r.pinned},
-    ]), hide_index=True, border="horizontal")
+    st.table(ui.compute(dev.placement_table, r), hide_index=True, border="horizontal")
     ui.show_code(r.code, key="tensors_dev_code", file_name="devices.py")
     memory = by_slug("memory")
     if memory.exists:
         st.page_link(memory.file, label="Pinned memory, streams and overlap: the Memory & speed page",
                      icon=memory.icon)
     st.subheader("Traps")
-    show_traps("devices")
+    show_traps(dev.TRAPS)
 
 
 # ---------------------------------------------------------------- 6. shape lab
@@ -468,14 +350,6 @@ def lab_inputs() -> tuple[str, str]:
                                help="Tensor methods, indexing, + - * / @ and comparisons, torch.cat/stack/einsum/…, "
                                     "layers such as nn.Conv2d(3, 16, 3)(x). Parsed, never run as Python.")
     return tensors, expression
-
-
-def lab_steps_table(r) -> pd.DataFrame:
-    return pd.DataFrame([{
-        "step": f"{s.number}. {s.short}", "shape": " | ".join(format_shape(o) for o in s.outputs) or "raised",
-        "stride": format_shape(s.stride) if s.outputs else "", "contiguous": s.contiguous,
-        "view or copy": s.view, "dtype": s.dtype,
-    } for s in r.steps])
 
 
 def lab_arithmetic(r) -> None:
@@ -509,12 +383,12 @@ def shape_lab_section() -> None:
              "table gives each step's shape, strides, whether it is a view or a copy, and the arithmetic behind it.")
     tensors, expression = lab_ui()
     with ui.input_errors():
-        r = cached_lab(tensors, expression)
+        r = ui.compute(lab.evaluate, tensors, expression)
         lab_verdict(r)
-        ui.plot(lab_fig(tensors, expression), key="tensors_lab_fig")
+        ui.plot(ui.compute(sx.chain_figure, r), key="tensors_lab_fig")
         st.html(chips_html(sx.LEGEND))
         st.caption(sx.SCALE_NOTE)
-        ui.table(lab_frame(tensors, expression), hide_index=True, width="stretch")
+        ui.table(ui.compute(sx.steps_table, r), hide_index=True, width="stretch")
         st.caption("View or copy: " + lab_view_note(r))
         for s in r.steps:
             for note in s.warnings:
@@ -530,6 +404,8 @@ def shape_lab_section() -> None:
 ui.page_header("tensors")
 ui.prose("Shapes, strides, dtypes and devices are where PyTorch code goes wrong without an error. Each tab below "
          "runs torch on what you type and shows, beside the correct way, the way that silently misbehaves.")
-sections = (broadcast_section, layout_section, dtypes_section, einsum_section, devices_section, shape_lab_section)
-ui.section_tabs("tensors", "tensors_tab", sections)
+ui.sections("tensors", "tensors_tab", {
+    "Broadcasting": broadcast_section, "Memory layout": layout_section, "dtypes": dtypes_section,
+    "einsum": einsum_section, "Devices": devices_section, "Shape lab": shape_lab_section,
+})
 ui.interview_corner("tensors", QUESTIONS)

@@ -21,7 +21,7 @@ def section_tabs_calls(page_file: str) -> set[tuple[str, str]]:
         return arg.value if isinstance(arg, ast.Constant) else constants[arg.id]
 
     return {(value(c.args[0]), value(c.args[1])) for c in ast.walk(tree)
-            if isinstance(c, ast.Call) and getattr(c.func, "attr", None) == "section_tabs"}
+            if isinstance(c, ast.Call) and getattr(c.func, "attr", None) in ("section_tabs", "sections")}
 
 
 @pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)

@@ -5,16 +5,10 @@ prints the figure's numbers."""
 import dataclasses
 import math
 import re
-import subprocess
-import sys
 
 from demos.autograd import accumulate, backward, custom, graph, modes
 from demos.gradient_flow import clipping, dead_relu, flow
-from demos.quiz import format_answer
-from demos.registry import ROOT
-from demos.tensors import broadcasting, devices, dtypes, einsum, layout, shapes
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
-from demos.training import questions as training_questions
 from tests.provenance import assert_shows_what_ran
 from tests.snippet_runner import run_alone
 
@@ -40,11 +34,6 @@ TESTED_BY = {
         "ag_version_code": "test_inplace_version", "ag_trap_code": "test_wrong_backward_trap",
         "ag_repeat_code": "test_grad_accumulates", "ag_micro_code": "test_micro_batches",
         "ag_freed_code": "test_retain_graph", "ag_penalty_code": "test_gradient_penalty",
-    },
-    "pages/tensors.py": {
-        "tensors_bc_code": "test_broadcast_shapes", "tensors_bc_grid_code": "test_broadcast_reads",
-        "tensors_mem_code": "test_strides_and_views", "tensors_dt_code": "test_promotion_matrix",
-        "tensors_es_code": "test_einsum", "tensors_dev_code": "test_devices", "tensors_lab_code": "test_shape_lab",
     },
 }
 
@@ -286,120 +275,3 @@ def test_autograd_backward(tmp_path, snippet_server):
             "out.grad"]
         assert list(grads) == ["None" if g == backward.CUT_BY_DETACH else g
                                for g in r.intermediate_grads["gradient flowing in (.grad)"]], expr
-
-
-# Tensors ----------------------------------------------------------------------------------------------------------
-
-
-def test_broadcast_shapes(tmp_path, snippet_server):
-    r = assert_shows_what_ran(broadcasting.broadcast, ("8, 1, 6, 1", "7, 1, 5", ""))
-    assert printed(r.code, tmp_path, snippet_server) == f"{r.result} None\n"
-    clash = assert_shows_what_ran(broadcasting.broadcast, ("2, 3", "4, 3", ""))
-    message = clash.torch_error.split(": ", 1)[1]  # torch's first line, after the exception's type
-    assert printed(clash.code, tmp_path, snippet_server).startswith(f"None {message}")
-
-
-def test_broadcast_reads(tmp_path, snippet_server):
-    g = assert_shows_what_ran(broadcasting.grid, ("2, 1, 4", "3, 1", "[]"), "1, 2, 3")
-    assert printed(g.code, tmp_path, snippet_server) == f"{list(g.reads)}\n"
-
-
-def linted(code: str) -> str:
-    """The snippet, checked by the project's linter (a reader may paste it into their own project)."""
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise", "--stdin-filename",
-                           str(ROOT / "snippet.py"), "-"], input=code, capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stdout
-    return code
-
-
-def test_strides_and_views(tmp_path, snippet_server):
-    refused = assert_shows_what_ran(layout.layout, "3, 4", ".T.view(12)")  # view cannot walk the transpose
-    strided = assert_shows_what_ran(layout.layout, "2, 3, 2", ".transpose(0, 2)[:, 1:, ::2].contiguous()")
-    tabled = assert_shows_what_ran(layout.layout, "32, 3, 64, 64", ".to(memory_format=torch.channels_last)"
-                                   ".permute(0, 2, 3, 1)")  # too large to draw: layout only
-    assert refused.error and not strided.error and not tabled.error and not tabled.drawn
-    assert not all(v.contiguous for v in strided.views) and not all(v.shares for v in strided.views)
-    for r in (refused, strided, tabled):
-        lines = printed(linted(r.code), tmp_path, snippet_server).splitlines()
-        expected = []
-        for i, v in enumerate(r.views):  # the table's columns and, drawn, the drawing's storage strip and grid
-            facts = dict(shape=v.shape, stride=v.stride, offset=v.offset, contiguous=v.contiguous, shares_x=v.shares)
-            if r.drawn:
-                facts |= dict(storage=list(v.storage), reads=list(v.positions))
-            expected.append(f"{f'y{i}' if i else 'x'} {facts}")
-        if r.error:
-            expected.append(f"y{len(r.views)} {r.error}")
-        assert lines == expected
-
-
-
-def test_promotion_matrix(tmp_path, snippet_server):
-    r = assert_shows_what_ran(dtypes.promotion, ("uint8", "int64", "float16"), True, ("int", "float"))
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"{label} {list(row)}" for label, row in zip(r.labels, r.results, strict=True)]
-
-
-def test_einsum(tmp_path, snippet_server):
-    known = assert_shows_what_ran(einsum.einsum, "bhqd,bhkd->bhqk", "(1, 2, 3, 4); (1, 2, 5, 4)")
-    summed = assert_shows_what_ran(einsum.einsum, "ijk->ki", "(2, 3, 4)")  # one operand: sum, then permute
-    misfit = assert_shows_what_ran(einsum.einsum, "bij,bjk->bik", "(2, 1, 3); (1, 3, 4)")  # bmm does not broadcast
-    unnamed = assert_shows_what_ran(einsum.einsum, "ij,jk,kl->il", "(2, 3); (3, 4); (4, 2)")  # no standard op
-    large = assert_shows_what_ran(einsum.einsum, "ij,jk->ik", "(40, 40); (40, 40)")  # too many iterations for loops
-    assert known.equivalent_ok and summed.equivalent_ok and misfit.equivalent_ok is None and not unnamed.equivalent
-    assert large.python_loop_diff is None and all(r.python_loop_diff < 1e-12 for r in (known, summed, misfit, unnamed))
-    for r in (known, summed, misfit, unnamed, large):
-        lines = printed(linted(r.code), tmp_path, snippet_server).splitlines()
-        expected = [str(r.out_shape)]
-        if r.equivalent_ok is not None:
-            expected.append(str(r.equivalent_ok))
-        elif r.equivalent:  # torch's error, as the page's note quotes it
-            expected.append("RuntimeError: " + r.equivalent_note.split(" does not apply to these sizes: ", 1)[1])
-        if r.python_loop_diff is not None:  # the loop nest the page shows is the one the snippet runs
-            expected.append(str(r.python_loop_diff))
-            assert r.loop_code.rstrip("\n") in str(r.code)
-        assert lines == expected
-
-
-
-def test_devices(tmp_path, snippet_server):
-    r = assert_shows_what_ran(devices.report)
-    chosen, facts = printed(r.code, tmp_path, snippet_server).splitlines()
-    assert chosen == f"chosen device: {r.chosen}"
-    facts = eval(facts, {"RuntimeError": str})  # the exception prints as RuntimeError('message')
-    assert (facts["x"], facts["y"], facts["y_is_x"], facts["model_after"], facts["same_module"]) == (
-        r.tensor_before, r.tensor_after, r.tensor_same_object, r.module_after, r.module_same_object)
-    assert r.mixing_error.startswith(f"RuntimeError: {facts['mixing'].splitlines()[0]}")
-
-
-def test_shape_lab(tmp_path, snippet_server):
-    cases = {
-        "meta": shapes.PRESETS["CNN head"],  # too large to run for real: meta tensors
-        "refused": shapes.PRESETS["view after transpose"],  # torch's error at step 2
-        "cpu": ("x: 4, 5; m: 4, 5 bool", "x[m].unsqueeze(0)"),  # small: run on real CPU tensors too
-        "meta mask": ("x: 4096, 4096; m: 4096, 4096 bool", "x[m].sum()"),  # a mask on meta: every value True
-        "layers": ("x: 2, 4; print: 3", "nn.Sequential(nn.Linear(4, 3), nn.ReLU())(x).max(1).values + print"),
-        "tuple": ("x: 6, 4", "x.chunk(3, dim=0)[1].T"),
-    }
-    results = {k: assert_shows_what_ran(shapes.evaluate, *fields) for k, fields in cases.items()}
-    assert [results[k].view_source for k in ("meta", "cpu", "meta mask")] == ["meta", "real", "meta"]
-    assert results["refused"].error and results["layers"].error and "index_with_mask" in results["meta mask"].code
-    for r in results.values():
-        lines = printed(linted(r.code), tmp_path, snippet_server).splitlines()
-        expected = [f"{s.number} {s.error}" if s.error else f"{s.number} {dict(shapes=s.outputs)}" if not s.outputs
-                    else f"{s.number} {dict(shapes=s.outputs, stride=s.stride, contiguous=s.contiguous, dtype=s.dtype)}"
-                         f" {s.view}"
-                    for s in r.steps]  # each table row (shapes, stride, contiguity, dtype, view or copy) or its error
-        if len(lines) == len(expected) + 1:  # the expression ends in something that is not a step (a tuple's item)
-            assert lines[-1].startswith(f"out {{'shapes': {r.shapes!r}, ") and f"'dtype': '{r.dtype}'" in lines[-1]
-            lines.pop()
-        assert lines == expected
-
-
-# Home, traps, quiz ------------------------------------------------------------------------------------------------
-
-
-def test_quiz_question(tmp_path, snippet_server):
-    q = next(q for q in training_questions.QUESTIONS if q.key == "onecycle")
-    answer = []
-    snippet = assert_shows_what_ran(lambda: answer.append(q.run()) or q.snippet)
-    assert format_answer(eval(printed(snippet, tmp_path, snippet_server))) == format_answer(answer[0])

@@ -4,7 +4,6 @@ import pytest
 import torch
 
 from demos.tensors import devices as dev
-from tests.test_quiz_bank import run_snippet
 
 
 def test_report_matches_torch_here():
@@ -27,24 +26,21 @@ def test_report_matches_torch_here():
     assert "digraph" in dev.placement_dot(r)
 
 
-@pytest.mark.parametrize("t", dev.traps(), ids=lambda t: t.key)
-def test_traps_snippets_reproduce_their_outputs(t):
-    assert str(run_snippet(t.trap.code)) == t.trap.output
-    assert str(run_snippet(t.correct.code)) == t.correct.output
-
-
 def test_tensor_to_is_out_of_place_module_to_in_place():
-    traps = {t.key: t for t in dev.traps()}
-    assert traps["to"].trap.output.startswith("x on cpu")
-    assert "RuntimeError" in traps["mix"].trap.output and "RuntimeError" not in traps["mix"].correct.output
+    to, mix = dev.to_without_keeping(), dev.mixed_devices()
+    target = "cuda" if torch.cuda.is_available() else "meta"
+    assert to.trap["x on"] == "cpu" and to.trap["model on"].startswith(target) and to.correct["x on"].startswith(target)
+    assert mix.trap["weights * batch"].startswith("RuntimeError") and mix.correct["weights * batch"].startswith(target)
+    assert "raised a RuntimeError" in mix.sentence and f"x is still on {to.trap['x on']}" in to.sentence
 
 
 def test_pinned_fix_says_it_needs_an_accelerator_where_there_is_none():
-    pinned = {t.key: t for t in dev.traps()}["pinned"]
-    assert "RuntimeError" not in pinned.correct.output
+    pinned = dev.non_blocking_unpinned()
+    assert pinned.trap == {"x.is_pinned()": False} and "RuntimeError" not in pinned.correct["outcome"]
     if not torch.cuda.is_available() and not torch.accelerator.is_available():
-        assert pinned.correct.output.startswith("needs an accelerator")
-        assert "needs an accelerator" in pinned.correct_label
+        assert pinned.correct["outcome"].startswith("needs an accelerator")
+        assert "needs an accelerator" in pinned.correct_label and "has no accelerator" in pinned.sentence
         assert dev.report().pinned.startswith("needs an accelerator")
     else:
-        assert pinned.correct_label == "Correct" and pinned.correct.output.startswith("pinned: True")
+        assert "needs an accelerator" not in pinned.correct_label and pinned.correct["x.is_pinned()"] is True
+        assert pinned.correct["outcome"].startswith("copy queued to") and pinned.correct["outcome"] in pinned.sentence

@@ -1,6 +1,7 @@
 """dtype demo against torch: the promotion matrix is torch.result_type; finfo and traps come from torch."""
 
 import itertools
+import math
 import re
 
 import pytest
@@ -11,7 +12,6 @@ from hypothesis import strategies as st
 from demos.errors import InputError
 from demos.tensors import dtypes as dt
 from pages.ui.quiz import model_answers
-from tests.test_quiz_bank import run_snippet
 
 
 def _operand(label: str):
@@ -57,18 +57,17 @@ def test_finfo_table_is_torch_finfo():
         assert row["max"] == info.max and row["eps (gap after 1.0)"] == info.eps
 
 
-@pytest.mark.parametrize("t", dt.traps(), ids=lambda t: t.key)
-def test_traps_snippets_reproduce_their_outputs(t):
-    assert str(run_snippet(t.trap.code)) == t.trap.output
-    assert str(run_snippet(t.correct.code)) == t.correct.output
-
-
 def test_traps_show_the_silent_results():
-    traps = {t.key: t for t in dt.traps()}
-    assert traps["uint8"].trap.output == str((torch.tensor([250, 100], dtype=torch.uint8) + 10).tolist())
-    assert "inf" in traps["fp16"].trap.output and "inf" not in traps["fp16"].correct.output
-    assert float(traps["bf16"].trap.output) == 1.0 and float(traps["bf16"].correct.output) > 1.0
-    assert traps["to_self"].trap.output.startswith("y is x: True")
+    traps = {pair.key: pair for pair in (fn() for fn in dt.TRAPS)}
+    assert traps["uint8"].trap["pixels + 10"] == (torch.tensor([250, 100], dtype=torch.uint8) + 10).tolist()
+    assert traps["uint8"].correct["pixels + 10"] == [255, 110]
+    assert math.inf in traps["fp16"].trap["x * x"] and all(map(math.isfinite, traps["fp16"].correct["x * x"]))
+    assert traps["bf16"].trap["1 + 1e-3"] == 1.0 and traps["bf16"].correct["1 + 1e-3"] > 1.0
+    assert traps["to_self"].trap == {"y is x": True, "x": [1.0, 0.0, 0.0]}
+    assert traps["to_self"].correct == {"y is x": False, "x": [0.0, 0.0, 0.0]}
+    assert traps["floordiv"].trap["x // 2"] == (torch.tensor([7, -7]) // 2).tolist() == [3, -4]
+    assert traps["sum"].trap["x.sum()"] == torch.tensor([1e8, 1.0, -1e8]).sum().item()
+    assert traps["default"].trap["w.dtype"] == "torch.int64" and traps["default"].correct["w.requires_grad"] is True
 
 
 def test_bf16_lesson_names_the_step_torch_rounds_away():
@@ -78,13 +77,13 @@ def test_bf16_lesson_names_the_step_torch_rounds_away():
     one = torch.tensor(1.0, dtype=torch.bfloat16)
     assert (one + step).item() == 1.0 and (one + 2 * step).item() > 1.0
     assert (one + step * 1.01).item() > 1.0  # anything above the half gap rounds up
-    lesson = {t.key: t for t in dt.traps()}["bf16"].lesson
+    lesson = dt.bfloat16_precision().sentence
     assert f"{bits} significant bits" in lesson and f"1/{round(1 / step)} or less" in lesson
     assert f"gap after 1.0 is 1/{round(1 / eps)}" in lesson and "1/256" in lesson
 
 
 def test_fp16_lesson_names_the_values_torch_rounds_to_inf():
-    lesson = {t.key: t for t in dt.traps()}["fp16"].lesson
+    lesson = dt.float16_overflow().sentence
     largest, to_inf = (float(n) for n in re.findall(r"largest value is (\d+)\. A value below (\d+)", lesson)[0])
     half = torch.float16
     assert largest == torch.finfo(half).max

@@ -1,8 +1,26 @@
 """The Tensors page as a visitor uses it: good input shows torch's answer, bad input a sentence, never a traceback."""
 
+import importlib
+from collections import Counter
+from contextlib import contextmanager
+
+import pytest
+
+from demos.registry import by_slug
+from demos.tensors import devices as dev
 from tests.conftest import assert_clean, open_page
 
 PAGE = "pages/tensors.py"
+COMPUTING = importlib.import_module("pages.ui.compute")  # the module (pages.ui.compute is also its function's name)
+
+
+def open_tab(tab: str, whiteboard: bool = False, **query):
+    """The page opened on one of its tabs (by the name the registry gives it), with query parameters."""
+    at = open_page(PAGE, query={"tensors_tab": tab, **query})
+    if whiteboard:
+        at.session_state["whiteboard"] = True
+        at.run()
+    return at
 
 
 def _text(at) -> str:
@@ -49,7 +67,7 @@ def test_grid_index_bad_then_good():
 
 
 def test_memory_layout_chain_menu_and_errors():
-    at = open_page(PAGE, query={"tensors_tab": "Memory layout"})
+    at = open_tab("Memory layout")
     assert_clean(at)
     table = at.dataframe[0].value
     assert list(table["shares x's storage"]) == [True, True, False]  # x, x.T, x.T.reshape(12) copies
@@ -75,7 +93,7 @@ def test_memory_layout_chain_menu_and_errors():
 
 
 def test_dtypes_matrix_and_empty_choice():
-    at = open_page(PAGE, query={"tensors_tab": "dtypes"})
+    at = open_tab("dtypes")
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 1
     at.multiselect(key="tensors_dt_dtypes").set_value([]).run()
@@ -86,7 +104,7 @@ def test_dtypes_matrix_and_empty_choice():
 
 
 def test_einsum_preset_bad_and_good_input():
-    at = open_page(PAGE, query={"tensors_tab": "einsum"})
+    at = open_tab("einsum")
     assert_clean(at)
     assert "matmul with a transpose" in at.success[0].value
     at.button_group(key="tensors_es_preset").set_value("trace").run()
@@ -103,7 +121,7 @@ def test_einsum_preset_bad_and_good_input():
 
 
 def test_devices_tab_runs_clean():
-    at = open_page(PAGE, query={"tensors_tab": "Devices"})
+    at = open_tab("Devices")
     assert_clean(at)
     assert "RuntimeError" in _text(at)
 
@@ -112,20 +130,17 @@ def test_edge_cases_render():
     at = open_page(PAGE, query={"tensors_bc_a": "[]", "tensors_bc_b": "()", "tensors_bc_c": "3"})
     assert_clean(at)
     assert "→ `(3,)`" in _text(at)
-    at = open_page(PAGE, query={"tensors_tab": "Memory layout", "tensors_mem_base": "[]", "tensors_mem_chain": ""})
+    at = open_tab("Memory layout", tensors_mem_base="[]", tensors_mem_chain="")
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 1
 
 
-def test_whiteboard_mode_on_every_tab():
-    at = open_page(PAGE)
-    at.session_state["whiteboard"] = True
-    for tab in ("Broadcasting", "Memory layout", "dtypes", "einsum", "Devices"):
-        at.session_state["tensors_tab"] = tab
-        at.run()
-        assert_clean(at)
-        assert at.expander, f"{tab}: prose folds into expanders on a whiteboard"
-    assert at.get("graphviz_chart"), "the Devices tab is the one shown last"
+@pytest.mark.parametrize("tab", by_slug("tensors").tabs("tensors_tab"))
+def test_whiteboard_mode_on_every_tab(tab):
+    at = open_tab(tab, whiteboard=True)
+    assert_clean(at)
+    assert at.expander, f"{tab}: prose folds into expanders on a whiteboard"
+    assert at.get("plotly_chart") or at.get("graphviz_chart"), f"{tab}: the tab opens on a figure"
 
 
 def test_page_sentences_agree_with_torch():
@@ -136,23 +151,25 @@ def test_page_sentences_agree_with_torch():
     assert_clean(at)
     assert at.warning[0].value.startswith("Dimensions -2 and -1 (counting from the right) conflict")
     assert " at -1!" in _text(at)  # torch's message names the rightmost, which the sentence names too
-    at = open_page(PAGE, query={"tensors_tab": "einsum", "tensors_es_eq": "ij->ji", "tensors_es_shapes": "2, 3"})
+    at = open_tab("einsum", tensors_es_eq="ij->ji", tensors_es_shapes="2, 3")
     assert_clean(at)
     assert "**6 iterations** (no multiplies and no adds: each of the 6 output elements is a copy" in _text(at)
-    at = open_page(PAGE, query={"tensors_tab": "dtypes"})
+    at = open_tab("dtypes")
     step = torch.finfo(torch.bfloat16).eps / 2
     assert f"1/{round(1 / step)} or less to 1.0 rounds back to 1.0" in _text(at)
-    at = open_page(PAGE, query={"tensors_tab": "Devices"})
+    at = open_tab("Devices")
     assert_clean(at)
     if torch.accelerator.is_available():  # the fix runs: pinned, and the copy queued to the accelerator
-        assert ":green[**Correct**]" in _text(at) and "copy queued to" in _text(at)
+        assert f":green[**{dev.pinned_label()}**]" in _text(at) and "copy queued to" in _text(at)
+        assert "none on this host" not in dev.pinned_label()
     else:
-        assert ":green[**Correct (needs an accelerator: none on this host)**]" in _text(at)
+        assert ":green[**Correct: `x.pin_memory()`, then `.to(device, non_blocking=True)` (needs an accelerator: " \
+               "none on this host)**]" in _text(at)
         assert "needs an accelerator: this host has none" in _text(at)
 
 
 def test_shape_lab_passing_failing_and_bad_input():
-    at = open_page(PAGE, query={"tensors_tab": "Shape lab"})
+    at = open_tab("Shape lab")
     assert_clean(at)
     assert "→ `(32, 10)`** (float32, 3 steps)" in _text(at)
     table = at.dataframe[0].value
@@ -170,3 +187,45 @@ def test_shape_lab_passing_failing_and_bad_input():
     assert at.text_input(key="tensors_lab_tensors").value == "x: 1, 3, 1, 10"
     assert "Step 1, `x.squeeze()`: every size-1 dim removed (positions [0, 2])" in _text(at)
     assert list(at.dataframe[0].value["step"]) == ["1. x.squeeze()", "2. ….softmax(0)"]
+
+
+@contextmanager
+def computations():
+    """What ui.compute computes (not answers from its cache) while the block runs: a Counter of qualified names."""
+    calls, caches = Counter(), COMPUTING._caches
+    before = dict(caches)
+    originals = {cache: cache.fn for cache in before.values()}
+
+    def counted(fn):
+        def run(*args, **kwargs):
+            calls[fn.__qualname__] += 1
+            return fn(*args, **kwargs)
+        return run
+
+    for cache, fn in originals.items():
+        cache.fn = counted(fn)
+    try:
+        yield calls
+    finally:
+        for cache, fn in originals.items():
+            cache.fn = fn
+        calls.update(fn.__qualname__ for fn in set(caches) - set(before))  # computed for the first time
+
+
+@pytest.mark.parametrize("tab", by_slug("tensors").tabs("tensors_tab"))
+def test_a_rerun_of_each_tab_computes_nothing_again(tab):
+    """Every computation is keyed on plain values (tuples, strings) or on results computed earlier, so a rerun with
+    the same inputs is answered from the cache: nothing is computed again, no figure or table is rebuilt."""
+    at = open_tab(tab)
+    with computations() as computed:
+        at.run()
+    assert_clean(at)
+    assert not computed, f"{tab}: computed again on a rerun: {dict(computed)}"
+
+
+def test_a_new_lab_expression_computes_only_what_depends_on_it():
+    at = open_tab("Shape lab")
+    with computations() as computed:
+        at.text_input(key="tensors_lab_expr").input("x.flatten(1)").run()
+    assert_clean(at)
+    assert computed == {"evaluate": 1, "chain_figure": 1, "steps_table": 1}

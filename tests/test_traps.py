@@ -10,6 +10,7 @@ from torch import nn
 from demos.autograd.traps import data_versus_detach, leaf_update, uneven_micro_batches
 from demos.modules.traps import LinearTimesTwo, backward_hooks, batchnorm_running_var
 from demos.saving.traps import best_weights, strict_false
+from demos.tensors import broadcasting, devices, dtypes, layout
 from demos.tensors.traps import advanced_indexing, squeeze_batch_of_one
 from demos.training.traps import clip_before_unscale_trap
 from demos.traps import fmt_list
@@ -18,7 +19,8 @@ from tests.conftest import assert_clean, open_page
 
 PAIRS = {f.__name__: f for f in (data_versus_detach, leaf_update, uneven_micro_batches, advanced_indexing,
                                   squeeze_batch_of_one, backward_hooks, batchnorm_running_var, strict_false,
-                                  best_weights, clip_before_unscale_trap)}
+                                  best_weights, clip_before_unscale_trap, *broadcasting.TRAPS, *layout.TRAPS,
+                                  *dtypes.TRAPS, *devices.TRAPS)}
 
 
 @pytest.fixture(scope="module")
@@ -178,8 +180,12 @@ def test_clip_before_unscale(pairs):
 @pytest.mark.parametrize("page, query, names", [
     ("pages/autograd.py", {"ag_tab": "no_grad & detach"}, ("data_versus_detach", "leaf_update")),
     ("pages/autograd.py", {"ag_tab": "Accumulation"}, ("uneven_micro_batches",)),
-    ("pages/tensors.py", {"tensors_tab": "Broadcasting"}, ("squeeze_batch_of_one",)),
-    ("pages/tensors.py", {"tensors_tab": "Memory layout"}, ("advanced_indexing",)),
+    ("pages/tensors.py", {"tensors_tab": "Broadcasting"},
+     ("loss_against_column_target", "inplace_broadcast", "squeeze_batch_of_one")),
+    ("pages/tensors.py", {"tensors_tab": "Memory layout"},
+     ("view_of_transpose", "write_into_expand", "write_through_view", "advanced_indexing")),
+    ("pages/tensors.py", {"tensors_tab": "dtypes"}, tuple(fn.__name__ for fn in dtypes.TRAPS)),
+    ("pages/tensors.py", {"tensors_tab": "Devices"}, tuple(fn.__name__ for fn in devices.TRAPS)),
     ("pages/modules.py", {"modules_tab": "Parameters & buffers"}, ("batchnorm_running_var",)),
     ("pages/modules.py", {"modules_tab": "Hooks"}, ("backward_hooks",)),
     ("pages/saving.py", {"sv_tab": "state_dict"}, ("strict_false", "best_weights")),

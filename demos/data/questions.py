@@ -23,7 +23,8 @@ SNIPPET_TIMEOUT_S = 10  # the DataLoader(timeout=10) of every snippet that forks
 
 
 def _one_run_at_a_time(fn):
-    """Questions that start worker processes take the server-wide process slot (not shown in the snippet).
+    """Questions that start worker processes take the server-wide process slot: their Question runs the function
+    wrapped in this, and shows the function itself (undecorated, so its source is the snippet).
 
     Their snippets fork (a class defined in a snippet cannot be sent to a spawned worker); the workers only
     iterate Python ranges, and the DataLoader joins them before the snippet returns. Forking a threaded server
@@ -45,7 +46,6 @@ def _one_run_at_a_time(fn):
     return run
 
 
-@_one_run_at_a_time
 def _unsharded_count():
     class Stream(IterableDataset):
         def __iter__(self):
@@ -56,7 +56,6 @@ def _unsharded_count():
     return len(list(loader))
 
 
-@_one_run_at_a_time
 def _sharded_count():
     class Stream(IterableDataset):
         def __iter__(self):
@@ -68,7 +67,6 @@ def _sharded_count():
     return len(list(loader))
 
 
-@_one_run_at_a_time
 def _prefetch_in_flight():
     loader = DataLoader(range(100), batch_size=4, num_workers=2, prefetch_factor=3,
                         multiprocessing_context="fork", timeout=10)
@@ -127,14 +125,14 @@ def _padded_shape():
 QUESTIONS = (
     Question(
         "unsharded", "An `IterableDataset` yields 4 samples and ignores workers. How many samples does a DataLoader "
-        "with num_workers=3 produce?", _unsharded_count,
+        "with num_workers=3 produce?", _one_run_at_a_time(_unsharded_count),
         "Each worker gets its own copy of the dataset and runs `__iter__` from the start: 3 x 4 = 12, every id "
         "three times. Map-style datasets do not have this problem because the sampler hands out indices.",
         kind="number", imports=STREAM_IMPORTS,
     ),
     Question(
         "sharded", "The same stream, but `__iter__` starts at `info.id` and steps by `info.num_workers`. "
-        "How many samples now?", _sharded_count,
+        "How many samples now?", _one_run_at_a_time(_sharded_count),
         "Worker k yields ids k, k+3, ...: the shards are disjoint and cover the stream, so each id arrives once.",
         kind="number", imports=STREAM_IMPORTS,
     ),

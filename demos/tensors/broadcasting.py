@@ -9,9 +9,10 @@ import torch
 
 from demos.errors import InputError, quoted
 from demos.parsing import format_shape, parse_shape, plural, split_entries, strip_brackets, text_field
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import COLORS, base_layout, category_scale, cell_text
-from demos.tensors.common import Trap, torch_error, trap
+from demos.tensors.common import outcome, torch_error
+from demos.traps import TrapPair, measure
 
 MAX_DIMS = 6
 MAX_DIM = 4096
@@ -100,6 +101,7 @@ def broadcast_result(shapes):
         return None, err
 
 
+@entry(("8, 1, 6, 1", "7, 1, 5", ""), entries=64)
 def broadcast(texts: tuple[str, ...]) -> BroadcastResult:
     """Align the shapes from the right, name each dim's role, and ask torch for the result (or its error)."""
     shapes = parse_shapes(texts)
@@ -209,6 +211,7 @@ def element_reads(shapes, index):
     return reads
 
 
+@entry(("2, 1, 4", "3, 1", "[]"), "1, 2, 3", entries=64)
 def grid(texts: tuple[str, ...], index_text: str) -> GridResult:
     """Which element of each input out[index] reads, found by torch: broadcast arange(n) and index it."""
     r = broadcast(texts)
@@ -273,49 +276,71 @@ def grid_figure(g: GridResult) -> go.Figure:
 # ---------------------------------------------------------------- traps
 
 
-def _loss_trap():
+def mse_against_column_target():
     torch.manual_seed(0)
     pred = torch.randn(4)  # model output, shape (B,)
     target = torch.randn(4, 1)  # labels loaded as (B, 1)
     diff = pred - target  # (B,) - (B, 1) broadcasts to (B, B)
     loss = (diff**2).mean()
-    return f"diff shape {tuple(diff.shape)}, loss {loss.item():.4f}"
+    return {"diff.shape": list(diff.shape), "loss": round(loss.item(), 4)}
 
 
-def _loss_correct():
+def mse_against_flat_target():
     torch.manual_seed(0)
     pred = torch.randn(4)
     target = torch.randn(4, 1)
     diff = pred - target.squeeze(1)  # both (B,): one error per sample
     loss = (diff**2).mean()
-    return f"diff shape {tuple(diff.shape)}, loss {loss.item():.4f}"
+    return {"diff.shape": list(diff.shape), "loss": round(loss.item(), 4)}
 
 
-def _inplace_trap():
+def _loss_sentence(trap: dict, correct: dict) -> str:
+    return (f"`pred - target` broadcast (4,) against (4, 1) to a {format_shape(trap['diff.shape'])} difference, so "
+            f"the loss {trap['loss']:g} averages every prediction against every target, and no error was raised. "
+            f"With the target squeezed the difference is {format_shape(correct['diff.shape'])}, one error per "
+            f"sample, and the loss {correct['loss']:g}. `F.mse_loss` at least warns about the size mismatch; a "
+            "hand-written loss does not.")
+
+
+@entry()
+def loss_against_column_target() -> TrapPair:
+    """A (B,) prediction minus a (B, 1) target: a B x B loss, silently; squeezing the target gives B errors."""
+    return measure("loss", "A (B,) prediction against a (B, 1) target",
+                   ("Trap: `pred - target`", "Correct: `pred - target.squeeze(1)`"),
+                   (mse_against_column_target, mse_against_flat_target), _loss_sentence)
+
+
+def add_into_the_smaller():
     a = torch.ones(3)
     b = torch.ones(2, 3)
     try:
         a += b  # the left side would have to grow to (2, 3)
-        outcome = a.shape
+        raised = None
     except RuntimeError as err:
-        outcome = f"RuntimeError: {err}"
-    return outcome
+        raised = f"RuntimeError: {err}"
+    return {"a.shape": list(a.shape), "raised": raised}
 
 
-def _inplace_correct():
+def add_into_the_larger():
     a = torch.ones(3)
     b = torch.ones(2, 3)
     b += a  # the right side broadcasts into b's shape
     c = a + b  # or make a new tensor
-    return f"b {tuple(b.shape)}, c {tuple(c.shape)}"
+    return {"b.shape": list(b.shape), "c.shape": list(c.shape)}
 
 
-def traps() -> tuple[Trap, ...]:
-    """Broadcasting's silent and loud failures, each executed beside the fix."""
-    return (
-        trap("loss", "A (B,) prediction against a (B, 1) target", _loss_trap, _loss_correct,
-             "Every prediction is compared with every target: the loss is a B x B average, and no error is raised. "
-             "`F.mse_loss` at least warns about the size mismatch; a hand-written loss does not."),
-        trap("inplace", "In-place op whose left side would need to broadcast", _inplace_trap, _inplace_correct,
-             "An in-place op writes into the left tensor's memory, so only the right side may broadcast."),
-    )
+def _inplace_sentence(trap: dict, correct: dict) -> str:
+    return (f"`a += b` with a (3,) and b (2, 3) {outcome(trap['raised'])}: an in-place op writes into the left "
+            f"tensor's memory, so only the right side may broadcast. `b += a` keeps b at "
+            f"{format_shape(correct['b.shape'])}, and `a + b` makes a new {format_shape(correct['c.shape'])} tensor.")
+
+
+@entry()
+def inplace_broadcast() -> TrapPair:
+    """An in-place op whose left side would have to grow, beside the two forms that work."""
+    return measure("inplace", "In-place op whose left side would need to broadcast",
+                   ("Trap: `a += b`, a the smaller", "Correct: `b += a`, or `c = a + b`"),
+                   (add_into_the_smaller, add_into_the_larger), _inplace_sentence)
+
+
+TRAPS = (loss_against_column_target, inplace_broadcast)  # in the order the tab shows them

@@ -1,42 +1,18 @@
-"""Pieces every Tensors section shares: executed snippets and correct-vs-trap pairs."""
+"""Pieces every Tensors section shares: torch's error text, how a trap side ended, legend chips."""
 
 import builtins
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
-from demos.quiz import snippet_of
+import re
 
 
-@dataclass(frozen=True)
-class Run:
-    """A snippet and what it printed when torch ran it just now."""
-
-    code: str
-    output: str
-
-
-@dataclass(frozen=True)
-class Trap:
-    """The way that silently goes wrong beside the correct way, both executed."""
-
-    key: str
-    title: str
-    trap: Run
-    correct: Run
-    lesson: str
-    correct_label: str = "Correct"  # the heading over the fix, e.g. when the fix needs hardware this host lacks
-
-
-def run(fn: Callable[[], Any], imports: str = "import torch") -> Run:
-    """Run a zero-argument snippet function; its body is the code, its return value what it prints."""
-    return Run(snippet_of(fn, imports), str(fn()))
-
-
-def trap(key: str, title: str, wrong: Callable, right: Callable, lesson: str, imports: str = "import torch",
-         correct_label: str = "Correct") -> Trap:
-    """Execute both sides of a trap now."""
-    return Trap(key, title, run(wrong, imports), run(right, imports), lesson, correct_label)
+def outcome(value) -> str:
+    """How a trap side's step ended, as a sentence says it: torch's error text ("RuntimeError: ...") raised it, None
+    raised nothing, anything else was returned."""
+    if value is None:
+        return "raised nothing"
+    name = str(value).split(":", 1)[0]
+    if re.fullmatch(r"[A-Z]\w*(Error|Exception)", name):
+        return f"raised a {name}"
+    return f"returned {value}"
 
 
 def torch_error(err: BaseException) -> str:

@@ -5,11 +5,13 @@ Where no CUDA device exists, the examples run on the meta device (shapes and dty
 
 from dataclasses import dataclass
 
+import pandas as pd
 import torch
 
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import COLORS, text_on
-from demos.tensors.common import Trap, torch_error, trap
+from demos.tensors.common import outcome, torch_error
+from demos.traps import TrapPair, measure
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ def _pin_status() -> str:
         return f"{NEEDS_ACCELERATOR} (none on this host); torch says {torch_error(err)}"
 
 
+@entry()
 def report() -> DeviceReport:
     """Run the placement examples on this host and record what torch says."""
     target = target_device()
@@ -108,76 +111,121 @@ def placement_dot(r: DeviceReport) -> str:
 }}'''
 
 
+def placement_table(r: DeviceReport) -> pd.DataFrame:
+    """What torch reported for each placement the graph draws."""
+    return pd.DataFrame([
+        {"what": "x = torch.ones(2, 3)", "device": r.tensor_before},
+        {"what": f"y = x.to('{r.target}')", "device": f"{r.tensor_after} (y is x: {r.tensor_same_object})"},
+        {"what": "x afterwards", "device": r.x_still_on},
+        {"what": f"model.to('{r.target}') parameters", "device":
+            f"{r.module_after} (returns self: {r.module_same_object})"},
+        {"what": "x + y", "device": r.mixing_error or "ok"},
+        {"what": "x.pin_memory()", "device": r.pinned},
+    ])
+
+
 # ---------------------------------------------------------------- traps
 
 
-def _mix_trap():
+def multiply_across_devices():
     device = "cuda" if torch.cuda.is_available() else "meta"
     weights = torch.ones(3, device=device)
     batch = torch.ones(3)  # created on the CPU by default
     try:
-        out = weights * batch
-        outcome = str(out.device)
+        outcome = str((weights * batch).device)
     except RuntimeError as err:
         outcome = f"RuntimeError: {err}"
-    return outcome
+    return {"weights on": str(weights.device), "weights * batch": outcome}
 
 
-def _mix_correct():
+def multiply_on_one_device():
     device = "cuda" if torch.cuda.is_available() else "meta"
     weights = torch.ones(3, device=device)
     batch = torch.ones(3).to(weights.device)  # move the data to where the weights live
-    return str((weights * batch).device)
+    return {"weights on": str(weights.device), "weights * batch": str((weights * batch).device)}
 
 
-def _to_trap():
+def _mix_sentence(trap: dict, correct: dict) -> str:
+    return (f"Weights on {trap['weights on']} times a batch made on the CPU {outcome(trap['weights * batch'])}: an op "
+            "needs its tensor operands on one device (a 0-dim CPU tensor is the only exception). Moved to the "
+            f"weights' device, the batch multiplies and the result is on {correct['weights * batch']}: move the "
+            "batch to the model's device, not the other way round.")
+
+
+@entry()
+def mixed_devices() -> TrapPair:
+    """One op with operands on two devices raises; moving the batch to the weights' device works."""
+    return measure("mix", "Mixing devices in one op",
+                   ("Trap: `weights * batch` across devices", "Correct: `batch.to(weights.device)` first"),
+                   (multiply_across_devices, multiply_on_one_device), _mix_sentence)
+
+
+def move_without_keeping():
     device = "cuda" if torch.cuda.is_available() else "meta"
     x = torch.ones(2)
     x.to(device)  # returns a new tensor, which is dropped
     model = torch.nn.Linear(2, 2)
     model.to(device)  # modules move in place, so this one works
-    return f"x on {x.device}, model on {model.weight.device}"
+    return {"x on": str(x.device), "model on": str(model.weight.device)}
 
 
-def _to_correct():
+def move_and_keep():
     device = "cuda" if torch.cuda.is_available() else "meta"
     x = torch.ones(2).to(device)  # keep the returned tensor
     model = torch.nn.Linear(2, 2).to(device)
-    return f"x on {x.device}, model on {model.weight.device}"
+    return {"x on": str(x.device), "model on": str(model.weight.device)}
 
 
-def _pinned_trap():
+def _to_sentence(trap: dict, correct: dict) -> str:
+    return (f"After `x.to(device)` without keeping the result, x is still on {trap['x on']} while the model is on "
+            f"{trap['model on']}: `Tensor.to` is out of place, it returns a new tensor (or self when nothing "
+            "changes), and `Module.to` moves parameters and buffers in place and returns the same module. Keeping "
+            f"the returned tensor puts x on {correct['x on']}.")
+
+
+@entry()
+def to_without_keeping() -> TrapPair:
+    """tensor.to returns a new tensor that must be kept; module.to moves in place."""
+    return measure("to", "tensor.to(device) without keeping the result",
+                   ("Trap: `x.to(device)`", "Correct: `x = x.to(device)`"),
+                   (move_without_keeping, move_and_keep), _to_sentence)
+
+
+def copy_from_pageable():
     x = torch.ones(1024)  # pageable host memory
-    return f"pinned: {x.is_pinned()}"  # non_blocking=True from here still waits for a staging copy
+    return {"x.is_pinned()": x.is_pinned()}  # non_blocking=True from here still waits for a staging copy
 
 
-def _pinned_correct():
+def copy_from_pinned():
     x = torch.ones(1024)
-    if torch.accelerator.is_available():
-        x = x.pin_memory()  # page-locked, so the copy engine can read it while the host goes on
-        y = x.to(torch.accelerator.current_accelerator(), non_blocking=True)
-        outcome = f"pinned: {x.is_pinned()}, copy queued to {y.device}"
-    else:
-        outcome = "needs an accelerator: this host has none, so there is nothing to pin for or copy to"
-    return outcome
+    if not torch.accelerator.is_available():
+        return {"x.is_pinned()": x.is_pinned(),
+                "outcome": "needs an accelerator: this host has none, so there is nothing to pin for or copy to"}
+    x = x.pin_memory()  # page-locked, so the copy engine can read it while the host goes on
+    y = x.to(torch.accelerator.current_accelerator(), non_blocking=True)
+    return {"x.is_pinned()": x.is_pinned(), "outcome": f"copy queued to {y.device}"}
+
+
+def _pinned_sentence(trap: dict, correct: dict) -> str:
+    ran = (f"Pinned, the copy was queued without waiting ({correct['outcome']})." if correct["x.is_pinned()"]
+           else "This host has no accelerator, so the fix has nothing to pin for: it runs where there is one.")
+    return (f"A fresh CPU tensor is pageable (x.is_pinned(): {trap['x.is_pinned()']}). A host-to-device copy can "
+            "overlap with compute only from page-locked (pinned) memory; from pageable memory the driver first "
+            "copies into a pinned buffer and `non_blocking=True` is effectively blocking. " + ran)
 
 
 def pinned_label() -> str:
     """The heading over the pinned-memory fix: it runs only where there is an accelerator."""
-    return "Correct" if torch.accelerator.is_available() else f"Correct ({NEEDS_ACCELERATOR}: none on this host)"
+    label = "Correct: `x.pin_memory()`, then `.to(device, non_blocking=True)`"
+    return label if torch.accelerator.is_available() else f"{label} ({NEEDS_ACCELERATOR}: none on this host)"
 
 
-def traps() -> tuple[Trap, ...]:
-    """Device mistakes, each executed beside the fix (on CUDA when present, else on the meta device)."""
-    return (
-        trap("mix", "Mixing devices in one op", _mix_trap, _mix_correct,
-             "Ops need their tensor operands on one device (a 0-dim CPU tensor is the only exception). "
-             "Move the batch to the model's device, not the other way round."),
-        trap("to", "tensor.to(device) without keeping the result", _to_trap, _to_correct,
-             "`Tensor.to` is out of place: it returns a new tensor (or self when nothing changes). "
-             "`Module.to` moves parameters and buffers in place and returns the same module."),
-        trap("pinned", "non_blocking=True needs pinned memory", _pinned_trap, _pinned_correct,
-             "A host-to-device copy can overlap with compute only from page-locked (pinned) memory; from "
-             "pageable memory the driver first copies into a pinned buffer and the call is effectively blocking.",
-             correct_label=pinned_label()),
-    )
+@entry()
+def non_blocking_unpinned() -> TrapPair:
+    """non_blocking=True from pageable memory waits anyway; pinned memory lets the copy overlap."""
+    return measure("pinned", "non_blocking=True needs pinned memory",
+                   ("Trap: `x.to(device, non_blocking=True)` from pageable memory", pinned_label()),
+                   (copy_from_pageable, copy_from_pinned), _pinned_sentence)
+
+
+TRAPS = (mixed_devices, to_without_keeping, non_blocking_unpinned)  # in the order the tab shows them

@@ -8,9 +8,10 @@ import plotly.graph_objects as go
 import torch
 
 from demos.errors import InputError, quoted
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import COLORS, base_layout, cell_text
-from demos.tensors.common import Trap, trap
+from demos.tensors.common import outcome
+from demos.traps import TrapPair, measure
 
 DTYPES = {
     "bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
@@ -56,6 +57,7 @@ def validate(dtypes, scalars) -> None:
         raise InputError("Pick at least one tensor dtype for the promotion matrix.")
 
 
+@entry(("uint8", "int64", "float16"), True, ("int", "float"))
 def promotion(dtypes: tuple[str, ...], zero_dim: bool, scalars: tuple[str, ...]) -> PromotionResult:
     """torch.result_type for every pair of the chosen operands (n-dim tensors, 0-dim tensors, Python scalars)."""
     validate(dtypes, scalars)
@@ -111,93 +113,6 @@ def finfo_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# ---------------------------------------------------------------- traps
-
-
-def _floor_div_trap():
-    x = torch.tensor([7, -7])
-    return (x // 2).tolist()  # floor division: -3.5 rounds down to -4
-
-
-def _floor_div_correct():
-    x = torch.tensor([7, -7])
-    true_div = x / 2  # true division always gives float
-    trunc = torch.div(x, 2, rounding_mode="trunc")  # C-style toward zero
-    return f"x / 2 = {true_div.tolist()} ({true_div.dtype}), trunc = {trunc.tolist()}"
-
-
-def _uint8_trap():
-    pixels = torch.tensor([250, 100], dtype=torch.uint8)
-    return (pixels + 10).tolist()  # 260 wraps to 4, silently
-
-
-def _uint8_correct():
-    pixels = torch.tensor([250, 100], dtype=torch.uint8)
-    return (pixels.to(torch.int16) + 10).clamp(0, 255).tolist()
-
-
-def _fp16_overflow_trap():
-    x = torch.tensor([300.0, 65519.0, 65520.0], dtype=torch.float16)  # 65519 rounds to 65504, 65520 to inf
-    return f"x = {x.tolist()}, x * x = {(x * x).tolist()}"
-
-
-def _fp16_overflow_correct():
-    x = torch.tensor([300.0, 65519.0, 65520.0], dtype=torch.bfloat16)  # float32's range, fewer digits
-    return f"x = {x.tolist()}, x * x = {(x * x).tolist()}"
-
-
-def _half_precision_trap():
-    one = torch.tensor(1.0, dtype=torch.bfloat16)
-    return (one + 1e-3).item()  # bfloat16 eps is 0.0078: the 1e-3 vanishes
-
-
-def _half_precision_correct():
-    one = torch.tensor(1.0, dtype=torch.float16)
-    return (one + 1e-3).item()  # float16 eps is 0.00098: kept, roughly
-
-
-def _sum_order_trap():
-    x = torch.tensor([1e8, 1.0, -1e8])  # float32 has ~7 decimal digits
-    return x.sum().item()
-
-
-def _sum_order_correct():
-    x = torch.tensor([1e8, 1.0, -1e8])
-    reordered = torch.tensor([1e8, -1e8, 1.0]).sum().item()
-    in_float64 = x.double().sum().item()
-    return f"reordered {reordered}, float64 {in_float64}"
-
-
-def _default_dtype_trap():
-    w = torch.tensor([1, 2])  # Python ints -> int64
-    try:
-        w.requires_grad_()
-        outcome = "ok"
-    except RuntimeError as err:
-        outcome = f"RuntimeError: {err}"
-    return f"{w.dtype}; {outcome}"
-
-
-def _default_dtype_correct():
-    w = torch.tensor([1.0, 2.0], requires_grad=True)  # Python floats -> float32
-    noise = torch.randn(2)  # randn is float32 too
-    return f"{w.dtype}, {noise.dtype}, requires_grad={w.requires_grad}"
-
-
-def _to_self_trap():
-    x = torch.zeros(3)
-    y = x.to(torch.float32)  # already float32: returns x itself
-    y[0] = 1.0
-    return f"y is x: {y is x}, x = {x.tolist()}"
-
-
-def _to_self_correct():
-    x = torch.zeros(3)
-    y = x.to(torch.float32, copy=True)  # or x.clone()
-    y[0] = 1.0
-    return f"y is x: {y is x}, x = {x.tolist()}"
-
-
 def rounding_step(dtype: torch.dtype = torch.bfloat16) -> tuple[int, float, float]:
     """(significant bits, eps, largest step that vanishes) near 1.0: the gap after 1.0 is eps = 2^-(bits - 1), and
     1 + step rounds to nearest (ties to even), so every step up to eps / 2 rounds back to 1.0."""
@@ -230,28 +145,195 @@ def bf16_lesson() -> str:
             "sums and optimizer state in float32.")
 
 
-def traps() -> tuple[Trap, ...]:
-    """The dtype mistakes that raise nothing, each executed beside the safe version."""
-    return (
-        trap("floordiv", "Integer division and //", _floor_div_trap, _floor_div_correct,
-             "`/` on integer tensors gives float (true division). `//` floors, so negative values round away "
-             "from zero; C and CUDA code often truncate instead."),
-        trap("uint8", "uint8 wrap-around", _uint8_trap, _uint8_correct,
-             "Integer arithmetic wraps modulo 2^bits with no warning: image tensors in uint8 are the classic case. "
-             "Widen first, then clamp."),
-        trap("fp16", "float16 overflow past 65504", _fp16_overflow_trap, _fp16_overflow_correct, fp16_lesson()),
-        trap("bf16", "bfloat16 vs float16 precision: 1 + 1e-3", _half_precision_trap, _half_precision_correct,
-             bf16_lesson()),
-        trap("sum", "float32 summation order", _sum_order_trap, _sum_order_correct,
-             "Floating-point addition is not associative: the order of a reduction (threads, blocks, devices) "
-             "changes the last digits, or everything when magnitudes differ this much."),
-        trap("default", "torch.tensor([1, 2]) is int64", _default_dtype_trap, _default_dtype_correct,
-             "`torch.tensor` infers the dtype from the Python values: ints give int64, floats give the default "
-             "float32. Factories like randn and zeros give float32."),
-        trap("to_self", ".to() returns self when nothing changes", _to_self_trap, _to_self_correct,
-             "`.to()` is a no-op when dtype and device already match: it returns the same tensor, not a copy, "
-             "so a write to the 'copy' changes the original."),
-    )
+def finfo_frame() -> pd.DataFrame:
+    """torch.finfo's table as the page shows it: floats to 6 significant digits."""
+    return finfo_table().map(lambda v: f"{v:.6g}" if isinstance(v, float) else v)
+
+
+# ---------------------------------------------------------------- traps
+
+
+def floor_divide_ints():
+    x = torch.tensor([7, -7])
+    return {"x // 2": (x // 2).tolist()}  # floor division: -3.5 rounds down to -4
+
+
+def divide_ints_saying_how():
+    x = torch.tensor([7, -7])
+    true_div = x / 2  # true division always gives float
+    trunc = torch.div(x, 2, rounding_mode="trunc")  # C-style toward zero
+    return {"x / 2": true_div.tolist(), "dtype": str(true_div.dtype), "trunc": trunc.tolist()}
+
+
+def _floor_div_sentence(trap: dict, correct: dict) -> str:
+    return (f"`x // 2` on [7, -7] gave {trap['x // 2']}: `//` floors, so -3.5 went down to {trap['x // 2'][1]}, "
+            f"where C and CUDA code truncate to {correct['trunc'][1]}. `/` on integer tensors is true division "
+            f"({correct['x / 2']}, {correct['dtype']}); `rounding_mode='trunc'` gives {correct['trunc']}.")
+
+
+@entry()
+def floor_division() -> TrapPair:
+    """// floors negative integers; / and rounding_mode say what they do."""
+    return measure("floordiv", "Integer division and //",
+                   ("Trap: `x // 2`", "Correct: `x / 2`, or `torch.div(x, 2, rounding_mode='trunc')`"),
+                   (floor_divide_ints, divide_ints_saying_how), _floor_div_sentence)
+
+
+def add_in_uint8():
+    pixels = torch.tensor([250, 100], dtype=torch.uint8)
+    return {"pixels + 10": (pixels + 10).tolist()}  # 260 wraps to 4, silently
+
+
+def add_widened_then_clamp():
+    pixels = torch.tensor([250, 100], dtype=torch.uint8)
+    return {"pixels + 10": (pixels.to(torch.int16) + 10).clamp(0, 255).tolist()}
+
+
+def _uint8_sentence(trap: dict, correct: dict) -> str:
+    return (f"250 + 10 in uint8 gave {trap['pixels + 10'][0]}: integer arithmetic wraps modulo 2^bits with no "
+            f"warning, and uint8 image tensors are the classic case. Widened to int16 first, then clamped: "
+            f"{correct['pixels + 10']}.")
+
+
+@entry()
+def uint8_wraparound() -> TrapPair:
+    """uint8 arithmetic wraps silently; widen, then clamp."""
+    return measure("uint8", "uint8 wrap-around",
+                   ("Trap: `pixels + 10` in uint8", "Correct: `(pixels.to(torch.int16) + 10).clamp(0, 255)`"),
+                   (add_in_uint8, add_widened_then_clamp), _uint8_sentence)
+
+
+def square_in_float16():
+    x = torch.tensor([300.0, 65519.0, 65520.0], dtype=torch.float16)  # 65519 rounds to 65504, 65520 to inf
+    return {"x": x.tolist(), "x * x": (x * x).tolist()}
+
+
+def square_in_bfloat16():
+    x = torch.tensor([300.0, 65519.0, 65520.0], dtype=torch.bfloat16)  # float32's range, fewer digits
+    return {"x": x.tolist(), "x * x": (x * x).tolist()}
+
+
+def _fp16_sentence(trap: dict, correct: dict) -> str:
+    return (f"[300, 65519, 65520] became {trap['x']} in float16 and {correct['x']} in bfloat16; squared, "
+            f"{trap['x * x']} against {correct['x * x']}. " + fp16_lesson())
+
+
+@entry()
+def float16_overflow() -> TrapPair:
+    """float16 overflows past 65504; bfloat16 keeps float32's range."""
+    return measure("fp16", "float16 overflow past 65504", ("Trap: float16", "Correct: bfloat16 (or float32)"),
+                   (square_in_float16, square_in_bfloat16), _fp16_sentence)
+
+
+def add_small_step_in_bfloat16():
+    one = torch.tensor(1.0, dtype=torch.bfloat16)
+    return {"1 + 1e-3": (one + 1e-3).item()}  # bfloat16 eps is 0.0078: the 1e-3 vanishes
+
+
+def add_small_step_in_float16():
+    one = torch.tensor(1.0, dtype=torch.float16)
+    return {"1 + 1e-3": (one + 1e-3).item()}  # float16 eps is 0.00098: kept, roughly
+
+
+def _bf16_sentence(trap: dict, correct: dict) -> str:
+    return (f"1 + 1e-3 is {trap['1 + 1e-3']} in bfloat16 and {correct['1 + 1e-3']} in float16. " + bf16_lesson())
+
+
+@entry()
+def bfloat16_precision() -> TrapPair:
+    """A small step added to 1.0 vanishes in bfloat16 and survives, roughly, in float16."""
+    return measure("bf16", "bfloat16 vs float16 precision: 1 + 1e-3",
+                   ("Trap: bfloat16", "Correct: float16, or accumulate in float32"),
+                   (add_small_step_in_bfloat16, add_small_step_in_float16), _bf16_sentence)
+
+
+def sum_in_float32():
+    x = torch.tensor([1e8, 1.0, -1e8])  # float32 has ~7 decimal digits
+    return {"x.sum()": x.sum().item()}
+
+
+def sum_reordered_or_in_float64():
+    x = torch.tensor([1e8, 1.0, -1e8])
+    reordered = torch.tensor([1e8, -1e8, 1.0]).sum().item()
+    in_float64 = x.double().sum().item()
+    return {"reordered": reordered, "in float64": in_float64}
+
+
+def _sum_sentence(trap: dict, correct: dict) -> str:
+    return (f"[1e8, 1, -1e8].sum() in float32 gave {trap['x.sum()']:g}; reordered it gives "
+            f"{correct['reordered']:g}, and in float64 {correct['in float64']:g}. Floating-point addition is not "
+            "associative: the order of a reduction (threads, blocks, devices) changes the last digits, or "
+            "everything when magnitudes differ this much.")
+
+
+@entry()
+def summation_order() -> TrapPair:
+    """The same three numbers summed in float32, reordered, and in float64."""
+    return measure("sum", "float32 summation order", ("Trap: `x.sum()` in float32", "Correct: reorder, or sum in "
+                   "float64"), (sum_in_float32, sum_reordered_or_in_float64), _sum_sentence)
+
+
+def tensor_from_ints():
+    w = torch.tensor([1, 2])  # Python ints -> int64
+    try:
+        w.requires_grad_()
+        raised = None
+    except RuntimeError as err:
+        raised = f"RuntimeError: {err}"
+    return {"w.dtype": str(w.dtype), "w.requires_grad_()": raised}
+
+
+def tensor_from_floats():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)  # Python floats -> float32
+    noise = torch.randn(2)  # randn is float32 too
+    return {"w.dtype": str(w.dtype), "randn dtype": str(noise.dtype), "w.requires_grad": w.requires_grad}
+
+
+def _default_sentence(trap: dict, correct: dict) -> str:
+    return (f"`torch.tensor([1, 2])` is {trap['w.dtype']}, so `requires_grad_()` "
+            f"{outcome(trap['w.requires_grad_()'])}. `torch.tensor` infers the dtype from the Python values: ints "
+            f"give int64, floats the default {correct['w.dtype']}; factories like randn and zeros give "
+            f"{correct['randn dtype']}.")
+
+
+@entry()
+def default_int64() -> TrapPair:
+    """Integer literals make an int64 tensor, which cannot require grad; float literals make float32."""
+    return measure("default", "torch.tensor([1, 2]) is int64",
+                   ("Trap: `torch.tensor([1, 2])`", "Correct: `torch.tensor([1.0, 2.0])`"),
+                   (tensor_from_ints, tensor_from_floats), _default_sentence)
+
+
+def write_after_to_same_dtype():
+    x = torch.zeros(3)
+    y = x.to(torch.float32)  # already float32: returns x itself
+    y[0] = 1.0
+    return {"y is x": y is x, "x": x.tolist()}
+
+
+def write_after_copy():
+    x = torch.zeros(3)
+    y = x.to(torch.float32, copy=True)  # or x.clone()
+    y[0] = 1.0
+    return {"y is x": y is x, "x": x.tolist()}
+
+
+def _to_self_sentence(trap: dict, correct: dict) -> str:
+    return (f"`x.to(torch.float32)` on a float32 x returned x itself (y is x: {trap['y is x']}), so writing y[0] "
+            f"changed x to {trap['x']}. `.to()` is a no-op when dtype and device already match; with `copy=True` "
+            f"(or `clone()`) y is a new tensor and x stays {correct['x']}.")
+
+
+@entry()
+def to_returns_self() -> TrapPair:
+    """.to() to the dtype a tensor already has returns the tensor itself; copy=True makes a copy."""
+    return measure("to_self", ".to() returns self when nothing changes",
+                   ("Trap: `y = x.to(torch.float32)`", "Correct: `y = x.to(torch.float32, copy=True)`"),
+                   (write_after_to_same_dtype, write_after_copy), _to_self_sentence)
+
+
+TRAPS = (floor_division, uint8_wraparound, float16_overflow, bfloat16_precision, summation_order, default_int64,
+         to_returns_self)  # in the order the tab shows them
 
 
 # Worst cases allowed by the limits, timed by `python -m bench`.

@@ -6,11 +6,12 @@ import math
 import re
 from dataclasses import dataclass
 
+import pandas as pd
 import torch
 
 from demos.errors import InputError, quoted
 from demos.parsing import MAX_TEXT, format_shape, parse_shape, plural, text_field
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import COLORS, darkened, text_on
 from demos.tensors.common import catchable, torch_error
 
@@ -378,6 +379,7 @@ def _script(eq: Equation, shapes, found, failure: BaseException | None, loop_cod
                   run="\n".join(lines))
 
 
+@entry("bhqd,bhkd->bhqk", "(1, 2, 3, 4); (1, 2, 5, 4)", entries=64)
 def einsum(equation_text: str, shapes_text: str) -> EinsumResult:
     """Validate, classify indices, run torch.einsum on seeded random inputs and check the standard op it equals."""
     eq = parse_equation(equation_text)
@@ -431,6 +433,12 @@ def arithmetic_sentence(multiplies: int, adds: int, iterations: int, out_numel: 
         one = "is a copy of one input element" if not multiplies else "is one product"
         return f"{muls} and no adds: {each} {one}"
     return f"{muls} and {adds:,} adds: {each} sums {terms:,} {what}s"
+
+
+def index_table(r: EinsumResult) -> pd.DataFrame:
+    """One row per index letter: its size, the operands it appears in and its role."""
+    return pd.DataFrame([{"index": i.name, "size": i.size, "in": ", ".join(i.operands), "role": i.role}
+                         for i in r.indices])
 
 
 def network_dot(r: EinsumResult) -> str:

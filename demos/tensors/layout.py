@@ -4,15 +4,17 @@ import re
 import warnings
 from dataclasses import dataclass
 
+import pandas as pd
 import plotly.graph_objects as go
 import torch
 from plotly.colors import sample_colorscale
 
 from demos.errors import InputError, quoted
 from demos.parsing import count_range, format_shape, parse_shape, text_field
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import COLORS, base_layout, cell_text
-from demos.tensors.common import Trap, catchable, torch_error, trap
+from demos.tensors.common import catchable, outcome, torch_error
+from demos.traps import TrapPair, measure
 
 MAX_BASE_DIMS = 4
 MAX_BASE_NUMEL = 64  # x is drawn cell by cell up to this size; a larger x (e.g. 32, 3, 64, 64) is tabled only
@@ -260,6 +262,7 @@ def _script(base_shape, drawn: bool, views, steps, error: BaseException | None) 
                   run=_run_lines(steps, len(views) - 1, error))
 
 
+@entry("3, 4", ".T.view(12)", entries=64)
 def layout(base_text: str, chain_text: str) -> LayoutResult:
     """Apply the chain to x = arange(n).reshape(base) and record torch's view of every tensor along the way."""
     base_shape = parse_base(base_text)
@@ -289,6 +292,14 @@ def layout(base_text: str, chain_text: str) -> LayoutResult:
 
 
 # ---------------------------------------------------------------- figure
+
+
+def layout_table(r: LayoutResult) -> pd.DataFrame:
+    """The table above the drawing: one row per tensor of the chain, as torch reported its layout."""
+    return pd.DataFrame([{
+        "tensor": v.code, "shape": format_shape(v.shape), "stride": format_shape(v.stride),
+        "storage_offset": v.offset, "is_contiguous()": v.contiguous, "shares x's storage": v.shares,
+    } for v in r.views])
 
 
 UNREAD = "#e8eaed"  # a storage cell this view does not read
@@ -366,69 +377,103 @@ def layout_figure(r: LayoutResult, which: int, n_values: int) -> go.Figure:
 # ---------------------------------------------------------------- traps
 
 
-def _view_trap():
+def view_after_transpose():
     x = torch.arange(12).reshape(3, 4)
     try:
-        y = x.T.view(12)  # x.T walks memory with stride (1, 4)
-        outcome = y.shape
+        outcome = x.T.view(12).tolist()  # x.T walks memory with stride (1, 4)
     except RuntimeError as err:
         outcome = f"RuntimeError: {err}"
-    return outcome
+    return {"x.T.stride()": list(x.T.stride()), "x.T.view(12)": outcome}
 
 
-def _view_correct():
+def reshape_after_transpose():
     x = torch.arange(12).reshape(3, 4)
     y = x.T.reshape(12)  # reshape copies when a view is impossible
-    same = y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
-    return f"{y.tolist()}, shares x: {same}"
+    shares = y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    return {"x.T.reshape(12)": y.tolist(), "shares x's memory": shares}
 
 
-def _expand_trap():
+SHARES = "shares x's memory"
+
+
+def _view_sentence(trap: dict, correct: dict) -> str:
+    return (f"`x.T` walks x's memory with strides {format_shape(trap['x.T.stride()'])}, and no strides walk that "
+            f"memory as one flat row, so `view(12)` {outcome(trap['x.T.view(12)'])}: `view` never copies. "
+            f"`reshape(12)` returned {correct['x.T.reshape(12)']} in new memory (shares x's memory: "
+            f"{correct[SHARES]}): it returns a view when it can and a copy when it must.")
+
+
+@entry()
+def view_of_transpose() -> TrapPair:
+    """view after a transpose raises; reshape copies."""
+    return measure("view", "view after a transpose", ("Trap: `x.T.view(12)`", "Correct: `x.T.reshape(12)`"),
+                   (view_after_transpose, reshape_after_transpose), _view_sentence)
+
+
+def write_into_expanded():
     x = torch.arange(3).unsqueeze(0).expand(1000, 3)  # stride (0, 1): one row, seen 1000 times
     x[0, 0] = 7  # every row is the same memory, so row 999 changes too
     try:
         x.add_(1)  # in-place on the whole tensor
-        outcome = "added"
+        added = "done"
     except RuntimeError as err:
-        outcome = f"RuntimeError: {err}"
-    return f"stride {x.stride()}, {x.untyped_storage().nbytes()} bytes, x[999, 0] = {x[999, 0].item()}; add_: {outcome}"
+        added = f"RuntimeError: {err}"
+    return {"stride": list(x.stride()), "bytes": x.untyped_storage().nbytes(), "x[999, 0]": x[999, 0].item(),
+            "x.add_(1)": added}
 
 
-def _expand_correct():
+def write_into_repeated():
     x = torch.arange(3).unsqueeze(0).repeat(1000, 1)  # a real copy per row
     x[0, 0] = 7
     x.add_(1)
-    return f"stride {x.stride()}, {x.untyped_storage().nbytes()} bytes, x[999, 0] = {x[999, 0].item()}"
+    return {"stride": list(x.stride()), "bytes": x.untyped_storage().nbytes(), "x[999, 0]": x[999, 0].item(),
+            "x.add_(1)": "done"}
 
 
-def _write_trap():
+def _expand_sentence(trap: dict, correct: dict) -> str:
+    return (f"`expand(1000, 3)` gave stride {format_shape(trap['stride'])}: 1000 rows in {trap['bytes']:,} bytes, "
+            f"the memory of one. Writing x[0, 0] = 7 changed every row (x[999, 0] is {trap['x[999, 0]']}), and the "
+            f"whole-tensor `add_` {outcome(trap['x.add_(1)'])}, because many indices share one element. `repeat` "
+            f"allocated every row ({correct['bytes']:,} bytes, stride {format_shape(correct['stride'])}), so the "
+            f"write stayed in row 0 and x[999, 0] is {correct['x[999, 0]']} after `add_(1)`.")
+
+
+@entry()
+def write_into_expand() -> TrapPair:
+    """An expanded tensor is one row seen many times: a write reaches every row, add_ is refused; repeat copies."""
+    return measure("expand", "expand is free, until you write into it",
+                   ("Trap: write into `x.expand(1000, 3)`", "Correct: `x.repeat(1000, 1)` when rows must differ"),
+                   (write_into_expanded, write_into_repeated), _expand_sentence)
+
+
+def write_through_row_view():
     x = torch.zeros(2, 3)
     row = x[0]  # basic indexing returns a view
     row[1] = 5.0  # writes into x's storage
-    return x.tolist()
+    return {"x": x.tolist()}
 
 
-def _write_correct():
+def write_through_row_copy():
     x = torch.zeros(2, 3)
     row = x[0].clone()  # an independent copy
     row[1] = 5.0
-    return x.tolist()
+    return {"x": x.tolist()}
 
 
-def traps() -> tuple[Trap, ...]:
-    """view on a non-contiguous tensor, expand's zero strides, writing through a view: executed beside the fix."""
-    return (
-        trap("view", "view after a transpose", _view_trap, _view_correct,
-             "`view` never copies, so it fails when the new shape cannot be walked with strides over the old memory; "
-             "`reshape` returns a view when it can and a copy when it must."),
-        trap("expand", "expand is free, until you write into it", _expand_trap, _expand_correct,
-             "`expand` sets stride 0 on the stretched dim: 1000 rows cost the memory of one. `repeat` allocates "
-             "every row. Writing one element of an expanded tensor changes every row; whole-tensor in-place ops "
-             "are refused because many indices share one element."),
-        trap("write", "A write through a view changes the base", _write_trap, _write_correct,
-             "Slicing, `view`, `T`, `expand` and `narrow` share storage with the base; `clone()` when you need "
-             "an independent tensor."),
-    )
+def _write_sentence(trap: dict, correct: dict) -> str:
+    return (f"`row = x[0]` is a view, so `row[1] = 5` changed x to {trap['x']}; through `x[0].clone()` x stayed "
+            f"{correct['x']}. Slicing, `view`, `T`, `expand` and `narrow` share storage with the base; `clone()` "
+            "when you need an independent tensor.")
+
+
+@entry()
+def write_through_view() -> TrapPair:
+    """A write through a slice lands in the base tensor; through a clone it does not."""
+    return measure("write", "A write through a view changes the base", ("Trap: `row = x[0]`", "Correct: "
+                   "`row = x[0].clone()`"), (write_through_row_view, write_through_row_copy), _write_sentence)
+
+
+TRAPS = (view_of_transpose, write_into_expand, write_through_view)  # in the order the tab shows them
 
 
 # Worst cases allowed by the limits, timed by `python -m bench`.

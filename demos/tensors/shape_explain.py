@@ -7,6 +7,7 @@ import builtins
 import math
 import re
 
+import pandas as pd
 import plotly.graph_objects as go
 from torch import nn
 
@@ -579,3 +580,12 @@ def chain_figure(result) -> go.Figure:
     fig.update_xaxes(range=[-12, width + 6], showticklabels=False, showgrid=False, zeroline=False)
     fig.update_yaxes(range=[len(rows) - 0.4, -0.6], showticklabels=False, showgrid=False, zeroline=False)
     return base_layout(fig, height=80 + 38 * len(rows))
+
+
+def steps_table(result) -> pd.DataFrame:
+    """The lab's table: per step its shape(s), strides, contiguity, view or copy, and dtype."""
+    return pd.DataFrame([{
+        "step": f"{s.number}. {s.short}", "shape": " | ".join(format_shape(o) for o in s.outputs) or "raised",
+        "stride": format_shape(s.stride) if s.outputs else "", "contiguous": s.contiguous,
+        "view or copy": s.view, "dtype": s.dtype,
+    } for s in result.steps])

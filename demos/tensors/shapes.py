@@ -17,6 +17,7 @@ from torch.nn import functional as F  # noqa: N812 (the name people type)
 
 from demos.errors import InputError, quoted
 from demos.parsing import format_shape
+from demos.shown import entry
 from demos.tensors import shape_explain as ex
 from demos.tensors import shape_grammar as g
 from demos.tensors.common import torch_error
@@ -546,6 +547,8 @@ def _run(decls, tree, device: str) -> tuple[Run, object, StepFailed | None]:
         return run, None, failed
 
 
+@entry("x: 32, 3, 64, 64; w: 16384, 10", "nn.Conv2d(3, 16, 3, stride=2, padding=1)(x).flatten(1) @ w",
+       entries=64)  # the CNN head preset
 def evaluate(tensors: str, expression: str) -> ShapeResult:
     """Parse both texts and run the expression with torch, step by step, on meta tensors."""
     decls = g.parse_tensors(tensors)
