@@ -75,42 +75,36 @@ def switch_tab(at: AppTest, key: str, tab: str) -> AppTest:
     return at.run()
 
 
-# How the suite shares two xdist workers (`-n 2 --dist loadgroup`, pyproject's addopts). Each test gets an
-# `xdist_group` mark, and a group runs whole on one worker: a browser half (about equal time, one per worker, each
-# starting its own server and Chromium once: tests/browser/conftest.py) or one test module (its module fixtures, such
-# as AppTest pages and the snippet fork server, built once). The halves go out first, so each worker starts on one
-# and neither waits for the other; the modules then fill in around them, the largest first.
-BROWSER_HALVES = {
-    "test_shared_views.py": 1, "test_practice.py": 1, "test_hostile_input.py": 1,
-    "test_whiteboard.py": 2, "test_browser.py": 2, "test_concurrency.py": 2, "test_replicas.py": 2,
-    "test_harness.py": 1,
+# How the suite shares two xdist workers (pyproject's addopts: `-n 2 --dist loadscope --no-loadscope-reorder`). A test
+# module runs whole on one worker, so its module fixtures (AppTest pages, the snippet fork server) are built once;
+# xdist hands the modules out in the order the workers collected them, and this hook sets that order: the browser
+# modules first, the longest first, so both workers start on them and share them out as they finish (each starting
+# one server and Chromium for its share: the package fixtures of tests/browser/conftest.py), then the other modules,
+# the largest first, filling in around them. (`--dist loadgroup` with `xdist_group` marks would name the groups,
+# but with pytest 9.2 xdist 3.8 drops the marks: pytest-dev/pytest-xdist#1386.)
+BROWSER_MINUTES = {  # minutes each browser module takes on one worker of a 2-core host (the order's only input)
+    "test_whiteboard.py": 9, "test_shared_views.py": 5, "test_browser.py": 4, "test_practice.py": 3,
+    "test_replicas.py": 2, "test_concurrency.py": 2, "test_hostile_input.py": 1, "test_harness.py": 1,
 }
 
 
-def xdist_group(item) -> str:
-    """The group an item runs in: its browser half, else its module."""
-    module = item.nodeid.split("::")[0]
-    if module.startswith("tests/browser/"):
-        return f"browser-half-{BROWSER_HALVES.get(module.removeprefix('tests/browser/'), 2)}"
-    return module
-
-
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
-    if config.getoption("dist", "no") == "loadgroup":  # (pyproject sets --no-loadscope-reorder: this is the order)
+    if hasattr(config, "workerinput"):  # an xdist worker: its collection order is the order modules are handed out
         items[:] = handed_out_first(items)
 
 
 def handed_out_first(items: list) -> list:
-    """The items in the order xdist hands their groups out: the browser halves, then the other groups by size,
-    largest first; a group's items stay together and keep their order."""
-    groups: dict[str, list] = {}
+    """The items in the order xdist should hand their modules out: browser modules, longest first, then the other
+    modules, the most tests first; a module's items stay together and keep their order."""
+    modules: dict[str, list] = {}
     for item in items:
-        groups.setdefault(item.get_closest_marker("xdist_group").args[0], []).append(item)
-    order = sorted(groups, key=lambda g: (not g.startswith("browser-half-"), -len(groups[g])))
-    return [item for group in order for item in groups[group]]
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def order(module: str) -> tuple:
+        name = module.removeprefix("tests/browser/")
+        return (name == module, -BROWSER_MINUTES.get(name, 1), -len(modules[module]))
+
+    return [item for module in sorted(modules, key=order) for item in modules[module]]
 
 
 class WorkerLoad:
