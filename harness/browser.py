@@ -1,9 +1,9 @@
 """Start the real Streamlit server and a headless Chromium; shared by the browser tests and the benchmark.
 
-Waiting: a test waits for what it expects to see (Playwright's `expect`, which retries until it holds) or for the
-run its action started (`act`, `wait_run`), never for a fixed time, and never does an action twice. A run's start
-and end are read from the page's own record of the app's script state (STATE_RECORDER), which a fragment's run
-changes as a whole rerun does (tests/browser/test_harness.py); the benchmark times reruns from it."""
+Waiting: a test does an action once and waits for what it must show (`act`, with Playwright's auto-retrying
+`expect`), then for the app to be idle; never for a fixed time. A run's start and end are read from the page's own
+record of the app's script state (STATE_RECORDER), which a fragment's run changes as a whole rerun does
+(tests/browser/test_harness.py); the benchmark times reruns from it (`rerun`, `wait_run`)."""
 
 import os
 import shutil
@@ -115,9 +115,16 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 # Installed in every page of a context before Streamlit loads: stamps each change of the app's script state
-# (`data-test-script-state` on stApp, which Streamlit's frontend sets for a full rerun and for a fragment's run alike)
-# with the page's clock, so a run's start and end can be timed and no run slips between two polls. A change's old
-# value is recorded too: a run that starts and ends within one batch of changes leaves its 'running' only there.
+# (`data-test-script-state` on stApp, which Streamlit's frontend sets for a whole rerun and for a fragment's run
+# alike) with the page's clock, so a run's start and end can be timed and no change slips between two polls. A
+# change's old value is recorded too: a run that starts and ends within one batch of changes leaves its 'running'
+# only there.
+#
+# What it cannot see: a run whose messages all reach the frontend before it draws, which React then draws in one
+# go, leaving the state 'notRunning' throughout. That happens to fast runs on a busy host (a Practice question's
+# "Run it": the server's twelve messages within 10 ms, no state change). So a test waits for the outcome of its
+# action (`act`); wait_run is for what always shows: a page's first run, the r key's rerun (the frontend shows
+# 'rerunRequested' the moment the key is pressed) and runs that take seconds.
 STATE_RECORDER = """
 window.__wbStates = [];
 new MutationObserver(records => {
@@ -175,7 +182,8 @@ def run_started(page, mark: list, timeout: float = 10) -> bool:
 
 def wait_run(page, mark: list | None = None, timeout: float = 60) -> tuple[float, float]:
     """Wait for a script run (the whole script or a fragment) that started after `mark` (none: since the document
-    loaded, the page's first run) to finish; returns (started, finished), the page's clock in ms."""
+    loaded, the page's first run) to finish; returns (started, finished), the page's clock in ms. For a run that
+    shows its state (see STATE_RECORDER)."""
     try:
         page.wait_for_function(FINISHED, arg=mark, timeout=timeout * 1000)
     except PlaywrightTimeout as error:
@@ -186,18 +194,37 @@ def wait_run(page, mark: list | None = None, timeout: float = 60) -> tuple[float
         f"m => {{ const s = {SINCE}(m); return [s.find({IS_START})[1], s[s.length - 1][1]]; }}", mark))
 
 
-def act(page, action, timeout: float = 60) -> tuple[float, float]:
-    """Do `action()` (a click, a key, an upload) that starts a run, and wait for that run to finish; returns its
-    (started, finished). The app must be idle first (after wait_run or settle): the action is done once."""
+def rerun(page, timeout: float = 60) -> tuple[float, float]:
+    """A whole rerun with the same inputs (the r key), waited for to its end; returns its (started, finished)."""
+    settle(page, timeout)  # the frontend ignores r while a run is under way
     mark = run_mark(page)
-    action()
+    page.locator("[data-testid=stMain]").press("r")
     return wait_run(page, mark, timeout=timeout)
 
 
+def act(page, action, outcome, timeout: float = 60) -> None:
+    """Do `action()` once (a click, a key, an upload: it reruns the script or a fragment), wait for `outcome()` (an
+    `expect` of what that run must show, which no earlier run shows), then for the app to be idle: that run's end.
+
+    Whatever the frontend's script state showed meanwhile: once the outcome shows, the run has begun, and the
+    state is idle again only when it has ended (a run drawn in one go never left idle)."""
+    settle(page, timeout)
+    action()
+    outcome()
+    settle(page, timeout)
+
+
 def settle(page, timeout: float = 60) -> None:
-    """Wait until the app is idle: no run under way or requested. After a page's expected change has shown (its
-    run has begun), this is that run's end."""
+    """Wait until the app is idle: no run under way or requested."""
     expect(page.locator(APP)).to_have_attribute("data-test-script-state", IDLE, timeout=timeout * 1000)
+
+
+def tab_drawn(tab, timeout: float = 60) -> None:
+    """Wait until `tab` is selected and its panel holds an element: a tab set that draws only its open tab
+    (`tab.open`, as ui.section_tabs does) draws it in the run the tab's click starts."""
+    expect(tab).to_have_attribute("aria-selected", "true", timeout=timeout * 1000)
+    panel = tab.page.locator(f"[id='{tab.get_attribute('aria-controls')}']")
+    expect(panel.get_by_test_id("stElementContainer").first).to_be_attached(timeout=timeout * 1000)
 
 
 def open_page(browser, url: str, timeout: float = 120, **options):

@@ -82,9 +82,11 @@ def switch_tab(at: AppTest, key: str, tab: str) -> AppTest:
 # one server and Chromium for its share: the package fixtures of tests/browser/conftest.py), then the other modules,
 # the largest first, filling in around them. (`--dist loadgroup` with `xdist_group` marks would name the groups,
 # but with pytest 9.2 xdist 3.8 drops the marks: pytest-dev/pytest-xdist#1386.)
-BROWSER_MINUTES = {  # minutes each browser module takes on one worker of a 2-core host (the order's only input)
-    "test_whiteboard.py": 9, "test_shared_views.py": 5, "test_browser.py": 4, "test_practice.py": 3,
-    "test_replicas.py": 2, "test_concurrency.py": 2, "test_hostile_input.py": 1, "test_harness.py": 1,
+# Seconds each browser module took on one worker in a run of the whole suite on a loaded 2-core host (December
+# 2026); only their order counts.
+BROWSER_SECONDS = {
+    "test_whiteboard.py": 3140, "test_shared_views.py": 2287, "test_browser.py": 413, "test_replicas.py": 182,
+    "test_concurrency.py": 164, "test_practice.py": 109, "test_hostile_input.py": 98, "test_harness.py": 80,
 }
 
 
@@ -102,7 +104,7 @@ def handed_out_first(items: list) -> list:
 
     def order(module: str) -> tuple:
         name = module.removeprefix("tests/browser/")
-        return (name == module, -BROWSER_MINUTES.get(name, 1), -len(modules[module]))
+        return (name == module, -BROWSER_SECONDS.get(name, 100), -len(modules[module]))
 
     return [item for module in sorted(modules, key=order) for item in modules[module]]
 

@@ -21,9 +21,9 @@ from playwright.sync_api import expect
 
 from harness.browser import NoChromium, launch_chromium, streamlit_server
 
-# How long an `expect` waits for what a test expects to see: as long as a Playwright action waits for its element
-# (5 s, Playwright's default, is short for a shared 2-core host drawing a page while two servers run).
-expect.set_options(timeout=30_000)
+# How long an `expect` waits for what a test expects to see: Playwright's default, 5 s, is short for a 2-core host
+# shared by two servers, two Chromiums and the rest of the suite (waiting longer costs nothing when it shows sooner).
+expect.set_options(timeout=60_000)
 
 NEEDS_PROGRAM = "needs a system program: "
 # Where Debian installs nginx: /usr/sbin is on root's PATH, not on a user's.

@@ -74,9 +74,9 @@ def test_url_reproduces_the_view(server, browser):
         context.close()
     context, page = open_app(browser, shared)
     try:
-        expect(page.get_by_label("Logits")).to_have_value("3, 0, -1, 2", timeout=20_000)
+        expect(page.get_by_label("Logits")).to_have_value("3, 0, -1, 2")
         bars = page.locator("[data-testid=stVegaLiteChart] .mark-rect path")
-        expect(bars, "four logits, two bars each (T = 1 and the chosen T)").to_have_count(8, timeout=30_000)
+        expect(bars, "four logits, two bars each (T = 1 and the chosen T)").to_have_count(8)
     finally:
         context.close()
 
@@ -88,12 +88,12 @@ def test_bad_input_shows_a_sentence_and_the_page_keeps_working(server, browser):
         box.fill("2, x")
         box.press("Enter")
         errors = page.locator("[data-testid=stAlertContentError]")
-        expect(errors.first).to_contain_text("Logits, entry 2: x is not a number", timeout=20_000)  # literally
+        expect(errors.first).to_contain_text("Logits, entry 2: x is not a number")  # literally
         settle(page)
         assert page.locator("[data-testid=stException]").count() == 0
         box.fill("1, 2")
         box.press("Enter")
-        expect(errors).to_have_count(0, timeout=20_000)
+        expect(errors).to_have_count(0)
     finally:
         context.close()
 
@@ -113,7 +113,10 @@ def set_checkbox(page, label: str, value: bool) -> None:
     box = page.get_by_label(label, exact=True).first
     wait_loaded(page)
     assert box.is_checked() != value, f"{label} is already {'ticked' if value else 'unticked'}"
-    act(page, page.locator("[data-testid=stCheckbox] label").filter(has_text=label).first.click)
+    held = page.locator("[data-testid=stCaptionContainer]").filter(has_text=re.compile(r"^It holds \d+ ticked concept"))
+    ticked = int(re.search(r"It holds (\d+)", held.inner_text())[1]) + (1 if value else -1)
+    act(page, page.locator("[data-testid=stCheckbox] label").filter(has_text=label).first.click,
+        lambda: expect(held).to_contain_text(f"It holds {ticked} ticked concept"))  # the progress link's summary
     expect(box).to_be_checked(checked=value)
 
 
@@ -125,12 +128,12 @@ def test_tracker_import_rejects_bad_files_and_loads_good_ones(server, browser):
         set_checkbox(page, concept, True)
         upload(page, "notes.json", b'{"hello": 1}')
         error = page.locator("[data-testid=stAlertContentError]").first
-        expect(error).to_contain_text("not a PyTorch Whiteboard tracker", timeout=20_000)
+        expect(error).to_contain_text("not a PyTorch Whiteboard tracker")
         settle(page)
         assert page.get_by_label(concept, exact=True).first.is_checked(), "a rejected file changes nothing"
         set_checkbox(page, concept, False)
         upload(page, "tracker.json", export_tracker({topic.slug: [concept]}).encode())
-        expect(page.get_by_label(concept, exact=True).first).to_be_checked(timeout=20_000)
+        expect(page.get_by_label(concept, exact=True).first).to_be_checked()
         settle(page)
         assert page.locator("[data-testid=stAlertContentError]").count() == 0
     finally:
@@ -146,13 +149,13 @@ def test_ticks_survive_other_pages_and_the_progress_link_restores_them(server, b
         go_to(page, topic)
         page.wait_for_url(re.compile(f"/{topic.slug}"))
         go_to(page, HOME)
-        expect(page.get_by_label(concept, exact=True).first).to_be_checked(timeout=20_000)
+        expect(page.get_by_label(concept, exact=True).first).to_be_checked()
         link = page.locator("[data-testid=stCode] code").filter(has_text="?progress=").first.inner_text().strip()
     finally:
         context.close()
     context, page = open_app(browser, link)  # a new visit, as on another device
     try:
-        expect(page.get_by_label(concept, exact=True).first).to_be_checked(timeout=20_000)
+        expect(page.get_by_label(concept, exact=True).first).to_be_checked()
         notice = page.locator("[data-testid=stAlertContentSuccess]").first
         expect(notice).to_contain_text("Progress loaded from the link: 1 ticked concept")
     finally:
@@ -160,7 +163,7 @@ def test_ticks_survive_other_pages_and_the_progress_link_restores_them(server, b
     context, page = open_app(browser, link[:-3] + "xyz")  # tampered
     try:
         error = page.locator("[data-testid=stAlertContentError]").first
-        expect(error).to_contain_text("Nothing was changed", timeout=20_000)
+        expect(error).to_contain_text("Nothing was changed")
         assert page.locator("[data-testid=stException]").count() == 0
         assert not page.get_by_label(concept, exact=True).first.is_checked()
     finally:
@@ -217,7 +220,7 @@ def test_shape_lab_passing_and_failing_chain(server, browser):
         try:
             assert page.locator("[data-testid=stException]").count() == 0
             assert wait_charts(page, 1) >= 1, "the chain figure"
-            expect(page.get_by_text(sentence).first).to_be_visible(timeout=20_000)
+            expect(page.get_by_text(sentence).first).to_be_visible()
             full_screenshot(page, shot)
         finally:
             context.close()

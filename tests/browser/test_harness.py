@@ -1,12 +1,13 @@
 """The harness's wait for a run (harness/browser.py) sees a fragment's run end as surely as a whole rerun's, on an
 app made for the check: a slider and a chart inside an `st.fragment` (a change there reruns only the fragment),
 a slider outside it. Streamlit's frontend sets `data-test-script-state` to 'running' for either kind of run and
-marks stale only the elements the run will redraw; wait_run returns once the run's elements are drawn."""
+marks stale only the elements the run will redraw; wait_run returns once the run's elements are drawn, and so does
+act, which waits for an action's outcome."""
 
 import pytest
 from playwright.sync_api import expect
 
-from harness.browser import APP, IDLE, act, open_page, run_mark, run_started, streamlit_server, wait_run
+from harness.browser import APP, IDLE, act, open_page, rerun, run_mark, run_started, streamlit_server, wait_run
 
 pytestmark = pytest.mark.browser
 
@@ -84,18 +85,22 @@ def test_a_slow_fragment_run_is_waited_for_to_its_end_and_only_its_elements_go_s
 
 
 @pytest.mark.parametrize("where", ["points", "whole page"])
-def test_every_fast_run_is_seen_to_its_end(browser, fragment_app, where):
-    """Twenty runs in a row, each a few milliseconds of script: none slips past the wait, and each has drawn its
-    result by the time the wait returns (the text is read without waiting)."""
+def test_an_action_waited_for_by_its_outcome_is_over_when_act_returns(browser, fragment_app, where):
+    """Twenty fast runs in a row (a few milliseconds of script each), waited for by what each must show: when act
+    returns, the run has drawn everything and ended (the text and the state are read without waiting), whether
+    the run's 'running' state was drawn or not."""
     context, page = open_page(browser, fragment_app)
     try:
         first, prefix, shown = (2, "fragment drew", "fragment drew {} points") if where == "points" else (
             1, "page ran with", "page ran with {}")
         for step in range(1, 21):
-            act(page, lambda: slider(page, where).press("ArrowRight"))
-            assert text(page, prefix) == shown.format(first + step)
+            act(page, lambda: slider(page, where).press("ArrowRight"),
+                lambda s=step: expect(page.get_by_text(shown.format(first + s), exact=True)).to_be_visible())
             assert page.locator(APP).get_attribute("data-test-script-state") == IDLE
-        act(page, lambda: page.locator("[data-testid=stMain]").press("r"))  # the r key: a whole rerun, same inputs
+            assert text(page, prefix) == shown.format(first + step)
+            assert stale(page, prefix) == "false"
+        started, finished = rerun(page)  # the r key: a whole rerun with the same inputs, always seen
+        assert started <= finished
         assert text(page, prefix) == shown.format(first + 20)
     finally:
         context.close()

@@ -8,17 +8,15 @@ from playwright.sync_api import expect
 from demos.practice import catalog
 from demos.practice import drill as dr
 from demos.quiz import format_answer
-from harness.browser import act, artifacts_dir, open_page, settle
+from harness.browser import act, artifacts_dir, open_page, rerun, settle
 from tests.browser.test_browser import full_screenshot, open_app, wait_loaded
 
 pytestmark = pytest.mark.browser
 
 
 def do(page, action, then) -> None:
-    """Do `action()` once (it starts a run), wait for that run, then for its effect (`then()`: an `expect`)."""
-    settle(page)
-    act(page, action)
-    then()
+    """Do `action()` once (it starts a run) and wait for its effect (`then()`: an `expect`) and the run's end."""
+    act(page, action, then)
 
 
 def button(page, name: str):
@@ -65,9 +63,10 @@ def shown_next(page, position: int, last: bool) -> None:
 
 
 def verdict(page):
-    """The message of the verdict on screen (none before Run it)."""
-    return page.locator("[data-testid=stAlertContentSuccess] p, [data-testid=stAlertContentWarning] p, "
-                        "[data-testid=stAlertContentInfo] p")
+    """The message of the verdict in the question card (none before Run it; a notice above the page is not one)."""
+    return page.locator("[class*=st-key-wbcard-], [class*=st-key-wbcorner-]").locator(
+        "[data-testid=stAlertContentSuccess] p, [data-testid=stAlertContentWarning] p, "
+        "[data-testid=stAlertContentInfo] p")
 
 
 def option_input(page, text: str):
@@ -113,7 +112,7 @@ def test_the_quiz_round_trip_answer_change_retry_next(server, browser):
         assert "Correct" in answer(page, first, truth), "answered again after Try again, no reload"
         next_question(page, 0, last=False)
         second = catalog.item(ids[1]).question
-        expect(page.get_by_text(second.prompt, exact=True)).to_be_visible(timeout=20_000)
+        expect(page.get_by_text(second.prompt, exact=True)).to_be_visible()
         expect(page.locator("[data-testid=stProgress]")).to_contain_text("Question 2 of")
     finally:
         context.close()
@@ -127,13 +126,13 @@ def test_a_30_question_drill_in_the_browser(server, browser):
         wait_loaded(page)
         for position, qid in enumerate(ids):
             q = catalog.item(qid).question
-            expect(page.get_by_text(f"Question {position + 1} of 30")).to_be_visible(timeout=30_000)
+            expect(page.get_by_text(f"Question {position + 1} of 30")).to_be_visible()
             wait_loaded(page)
             verdict = answer(page, q, format_answer(q.run()))
             assert "Correct" in verdict, (position, qid, verdict)
             assert page.locator("[data-testid=stException]").count() == 0
             next_question(page, position, last=position == 29)
-        expect(page.get_by_text("30 of 30")).to_be_visible(timeout=30_000)
+        expect(page.get_by_text("30 of 30")).to_be_visible()
         wait_loaded(page)
         full_screenshot(page, "practice-report")
     finally:
@@ -145,7 +144,7 @@ def test_a_mock_interview_shows_a_running_clock_and_whiteboard_mode_one_large_qu
     context, page = open_app(browser, drill_url(server, settings))
     try:
         clock = page.locator("#pr-q-0")
-        expect(clock).to_be_visible(timeout=20_000)
+        expect(clock).to_be_visible()
         before = clock.inner_text()
         expect(clock, "the clock counts in the browser").not_to_have_text(before, timeout=5_000)
         wait_loaded(page)
@@ -185,10 +184,9 @@ def test_the_interview_corner_keeps_its_question_in_the_url_after_answering(serv
     try:
         wait_loaded(page)
         q = QUESTIONS[2]
-        expect(page.get_by_text(q.prompt, exact=True)).to_be_visible(timeout=20_000)
+        expect(page.get_by_text(q.prompt, exact=True)).to_be_visible()
         assert "Correct" in answer(page, q, format_answer(q.run()))
-        settle(page)
-        act(page, lambda: page.locator("[data-testid=stMain]").press("r"))  # a rerun, as any widget causes
+        rerun(page)  # a rerun, as any widget causes
         assert "tensors_q_pick=3" in page.url
         assert page.get_by_text(q.prompt, exact=True).count() == 1, "still on question 3"
         corner = page.locator("[data-testid=stRadio]").first

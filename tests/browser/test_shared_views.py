@@ -11,7 +11,9 @@ from harness.browser import (
     act,
     full_screenshot,
     open_page,
+    tab_drawn,
     wait_charts,
+    wait_every_chart_drawn,
     wait_loaded,
 )
 from tests.browser.test_browser import QUESTION_CARD_PAGES, VIEWPORT, open_app, wait_visible_chart
@@ -20,8 +22,9 @@ pytestmark = pytest.mark.browser
 
 
 def view_of(page) -> dict:
-    """What a visitor sees of a view: open tabs, headings, widget labels and values, how many charts."""
+    """What a visitor sees of a view: open tabs, headings, widget labels and values, how many charts (each drawn)."""
     wait_loaded(page)
+    wait_every_chart_drawn(page)
     return page.evaluate("""() => {
         const main = document.querySelector('[data-testid=stMain]');
         const texts = sel => [...main.querySelectorAll(sel)].map(e => e.innerText.trim());
@@ -37,16 +40,14 @@ def view_of(page) -> dict:
 
 
 def click_and_wait(page, locator) -> None:
-    """Click a button that reruns the script and changes the URL; wait for that run and the new URL."""
+    """Click a button whose run changes the URL (the server moves a URL-bound widget); wait for that run."""
     before = page.url
-    act(page, locator.click, timeout=300)
-    page.wait_for_url(lambda url: url != before, timeout=20_000)
+    act(page, locator.click, lambda: page.wait_for_url(lambda url: url != before), timeout=300)
 
 
 def open_tab(page, tab) -> None:
     """Click a tab, as a visitor does, and wait for the run it starts (the tab's section drawn)."""
-    act(page, tab.click, timeout=300)
-    expect(tab).to_have_attribute("aria-selected", "true")
+    act(page, tab.click, lambda: tab_drawn(tab, timeout=300), timeout=300)
     wait_loaded(page)
 
 
@@ -65,7 +66,7 @@ def assert_same_view_on_its_figure(browser, url: str, seen: dict, name: str, car
         assert page.locator("[data-testid=stException]").count() == 0
         assert view_of(page) == seen, url
         if card:
-            expect(page.get_by_role("button", name="Run it").first).to_be_visible(timeout=20_000)
+            expect(page.get_by_role("button", name="Run it").first).to_be_visible()
         else:
             assert wait_visible_chart(page) >= 1, f"{url}: no figure without a press"
         full_screenshot(page, f"view-{name}")

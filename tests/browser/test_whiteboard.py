@@ -19,7 +19,8 @@ from harness.browser import (
     full_screenshot,
     next_frames,
     open_page,
-    settle,
+    rerun,
+    tab_drawn,
     wait_charts,
     wait_every_chart_drawn,
     wait_loaded,
@@ -115,9 +116,9 @@ def download(page, button) -> bytes:
     return open(info.value.path(), "rb").read()
 
 
-def rerun(page) -> None:
+def rerun_drawn(page) -> None:
     """A rerun with the same inputs (the r key), drawn to its end: the figure tools have had their update."""
-    act(page, lambda: page.locator("[data-testid=stMain]").press("r"))
+    rerun(page)
     next_frames(page)
 
 
@@ -168,16 +169,15 @@ def test_draw_on_a_figure_and_download_it_annotated(server, browser, kind):
         assert text.startswith("<svg") and "look here" in text and 'class="wb-ink"' in text
         assert "@font-face" in text or kind == "graphviz", "the page font travels with the SVG"
 
-        rerun(page)
+        rerun_drawn(page)
         assert len(strokes(page, figure)) == 4, "a rerun with the same inputs keeps the drawing"
         if change:
             label, value = change
             box_input = page.get_by_label(label, exact=True)
             box_input.fill(value)
-            act(page, lambda: box_input.press("Enter"))
             # new inputs draw a new figure: the old drawing is dropped, not laid over it
-            page.wait_for_function("id => sessionStorage.getItem('wb-ink:' + id) === null", arg=figure,
-                                   timeout=20_000)
+            act(page, lambda: box_input.press("Enter"), lambda: page.wait_for_function(
+                "id => sessionStorage.getItem('wb-ink:' + id) === null", arg=figure, timeout=60_000))
     finally:
         context.close()
 
@@ -200,32 +200,29 @@ def step_caption(page):
     return page.locator("[class*=st-key-wbsteps-tensors_bc_steps] [data-testid=stCaptionContainer]")
 
 
-def press_key(page, key: str) -> None:
+def press_key(page, key: str, outcome) -> None:
     """A presenter key that reruns the script (a step, a section), pressed once the presenter bar is mounted and
-    the app idle; waits for its run to finish."""
+    the app idle; waits for its outcome and the run's end."""
     expect(page.get_by_test_id("wbPresenter")).to_be_attached()
-    settle(page)
-    act(page, lambda: page.keyboard.press(key))
+    act(page, lambda: page.keyboard.press(key), outcome)
 
 
 def test_presenter_keys_move_steps_and_sections_and_open_the_board(server, browser):
     context, page = open_view(browser, f"{server}/tensors?whiteboard=true")
     try:
-        wait_loaded(page, 30_000)
+        wait_loaded(page)
         assert page.get_by_test_id("stSidebar").get_attribute("aria-expanded") != "true"
         assert page.get_by_test_id("stExpandSidebarButton").is_visible(), "the sidebar is folded"
         page.locator("[class*=st-key-wbsteps-tensors_bc_steps]").scroll_into_view_if_needed()
         assert step_caption(page).inner_text().startswith("Step 1 of")
         for key, expected in (("ArrowRight", "Step 2 of"), ("ArrowRight", "Step 3 of"), ("ArrowLeft", "Step 2 of")):
-            press_key(page, key)
-            expect(step_caption(page)).to_have_text(re.compile(f"^{expected}"))
-        press_key(page, "]")
+            press_key(page, key, lambda e=expected: expect(step_caption(page)).to_have_text(re.compile(f"^{e}")))
+        tabs = page.locator("[class*=st-key-wbsections-] [role=tab]")
+        memory, broadcasting = tabs.filter(has_text="Memory layout"), tabs.filter(has_text="Broadcasting")
+        press_key(page, "]", lambda: tab_drawn(memory))
         page.wait_for_url(re.compile("tensors_tab=Memory"))
-        selected = page.locator("[class*=st-key-wbsections-] [role=tab][aria-selected=true]")
-        expect(selected).to_have_text(re.compile("^Memory layout"))
-        selected.focus()  # as a click on the tab leaves it: [ and ] still switch sections (the arrows are the tabs')
-        press_key(page, "[")
-        expect(selected).to_have_text(re.compile("^Broadcasting"))
+        memory.focus()  # as a click on the tab leaves it: [ and ] still switch sections (the arrows are the tabs')
+        press_key(page, "[", lambda: tab_drawn(broadcasting))
 
         widths = "() => [...document.querySelectorAll('[data-testid=stMainBlockContainer], [role=tab]')]" \
                  ".map(n => Math.round(n.getBoundingClientRect().width))"
@@ -261,8 +258,7 @@ def reveal_with_right_arrow(page, key: str) -> None:
     caption = page.locator(card_step_caption(key))
     expect(caption).to_have_text(re.compile("^Step 1 of 3"))
     for expected in ("Step 2 of 3", "Step 3 of 3"):
-        press_key(page, "ArrowRight")
-        expect(caption).to_have_text(re.compile(f"^{expected}"))
+        press_key(page, "ArrowRight", lambda e=expected: expect(caption).to_have_text(re.compile(f"^{e}")))
 
 
 def press_to_scroll(page, key: str) -> None:
@@ -277,7 +273,7 @@ def presenting(browser, address: str):
     """A 1280x720 whiteboard-mode view, loaded with every chart drawn; closed afterwards."""
     context, page = open_view(browser, address)
     try:
-        wait_loaded(page, 30_000)
+        wait_loaded(page)
         wait_every_chart_drawn(page)
         yield page
     finally:
@@ -414,7 +410,7 @@ def test_every_view_in_whiteboard_mode_opens_on_its_figure_and_reads_from_the_ba
     address = f"{server}/{topic.slug}?{urllib.parse.urlencode({**query, 'whiteboard': 'true'})}"
     context, page = open_view(browser, address)
     try:
-        wait_loaded(page, 30_000)
+        wait_loaded(page)
         wait_charts(page, 0 if query else topic.charts, timeout=60)  # the defaults' charts (test_browser counts them)
         wait_every_chart_drawn(page)  # and every chart of this view drawn before measuring
         assert page.locator("[data-testid=stException]").count() == 0
