@@ -4,9 +4,9 @@ programs the tests drive.
 A browser test module asks for `server` (the base URL) and `browser`, and opens its own context per test
 (`harness.browser.open_page`), so visitors stay apart while the server's start and page warm-up are paid once.
 Only a check of what a fresh server does (its first request) starts one of its own (`harness.browser.streamlit_server`).
-The fixtures live as long as the tests/browser package runs on a worker (package scope; the package runs as two
-halves, one per xdist worker: tests/conftest.py), so no server outlives the browser tests into tests that count
-child processes.
+The fixtures live as long as the tests/browser package runs on a worker (package scope; each xdist worker runs its
+share of the browser modules before any other module: tests/conftest.py), so no server outlives the browser tests
+into tests that count child processes.
 
 A test that needs a system program it cannot find or fetch is skipped with one line that starts with
 NEEDS_PROGRAM and says what to install; with CI set (.ci/run sets it) that is a failure instead.
