@@ -1,4 +1,9 @@
-"""Start the real Streamlit server and a headless Chromium; shared by the browser tests and the benchmark."""
+"""Start the real Streamlit server and a headless Chromium; shared by the browser tests and the benchmark.
+
+Waiting: a test does an action once and waits for what it must show (`act`, with Playwright's auto-retrying
+`expect`), then for the app to be idle; never for a fixed time. A run's start and end are read from the page's own
+record of the app's script state (STATE_RECORDER), which a fragment's run changes as a whole rerun does
+(tests/browser/test_harness.py); the benchmark times reruns from it (`rerun`, `wait_run`)."""
 
 import os
 import shutil
@@ -11,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
 from demos.processes import free_port
 
@@ -34,16 +40,25 @@ def system_chromium() -> str | None:
     return None
 
 
+class NoChromium(RuntimeError):
+    """Neither a system Chromium nor Playwright's own build could be had on this machine."""
+
+
 def launch_chromium(playwright):
-    """System Chromium when present; otherwise Playwright's bundled build, installing it once if missing."""
+    """System Chromium when present; otherwise Playwright's bundled build, installing it once if missing (NoChromium
+    when that cannot be downloaded or started)."""
     path = system_chromium()
     if path:
         return playwright.chromium.launch(executable_path=path, args=CHROMIUM_FLAGS)
     try:
         return playwright.chromium.launch(args=CHROMIUM_FLAGS)
     except Exception:
+        pass
+    try:
         subprocess.run([sys.executable, "-m", "playwright", "install", "chromium"], check=True)
         return playwright.chromium.launch(args=CHROMIUM_FLAGS)
+    except Exception as error:
+        raise NoChromium(f"no chromium on PATH, and Playwright's own build failed: {error}") from error
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
@@ -99,29 +114,20 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
-# Installed in every page of a context before Streamlit loads: records each change of the app's script
-# state with a page-side timestamp, so no run can slip between two polls; counts the messages the page sends to
-# the server (a rerun request is one), so a test can tell a dropped action from a slow server; counts the messages
-# it receives (a run that React drew in one batch may leave no state change behind, never its messages); and logs
-# the socket's opening and closing, for the message of a test that waited in vain.
+# Installed in every page of a context before Streamlit loads: stamps each change of the app's script state
+# (`data-test-script-state` on stApp, which Streamlit's frontend sets for a whole rerun and for a fragment's run
+# alike) with the page's clock, so a run's start and end can be timed and no change slips between two polls. A
+# change's old value is recorded too: a run that starts and ends within one batch of changes leaves its 'running'
+# only there.
+#
+# What it cannot see: a run whose messages all reach the frontend before it draws, which React then draws in one
+# go, leaving the state 'notRunning' throughout. That happens to fast runs on a busy host (a Practice question's
+# "Run it": the server's twelve messages within 10 ms, no state change). So a test waits for the outcome of its
+# action (`act`); wait_run is for what always shows: a page's first run, the r key's rerun (the frontend shows
+# 'rerunRequested' the moment the key is pressed) and runs that take seconds.
 STATE_RECORDER = """
 window.__wbStates = [];
-window.__wbSent = 0;
-window.__wbReceived = [0, 0];  // messages received, page time of the last
-window.__wbSocket = [];
-const send = WebSocket.prototype.send;
-WebSocket.prototype.send = function (...args) { window.__wbSent += 1; return send.apply(this, args); };
-window.WebSocket = class extends WebSocket {
-  constructor(...args) {
-    super(...args);
-    this.addEventListener('message', () => { window.__wbReceived = [window.__wbReceived[0] + 1, performance.now()]; });
-    this.addEventListener('open', () => window.__wbSocket.push(['open', performance.now()]));
-    this.addEventListener('close', e => window.__wbSocket.push(['close', e.code, performance.now()]));
-  }
-};
 new MutationObserver(records => {
-  // getAttribute reads the value now, after every change in this batch: a fast run's 'running' survives only
-  // as the old value of the next change, so the old values are recorded too.
   const now = performance.now();
   for (const r of records) window.__wbStates.push([r.oldValue, now]);
   const app = records[records.length - 1].target;
@@ -129,6 +135,8 @@ new MutationObserver(records => {
 }).observe(document, {attributes: true, subtree: true, attributeOldValue: true,
                       attributeFilter: ['data-test-script-state']});
 """
+APP = "[data-testid=stApp]"
+IDLE = "notRunning"
 
 
 def new_context(browser, **options):
@@ -139,98 +147,106 @@ def new_context(browser, **options):
 
 
 def run_mark(page) -> list:
-    """Where the page's records stand now; pass it to wait_run after triggering a run.
+    """Where the page's record of script states stands now; take it while the app is idle, then act, then pass it to
+    run_started or wait_run.
 
-    The records live in the loaded document, so a reload (a link the frontend let the browser follow) starts them
-    afresh: a mark names its document (performance.timeOrigin), and everything recorded in a later one counts as
-    after it. [document, states recorded, messages received, page time, messages sent]
+    The record lives in the loaded document, so a reload starts it afresh: a mark names its document
+    (performance.timeOrigin), and everything recorded in a later one counts as after it.
+    [document, states recorded, page time]
     """
-    return page.evaluate("() => [performance.timeOrigin, window.__wbStates.length, window.__wbReceived[0], "
-                         "performance.now(), window.__wbSent]")
+    return page.evaluate("() => [performance.timeOrigin, window.__wbStates.length, performance.now()]")
 
 
 # Whether mark `m` was taken in this document (none: no mark, everything since the document loaded counts).
 SAME_DOCUMENT = "(m => Boolean(m) && m[0] === performance.timeOrigin)"
 
-# The states recorded since mark `m`.
+# The states recorded since mark `m`: [state, page time] each.
 SINCE = f"(m => {SAME_DOCUMENT}(m) ? window.__wbStates.slice(m[1]) : window.__wbStates)"
 
-# A run shows as 'rerunRequested' (a rerun the frontend asked for) and/or 'running'; a run that finishes within
-# one frame may never show 'running' at all.
-IS_START = "x => x[0] === 'running' || x[0] === 'rerunRequested'"
+# A state that is not idle: a run requested ('rerunRequested', the r key), under way ('running'), being stopped, or
+# the page's first run not yet begun ('initial'). The app was idle at the mark, so any of these since is a run.
+IS_START = f"x => x[0] !== '{IDLE}'"
 
-# Messages received from the server since mark `m`.
-RECEIVED = f"(m => window.__wbReceived[0] - ({SAME_DOCUMENT}(m) ? m[2] : 0))"
-
-# Messages sent to the server since mark `m`.
-SENT = f"(m => window.__wbSent - ({SAME_DOCUMENT}(m) ? m[4] : 0))"
-
-# The app's script state now.
-STATE_NOW = "(() => document.querySelector('[data-test-script-state]')?.getAttribute('data-test-script-state'))"
-
-# A run that started after `m` has finished: its start and end are recorded, or (a run React drew in one batch)
-# the server has answered since `m`, the app is idle and nothing has arrived for a second.
-FINISHED = f"""m => {{
-  const s = {SINCE}(m);
-  if (s.some({IS_START}) && s[s.length - 1][0] === 'notRunning') return true;
-  return {RECEIVED}(m) > 0 && {STATE_NOW}() === 'notRunning' && performance.now() - window.__wbReceived[1] > 1000;
-}}"""
+# A run that started after `m` has finished: its start is recorded and the last state recorded is idle.
+FINISHED = f"m => {{ const s = {SINCE}(m); return s.some({IS_START}) && s[s.length - 1][0] === '{IDLE}'; }}"
 
 
 def run_started(page, mark: list, timeout: float = 10) -> bool:
-    """Whether a script run started after `mark` within `timeout` s (the frontend sometimes drops a request)."""
+    """Whether a script run (the whole script or a fragment) started after `mark` within `timeout` s."""
     try:
-        page.wait_for_function(f"m => {SINCE}(m).some({IS_START}) || {RECEIVED}(m) > 0", arg=mark,
-                               timeout=timeout * 1000)
+        page.wait_for_function(f"m => {SINCE}(m).some({IS_START})", arg=mark, timeout=timeout * 1000)
         return True
     except PlaywrightTimeout:
         return False
 
 
-def act_and_wait_run(page, act, start_timeout: float = 10, timeout: float = 60, attempts: int = 3) -> None:
-    """Do `act()` (a click, an upload, a key), then wait for the run it starts.
-
-    The frontend now and then drops the rerun request of an action that comes right after a run, more often on a
-    loaded host. The action is done again (up to `attempts` times in all) only when, `start_timeout` s later, no
-    run has started and the page has sent the server nothing: an action whose request went out is never doubled,
-    however slow the server is to start its run.
-    """
-    for attempt in range(attempts):
-        mark = run_mark(page)
-        act()
-        if run_started(page, mark, timeout=start_timeout) or attempt == attempts - 1:
-            break
-        if page.evaluate(f"m => {SENT}(m)", mark):
-            break  # the request went out: the run is coming, only late
-    wait_run(page, mark, timeout=timeout)
-
-
 def wait_run(page, mark: list | None = None, timeout: float = 60) -> tuple[float, float]:
-    """Wait for a script run that started after `mark` (none: since the document loaded) to finish; returns
-    (started, finished), page clock in ms (for a run seen only by its messages: the mark and its last message)."""
+    """Wait for a script run (the whole script or a fragment) that started after `mark` (none: since the document
+    loaded, the page's first run) to finish; returns (started, finished), the page's clock in ms. For a run that
+    shows its state (see STATE_RECORDER)."""
     try:
         page.wait_for_function(FINISHED, arg=mark, timeout=timeout * 1000)
     except PlaywrightTimeout as error:
-        seen = page.evaluate(f"m => ({{states: {SINCE}(m), state_now: {STATE_NOW}(), received: {RECEIVED}(m), "
-                             f"sent: {SENT}(m), socket: window.__wbSocket, now: performance.now(), "
-                             f"address: location.href}})", mark)
-        raise AssertionError(f"no finished run within {timeout} s; since the action (this document's clock, "
-                             f"ms): {seen}") from error
+        seen = page.evaluate(f"m => ({{states: {SINCE}(m), now: performance.now(), address: location.href}})", mark)
+        raise AssertionError(f"no finished run within {timeout} s; script states since the mark (this document's "
+                             f"clock, ms): {seen}") from error
     return tuple(page.evaluate(
-        f"""m => {{ const s = {SINCE}(m), start = s.find({IS_START});
-                   return start ? [start[1], s[s.length - 1][1]] : [m ? m[3] : 0, window.__wbReceived[1]]; }}""",
-        mark,
-    ))
+        f"m => {{ const s = {SINCE}(m); return [s.find({IS_START})[1], s[s.length - 1][1]]; }}", mark))
+
+
+def rerun(page, timeout: float = 60) -> tuple[float, float]:
+    """A whole rerun with the same inputs (the r key), waited for to its end; returns its (started, finished)."""
+    settle(page, timeout)  # the frontend ignores r while a run is under way
+    mark = run_mark(page)
+    page.locator("[data-testid=stMain]").press("r")
+    return wait_run(page, mark, timeout=timeout)
+
+
+def act(page, action, outcome, timeout: float = 60) -> None:
+    """Do `action()` once (a click, a key, an upload: it reruns the script or a fragment), wait for `outcome()` (an
+    `expect` of what that run must show, which no earlier run shows), then for the app to be idle: that run's end.
+
+    Whatever the frontend's script state showed meanwhile: once the outcome shows, the run has begun, and the
+    state is idle again only when it has ended (a run drawn in one go never left idle)."""
+    settle(page, timeout)
+    action()
+    outcome()
+    settle(page, timeout)
+
+
+def settle(page, timeout: float = 60) -> None:
+    """Wait until the app is idle: no run under way or requested."""
+    expect(page.locator(APP)).to_have_attribute("data-test-script-state", IDLE, timeout=timeout * 1000)
+
+
+def tab_drawn(tab, timeout: float = 60) -> None:
+    """Wait until `tab` is selected and its panel holds an element: a tab set that draws only its open tab
+    (`tab.open`, as ui.section_tabs does) draws it in the run the tab's click starts."""
+    expect(tab).to_have_attribute("aria-selected", "true", timeout=timeout * 1000)
+    panel = tab.page.locator(f"[id='{tab.get_attribute('aria-controls')}']")
+    expect(panel.get_by_test_id("stElementContainer").first).to_be_attached(timeout=timeout * 1000)
+
+
+def open_page(browser, url: str, timeout: float = 120, **options):
+    """A new visitor (a context made by new_context with `options`) at `url`, its first run finished; returns
+    (context, page)."""
+    context = new_context(browser, **options)
+    page = context.new_page()
+    page.goto(url)
+    wait_run(page, timeout=timeout)
+    return context, page
 
 
 def wait_charts(page, count: int, timeout: float = 30) -> int:
-    """Wait until at least `count` charts (plotly or graphviz) are drawn; returns how many are."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = page.locator(CHART_SELECTOR).count()
-        if found >= count or time.monotonic() > deadline:
-            return found
-        time.sleep(0.1)
+    """Wait until at least `count` charts (plotly, vega or graphviz) are drawn; returns how many are (fewer when
+    `timeout` s passed first: the caller says what it expected)."""
+    charts = page.locator(CHART_SELECTOR)
+    if count:
+        try:
+            expect(charts.nth(count - 1)).to_be_attached(timeout=timeout * 1000)
+        except AssertionError:
+            pass
+    return charts.count()
 
 
 # Each chart element of the page, and the drawing inside it that shows once its figure has rendered.
@@ -248,6 +264,29 @@ def wait_every_chart_drawn(page, timeout: float = 60) -> int:
     return page.locator(CHART_SELECTOR).count()
 
 
+def next_frames(page, frames: int = 2) -> None:
+    """Let the page draw `frames` animation frames: what a run's last render started (a component's mount, a
+    scroll) is done by then."""
+    page.evaluate("n => new Promise(done => { const tick = k => k ? requestAnimationFrame(() => tick(k - 1)) : "
+                  "done(); tick(n); })", frames)
+
+
+def wait_still(page, timeout: float = 10) -> None:
+    """Wait until nothing on the page scrolls any more (the scroll offsets agree over three animation frames)."""
+    page.wait_for_function(
+        """() => new Promise(done => {
+             const scrolled = () => [...document.querySelectorAll('*')].reduce((s, n) => s + n.scrollTop, 0)
+                                    + window.scrollY;
+             let last = null, same = 0;
+             const tick = () => {
+               const y = scrolled();
+               same = y === last ? same + 1 : 0;
+               last = y;
+               if (same >= 3) done(true); else requestAnimationFrame(tick);
+             };
+             tick(); })""", timeout=timeout * 1000)
+
+
 def artifacts_dir(*parts: str) -> Path:
     path = _artifacts().joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
@@ -260,9 +299,7 @@ MAX_SHOT_HEIGHT = 12000
 def wait_loaded(page, timeout_ms: int = 60_000) -> None:
     """Lazy elements (tables, charts) show skeletons until their code has loaded: wait them out (on a loaded
     host that has taken over 20 s)."""
-    page.wait_for_function("() => document.querySelectorAll('[data-testid=stSkeleton]').length === 0",
-                           timeout=timeout_ms)
-    page.wait_for_timeout(500)
+    expect(page.get_by_test_id("stSkeleton")).to_have_count(0, timeout=timeout_ms)
 
 
 def full_screenshot(page, name: str) -> None:
@@ -276,5 +313,7 @@ def full_screenshot(page, name: str) -> None:
     height = min(max(height, viewport["height"]), MAX_SHOT_HEIGHT)
     page.set_viewport_size({"width": viewport["width"], "height": height})
     wait_loaded(page)
+    wait_every_chart_drawn(page)
+    next_frames(page, 3)  # the charts' resize to the taller viewport is drawn
     page.screenshot(path=str(artifacts_dir("screenshots") / f"{name}.png"), full_page=True)
     page.set_viewport_size(viewport)

@@ -2,6 +2,8 @@
 
 import re
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -42,6 +44,16 @@ def shown_table(table):
     return shown_frame(table.value)
 
 
+def step_reveal(at: AppTest, first: str) -> tuple[str, list[str]]:
+    """A whiteboard step-by-step block (ui.steps) whose first step starts with `first`: its caption ('Step k of n')
+    and the steps it shows so far, in order."""
+    nodes = list(at.main)
+    start = next(i for i, n in enumerate(nodes)
+                 if getattr(n, "type", "") == "markdown" and n.value.startswith(f"1. {first}"))
+    caption = next(n.value for n in nodes[start:] if getattr(n, "type", "") == "caption")
+    return caption, [step.strip() for step in re.split(r"^\d+\. ", nodes[start].value, flags=re.M)[1:]]
+
+
 def every_section() -> list[tuple[str, dict]]:
     """(page file, query) for each section of every registered page (demos/registry.py declares them)."""
     return [(topic.file, query) for topic in registered() for query in topic.sections()]
@@ -63,49 +75,67 @@ def switch_tab(at: AppTest, key: str, tab: str) -> AppTest:
     return at.run()
 
 
-# The browser tests in two halves of about equal time (about 10 minutes each, timed on one worker), one per worker:
-# each half starts one server, and neither waits for the other.
-BROWSER_HALVES = {
-    "test_shared_views.py": 1, "test_practice.py": 1, "test_hostile_input.py": 1,
-    "test_whiteboard.py": 2, "test_browser.py": 2, "test_concurrency.py": 2, "test_replicas.py": 2,
+# How the suite shares two xdist workers (pyproject's addopts: `-n 2 --dist loadscope --no-loadscope-reorder`). A test
+# module runs whole on one worker, so its module fixtures (AppTest pages, the snippet fork server) are built once;
+# xdist hands the modules out in the order the workers collected them, and this hook sets that order: the browser
+# modules first, the longest first, so both workers start on them and share them out as they finish (each starting
+# one server and Chromium for its share: the package fixtures of tests/browser/conftest.py), then the other modules,
+# the largest first, filling in around them. (`--dist loadgroup` with `xdist_group` marks would name the groups,
+# but with pytest 9.2 xdist 3.8 drops the marks: pytest-dev/pytest-xdist#1386.)
+# Seconds each browser module took on one worker in a run of the whole suite on a loaded 2-core host (December
+# 2026); only their order counts.
+BROWSER_SECONDS = {
+    "test_whiteboard.py": 3140, "test_shared_views.py": 2287, "test_browser.py": 413, "test_replicas.py": 182,
+    "test_concurrency.py": 164, "test_practice.py": 109, "test_hostile_input.py": 98, "test_harness.py": 80,
 }
 
 
-# A browser test that fails is run once more (pytest-rerunfailures), and the run's summary counts it as "rerun":
-# on two cores shared by two servers, two Chromiums and the rest of the suite, the frontend now and then loses an
-# action (harness/browser.py waits out every case it can tell apart and says what it saw when it cannot). A test
-# that fails twice fails the run.
-BROWSER_RERUNS = 1
-
-
 def pytest_collection_modifyitems(config, items):
+    if hasattr(config, "workerinput"):  # an xdist worker: its collection order is the order modules are handed out
+        items[:] = handed_out_first(items)
+
+
+def handed_out_first(items: list) -> list:
+    """The items in the order xdist should hand their modules out: browser modules, longest first, then the other
+    modules, the most tests first; a module's items stay together and keep their order."""
+    modules: dict[str, list] = {}
     for item in items:
-        if item.nodeid.startswith("tests/browser/"):
-            item.add_marker(pytest.mark.flaky(reruns=BROWSER_RERUNS))
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def order(module: str) -> tuple:
+        name = module.removeprefix("tests/browser/")
+        return (name == module, -BROWSER_SECONDS.get(name, 100), -len(modules[module]))
+
+    return [item for module in sorted(modules, key=order) for item in modules[module]]
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """Under `--dist loadscope` (pyproject's addopts) a test module runs whole on one xdist worker, so its module
-    fixtures are built once. The browser tests form two units (BROWSER_HALVES), handed out before any other, so
-    each worker starts one browser half first (one server each) and the rest of the suite fills in around them."""
-    if config.getvalue("dist") != "loadscope":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
+class WorkerLoad:
+    """A line per xdist worker at the end of a run: how many tests it ran, its seconds inside them, and when its last
+    report came (from the start of the run); the browser halves' balance shows here."""
 
-    class BrowserHalvesFirst(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            if not nodeid.startswith("tests/browser/"):
-                return super()._split_scope(nodeid)
-            module = nodeid.split("::")[0].removeprefix("tests/browser/")
-            return f"tests/browser (half {BROWSER_HALVES.get(module, 2)})"
+    def __init__(self):
+        self.start = time.monotonic()
+        self.tests, self.busy, self.last = Counter(), Counter(), {}
 
-        def _assign_work_unit(self, node) -> None:
-            for scope in sorted((s for s in self.workqueue if s.startswith("tests/browser ")), reverse=True):
-                self.workqueue.move_to_end(scope, last=False)
-            super()._assign_work_unit(node)
+    def pytest_runtest_logreport(self, report):
+        node = getattr(report, "node", None)
+        if node is None:
+            return
+        worker = node.gateway.id
+        self.busy[worker] += report.duration
+        self.last[worker] = time.monotonic() - self.start
+        self.tests[worker] += report.when == "call"
 
-    return BrowserHalvesFirst(config, log)
+    def pytest_terminal_summary(self, terminalreporter):
+        for worker in sorted(self.busy):
+            terminalreporter.write_line(
+                f"{worker}: {self.tests[worker]} tests, {self.busy[worker] / 60:.1f} min in tests, done at "
+                f"{self.last[worker] / 60:.1f} min")
+
+
+def pytest_configure(config):
+    if config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(WorkerLoad(), "worker-load")
 
 
 @pytest.fixture(scope="module")

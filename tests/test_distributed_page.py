@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.conftest import assert_clean, open_page, switch_tab
+from tests.conftest import assert_clean, open_page, step_reveal, switch_tab
 
 PAGE = "pages/distributed.py"
 
@@ -182,10 +182,21 @@ def test_pipeline_and_zero_widgets_move():
 
 
 def test_whiteboard_mode_reveals_ddp_steps():
+    """In whiteboard mode the DDP story opens on its first step; Next step adds the second, which tells the bucket
+    count of iteration 1 that the run measured (the metric above it)."""
     at = open_tab("DDP", whiteboard="true")
     at.button(key="dist_ddp_button").click().run()
+    caption, steps = step_reveal(at, "DDP hooks each parameter")
+    total = int(caption.rsplit(" ", 1)[1])
+    assert caption == f"Step 1 of {total}" and total > 2 and len(steps) == 1
     at.button(key="dist_ddp_steps_next").click().run()
     assert_clean(at)
+    caption, shown = step_reveal(at, "DDP hooks each parameter")
+    assert caption == f"Step 2 of {total}"
+    assert len(shown) == 2 and shown[0] == steps[0]
+    buckets = next(m.value for m in at.metric if m.label == "buckets, iteration 1")
+    said = {"0": "Iteration 1 recorded no bucket", "1": "Iteration 1 is a single bucket"}
+    assert shown[1].startswith(said.get(buckets, f"Iteration 1 used {buckets} buckets")), (buckets, shown[1])
 
 
 def test_result_files_load_or_are_refused_with_a_sentence():

@@ -1,10 +1,13 @@
 """The Modules page in AppTest: every tab, main widgets moved, hooks toggled, layers frozen, bad input explained."""
 
+import json
+
 import pytest
 
+from demos.modules import hooks
 from demos.modules.sharing import MAX_DIM, MAX_STEPS, MAX_VOCAB
 from demos.registry import by_slug
-from tests.conftest import assert_clean, open_page
+from tests.conftest import assert_clean, open_page, shown_table
 
 PAGE = "pages/modules.py"
 
@@ -50,6 +53,37 @@ def test_hooks_tab_widgets_and_toggles():
     at.toggle(key="modules_surgery_on").set_value(False).run()
     at.slider(key="modules_calls").set_value(10).run()
     assert_clean(at)
+    net = ("2, 3, 5", 24, "checker", 0)
+    run = hooks.hook_outputs(*net)  # what torch gives for these settings, computed here
+    layers = shown_table(at.table[0])
+    assert list(layers["layer"]) == [v.name for v in run.layers]
+    assert list(layers["output shape"]) == [str(v.out_shape) for v in run.layers], "channels 2, 3, 5 on 24x24 images"
+    assert [float(m) for m in layers["mean"]] == pytest.approx([v.out_mean for v in run.layers], rel=1e-3, abs=1e-5)
+    disc = hooks.hook_outputs("2, 3, 5", 24, "disc", 0)
+    assert [v.out_mean for v in disc.layers] != pytest.approx([v.out_mean for v in run.layers], rel=1e-3), \
+        "the means tell the checker images from the default ones"
+    assert heatmap_titles(at) == [f"ch {c}" for c in range(5)], "the feature maps of features.conv3 (5 channels)"
+    pre = hooks.pre_hook_effect(*net, "grayscale")
+    logits = next(frame for frame in map(shown_table, at.table) if "logits with pre-hook" in frame.columns)
+    assert list(logits["logits with pre-hook"]) == [str([round(v, 4) for v in r]) for r in pre.logits_hooked]
+    successes = [m.value for m in at.success]
+    assert any(m.startswith("Checked: model(x) with the pre-hook equals model(transformed x)") for m in successes)
+    assert at.number_input(key="modules_zero_channel").value == 4, "conv3 has channel 4"
+    assert any("With no hook registered every layer's output is unchanged" in m.value for m in at.markdown)
+    assert "No hook registered: every .grad is bit-identical to the plain run." in successes
+    assert [m.proto.delta for m in at.metric if "hooked tensor" in m.label] == ["+0 vs no hook"] * 2
+    assert "Call 10 fired the hook 1 time; 0 hooks left registered." in successes
+    assert any(m.value.startswith("Call 10 fired the hook 10 times; 10 hooks left registered") for m in at.warning)
+
+
+def heatmap_titles(at) -> list[str]:
+    """The subplot titles of the page's figure made of heatmaps (the feature maps of the chosen layer)."""
+    for chart in at.get("plotly_chart"):
+        figure = json.loads(chart.proto.spec)
+        if figure["data"] and all(trace["type"] == "heatmap" for trace in figure["data"]) and any(
+                a.get("text", "").startswith("ch ") for a in figure["layout"].get("annotations", [])):
+            return [a["text"] for a in figure["layout"]["annotations"]]
+    return []
 
 
 def test_constrained_choices_from_a_url_fall_back_to_valid_ones():

@@ -162,7 +162,25 @@ def test_grid_index_errors_name_the_dim_and_limit():
 
 
 def test_alignment_figure_builds_for_a_three_way_broadcast():
-    bc.alignment_figure(bc.broadcast(("8, 1, 6, 1", "7, 1, 5", "")))
+    """Three operands right-aligned in one table: each row's sizes (a missing leading dim shown as a grey 1), each
+    cell coloured by its role, and torch's result in the last row."""
+    shapes = ((8, 1, 6, 1), (7, 1, 5), (6, 1))
+    fig = bc.alignment_figure(bc.broadcast(tuple(", ".join(map(str, s)) for s in shapes)))
+    grid, labels = fig.data
+    assert list(grid.y) == ["result", "C", "B", "A"] and list(grid.x) == ["dim -4", "dim -3", "dim -2", "dim -1"]
+    cells = {(row, column): (text, fill) for column, row, text, fill in
+             zip(labels.x, labels.y, labels.text, labels.meta["fills"], strict=True)}
+
+    def row(name):
+        return [cells[name, column] for column in grid.x]
+
+    kept, stretched, prepended = (bc.ROLE_COLORS[k] for k in ("kept", "stretched", "prepended"))
+    assert row("A") == [("8", kept), ("1", stretched), ("6", kept), ("1", stretched)]
+    assert row("B") == [("1", prepended), ("7", kept), ("1", stretched), ("5", kept)]
+    assert row("C") == [("1", prepended), ("1", prepended), ("6", kept), ("1", stretched)]
+    result = tuple(torch.broadcast_tensors(*(torch.zeros(s) for s in shapes))[0].shape)
+    assert result == (8, 7, 6, 5)
+    assert row("result") == [(str(d), bc.ROLE_COLORS["result"]) for d in result]
 
 
 def test_loss_trap_makes_b_by_b_and_torch_refuses_inplace_broadcast():

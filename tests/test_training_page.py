@@ -1,9 +1,11 @@
 """The training-loop page in AppTest: every tab, the step walk, the main widgets, bad input as a sentence."""
 
+import re
+
 import pytest
 
 from demos.training import step
-from tests.conftest import assert_clean, open_page
+from tests.conftest import assert_clean, open_page, step_reveal
 
 PAGE = "pages/training-loop.py"
 TABS = ("Mistakes", "Optimizers", "Schedulers", "Losses", "Mixed precision", "Resume")
@@ -136,7 +138,19 @@ def test_resume_shows_zero_difference():
 
 
 def test_whiteboard_mode_reveals_steps():
+    """The loop's order opens on its first call in whiteboard mode; Next step adds the second (zero_grad), Previous
+    step takes it back; outside whiteboard mode every step is shown at once."""
     at = open_page(PAGE, query={"whiteboard": "true"})
     assert_clean(at)
+    caption, steps = step_reveal(at, "`model.train()`")
+    total = int(caption.rsplit(" ", 1)[1])
+    assert caption == f"Step 1 of {total}" and len(steps) == 1
     at.button(key="tl_order_steps_next").click().run()
     assert_clean(at)
+    caption, shown = step_reveal(at, "`model.train()`")
+    assert caption == f"Step 2 of {total}"
+    assert len(shown) == 2 and shown[1].startswith("`optimizer.zero_grad()`")
+    at.button(key="tl_order_steps_prev").click().run()
+    assert step_reveal(at, "`model.train()`") == (f"Step 1 of {total}", steps)
+    every = next(m.value for m in open_page(PAGE).markdown if m.value.startswith("1. `model.train()`"))
+    assert len(re.findall(r"^\d+\. ", every, flags=re.M)) == total

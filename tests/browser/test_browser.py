@@ -4,21 +4,20 @@ import re
 import urllib.parse
 
 import pytest
-from playwright import sync_api
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
 from demos.registry import HOME, by_slug, registered
 from demos.tracker import export_tracker
 from harness.browser import (
     CHART_SELECTOR,
-    act_and_wait_run,
+    act,
     full_screenshot,
-    new_context,
-    run_mark,
-    run_started,
+    open_page,
+    settle,
     streamlit_server,
     wait_charts,
     wait_loaded,
-    wait_run,
 )
 
 pytestmark = pytest.mark.browser
@@ -27,11 +26,16 @@ VIEWPORT = {"width": 1400, "height": 900}
 
 
 def open_app(browser, url: str, scheme: str = "light"):
-    context = new_context(browser, viewport=VIEWPORT, color_scheme=scheme)
-    page = context.new_page()
-    page.goto(url)
-    wait_run(page, timeout=120)
-    return context, page
+    return open_page(browser, url, viewport=VIEWPORT, color_scheme=scheme)
+
+
+def go_to(page, topic) -> None:
+    """Follow the sidebar's link to `topic` and wait for that page to be drawn (its title shown, the run over)."""
+    link = page.locator(f"[data-testid=stSidebarNav] a[href$='/{'' if topic is HOME else topic.slug}']")
+    expect(link).to_have_count(1)
+    link.click()
+    expect(page.locator("h1").first).to_have_text(heading(topic), timeout=120_000)
+    settle(page, timeout=120)
 
 
 def assert_rendered(page, topic) -> None:
@@ -49,9 +53,7 @@ def test_page_renders_from_the_sidebar_in_the_dark_theme(server, browser, topic)
     context, page = open_app(browser, server, scheme="dark")
     try:
         if topic is not HOME:
-            link = page.locator(f"[data-testid=stSidebarNav] a[href$='/{topic.slug}']")
-            assert link.count() == 1, f"sidebar link to {topic.slug}"
-            act_and_wait_run(page, link.click, timeout=120)
+            go_to(page, topic)
             page.wait_for_url(re.compile(f"/{topic.slug}"))
         assert_rendered(page, topic)
         full_screenshot(page, f"{topic.slug}-dark")
@@ -72,10 +74,9 @@ def test_url_reproduces_the_view(server, browser):
         context.close()
     context, page = open_app(browser, shared)
     try:
-        sync_api.expect(page.get_by_label("Logits")).to_have_value("3, 0, -1, 2", timeout=20_000)
-        wait_charts(page, 1)
+        expect(page.get_by_label("Logits")).to_have_value("3, 0, -1, 2")
         bars = page.locator("[data-testid=stVegaLiteChart] .mark-rect path")
-        assert bars.count() == 8, "four logits, two bars each (T = 1 and the chosen T)"
+        expect(bars, "four logits, two bars each (T = 1 and the chosen T)").to_have_count(8)
     finally:
         context.close()
 
@@ -86,13 +87,13 @@ def test_bad_input_shows_a_sentence_and_the_page_keeps_working(server, browser):
         box = page.get_by_label("Logits")
         box.fill("2, x")
         box.press("Enter")
-        error = page.locator("[data-testid=stAlertContentError]").first
-        error.wait_for(timeout=20_000)
-        assert "Logits, entry 2: x is not a number" in error.inner_text()  # the typed text shown literally
+        errors = page.locator("[data-testid=stAlertContentError]")
+        expect(errors.first).to_contain_text("Logits, entry 2: x is not a number")  # literally
+        settle(page)
         assert page.locator("[data-testid=stException]").count() == 0
         box.fill("1, 2")
         box.press("Enter")
-        page.locator("[data-testid=stAlertContentError]").first.wait_for(state="detached", timeout=20_000)
+        expect(errors).to_have_count(0)
     finally:
         context.close()
 
@@ -107,18 +108,16 @@ def set_checkbox(page, label: str, value: bool) -> None:
     """Tick or untick a checkbox by clicking its label as a person would, and wait for the run it starts.
 
     The page must be fully drawn first: a click while lazy elements above are still loading can land on a
-    shifting layout and never reach the checkbox (no run starts). A click the frontend drops is retried.
+    shifting layout and never reach the checkbox.
     """
     box = page.get_by_label(label, exact=True).first
     wait_loaded(page)
-    for _ in range(3):
-        if box.is_checked() == value:
-            return
-        mark = run_mark(page)
-        page.locator("[data-testid=stCheckbox] label").filter(has_text=label).first.click()
-        if run_started(page, mark):
-            wait_run(page, mark)
-    sync_api.expect(box).to_be_checked(checked=value)
+    assert box.is_checked() != value, f"{label} is already {'ticked' if value else 'unticked'}"
+    held = page.locator("[data-testid=stCaptionContainer]").filter(has_text=re.compile(r"^It holds \d+ ticked concept"))
+    ticked = int(re.search(r"It holds (\d+)", held.inner_text())[1]) + (1 if value else -1)
+    act(page, page.locator("[data-testid=stCheckbox] label").filter(has_text=label).first.click,
+        lambda: expect(held).to_contain_text(f"It holds {ticked} ticked concept"))  # the progress link's summary
+    expect(box).to_be_checked(checked=value)
 
 
 def test_tracker_import_rejects_bad_files_and_loads_good_ones(server, browser):
@@ -129,20 +128,16 @@ def test_tracker_import_rejects_bad_files_and_loads_good_ones(server, browser):
         set_checkbox(page, concept, True)
         upload(page, "notes.json", b'{"hello": 1}')
         error = page.locator("[data-testid=stAlertContentError]").first
-        error.wait_for(timeout=20_000)
-        assert "not a PyTorch Whiteboard tracker" in error.inner_text()
+        expect(error).to_contain_text("not a PyTorch Whiteboard tracker")
+        settle(page)
         assert page.get_by_label(concept, exact=True).first.is_checked(), "a rejected file changes nothing"
         set_checkbox(page, concept, False)
         upload(page, "tracker.json", export_tracker({topic.slug: [concept]}).encode())
-        sync_api.expect(page.get_by_label(concept, exact=True).first).to_be_checked(timeout=20_000)
+        expect(page.get_by_label(concept, exact=True).first).to_be_checked()
+        settle(page)
         assert page.locator("[data-testid=stAlertContentError]").count() == 0
     finally:
         context.close()
-
-
-def go_to(page, link) -> None:
-    """Follow a sidebar link and wait for the page's run."""
-    act_and_wait_run(page, link.click, timeout=120)
 
 
 def test_ticks_survive_other_pages_and_the_progress_link_restores_them(server, browser):
@@ -151,25 +146,24 @@ def test_ticks_survive_other_pages_and_the_progress_link_restores_them(server, b
     context, page = open_app(browser, server)
     try:
         set_checkbox(page, concept, True)
-        go_to(page, page.locator(f"[data-testid=stSidebarNav] a[href$='/{topic.slug}']"))
+        go_to(page, topic)
         page.wait_for_url(re.compile(f"/{topic.slug}"))
-        go_to(page, page.locator("[data-testid=stSidebarNav] a").first)
-        sync_api.expect(page.get_by_label(concept, exact=True).first).to_be_checked(timeout=20_000)
+        go_to(page, HOME)
+        expect(page.get_by_label(concept, exact=True).first).to_be_checked()
         link = page.locator("[data-testid=stCode] code").filter(has_text="?progress=").first.inner_text().strip()
     finally:
         context.close()
     context, page = open_app(browser, link)  # a new visit, as on another device
     try:
-        sync_api.expect(page.get_by_label(concept, exact=True).first).to_be_checked(timeout=20_000)
-        notice = page.locator("[data-testid=stAlertContentSuccess]").first.inner_text()
-        assert "Progress loaded from the link: 1 ticked concept" in notice
+        expect(page.get_by_label(concept, exact=True).first).to_be_checked()
+        notice = page.locator("[data-testid=stAlertContentSuccess]").first
+        expect(notice).to_contain_text("Progress loaded from the link: 1 ticked concept")
     finally:
         context.close()
     context, page = open_app(browser, link[:-3] + "xyz")  # tampered
     try:
         error = page.locator("[data-testid=stAlertContentError]").first
-        error.wait_for(timeout=20_000)
-        assert "Nothing was changed" in error.inner_text()
+        expect(error).to_contain_text("Nothing was changed")
         assert page.locator("[data-testid=stException]").count() == 0
         assert not page.get_by_label(concept, exact=True).first.is_checked()
     finally:
@@ -226,7 +220,7 @@ def test_shape_lab_passing_and_failing_chain(server, browser):
         try:
             assert page.locator("[data-testid=stException]").count() == 0
             assert wait_charts(page, 1) >= 1, "the chain figure"
-            sync_api.expect(page.get_by_text(sentence).first).to_be_visible(timeout=20_000)
+            expect(page.get_by_text(sentence).first).to_be_visible()
             full_screenshot(page, shot)
         finally:
             context.close()
@@ -245,6 +239,6 @@ def wait_visible_chart(page, timeout: float = 60) -> int:
     try:
         page.wait_for_function(f"() => [...document.querySelectorAll({CHART_SELECTOR!r})]"
                                ".some(el => el.getClientRects().length > 0)", timeout=timeout * 1000)
-    except sync_api.TimeoutError:
+    except PlaywrightTimeout:
         pass
     return visible_charts(page)

@@ -2,11 +2,10 @@
 sees the result of their own settings, the runs take turns, and a run that waited in line leaves a cached
 result that later visitors get cleanly (the place-in-line notice is written outside the cached functions)."""
 
-import time
-
 import pytest
+from playwright.sync_api import expect
 
-from harness.browser import new_context, run_mark, wait_run
+from harness.browser import act, open_page, run_mark, wait_run
 from pages.ui.errors import BUG_NOTE
 
 pytestmark = pytest.mark.browser
@@ -33,22 +32,23 @@ def metric(page, label: str) -> str:
 
 
 def open_tab(browser, url: str, path: str):
-    context = new_context(browser, viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    page.goto(f"{url}/{path}")
-    wait_run(page, timeout=120)
-    return context, page
+    return open_page(browser, f"{url}/{path}", viewport={"width": 1400, "height": 900})
 
 
-def press(page, button: str) -> int:
+def press(page, button: str) -> list:
+    """Press a heavy demo's button; returns the run mark taken just before (for wait_run: a heavy run takes
+    seconds, so its start shows)."""
     mark = run_mark(page)
     page.get_by_role("button", name=button).first.click(timeout=120_000)  # a loaded host draws the page slowly
     return mark
 
 
+WORKER_SEEDS = "with worker processes forked from a fork server"
+
+
 def run_caption(page) -> str:
     """The worker-seed run's caption: its base seeds and how long it took."""
-    return page.get_by_text("with worker processes forked from a fork server").first.inner_text()
+    return page.get_by_text(WORKER_SEEDS).first.inner_text()
 
 
 def assert_no_bug(page) -> None:
@@ -61,16 +61,16 @@ def test_a_run_that_waited_in_line_gets_its_result_and_leaves_a_clean_cache_entr
     (ca, a), (cb, b) = open_tab(browser, server, FSDP[0]), open_tab(browser, server, WORKERS[0])
     try:
         mark_a = press(a, FSDP[1])
-        time.sleep(0.4)
+        expect(a.get_by_test_id("stExpanderIconSpinner")).to_be_visible(timeout=60_000)  # A's run is under way
         mark_b = press(b, WORKERS[1])
-        b.get_by_text(QUEUE_TEXT).first.wait_for(timeout=30_000)  # B waits behind A and is told so
+        expect(b.get_by_text(QUEUE_TEXT).first).to_be_visible()  # B waits behind A and is told so
         wait_run(b, mark_b, timeout=180)
         wait_run(a, mark_a, timeout=180)
         for page in (a, b):
             assert_no_bug(page)
         assert b.get_by_text("repeat: worker 1 draws exactly what worker 0 draws").count() == 1
         cc, c = open_tab(browser, server, WORKERS[0])  # a third visitor, same settings: the cached result
-        wait_run(c, press(c, WORKERS[1]), timeout=60)
+        act(c, lambda: press(c, WORKERS[1]), lambda: expect(c.get_by_text(WORKER_SEEDS).first).to_be_visible())
         assert run_caption(c) == run_caption(b), "the cached run (its own duration), not a new one"
         assert_no_bug(c)
         assert c.get_by_text(QUEUE_TEXT).count() == 0

@@ -5,11 +5,12 @@ import json
 import urllib.parse
 
 import pytest
+from playwright.sync_api import expect
 
 from demos.distributed.results import FORMAT
 from demos.errors import QUOTE_LIMIT
 from demos.registry import HOME
-from harness.browser import act_and_wait_run, new_context, wait_charts, wait_run
+from harness.browser import new_context, settle, wait_charts, wait_run
 from pages.ui.errors import BUG_NOTE
 
 pytestmark = pytest.mark.browser
@@ -35,8 +36,8 @@ def open_tab(browser, url: str):
 def assert_literal(page, fetched: list, selector: str, text: str) -> None:
     """The visitor's text is shown as text inside `selector`: no image, no link made from it, nothing fetched."""
     box = page.locator(selector).filter(has_text=text[:12]).first
-    box.wait_for(timeout=20_000)
-    assert text in box.inner_text()
+    expect(box).to_contain_text(text)
+    settle(page)
     assert box.locator("img").count() == 0 and box.locator("a").count() == 0, box.inner_html()
     assert page.locator("img[src*=attacker], a[href*=attacker]").count() == 0
     assert not fetched, fetched
@@ -70,10 +71,10 @@ def env_record(backend: str, env: dict | None = None) -> bytes:
 
 
 def upload(page, name: str, data: bytes) -> None:
-    """Choose a file in the uploader and wait for the run it starts."""
-    chooser = page.locator("[data-testid=stFileUploaderDropzoneInput]")
-    act_and_wait_run(page, lambda: chooser.set_input_files({"name": name, "mimeType": "application/json",
-                                                            "buffer": data}), start_timeout=30)
+    """Choose a file in the uploader (what its run shows, the caller waits for)."""
+    settle(page)
+    page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(
+        {"name": name, "mimeType": "application/json", "buffer": data})
 
 
 def test_visitor_text_in_an_uploaded_file_renders_literally(server, browser):
@@ -113,6 +114,7 @@ FORMATTING = "strong, em, a, img, code"  # what markdown would make of visitor t
 
 
 def assert_working(page) -> None:
+    settle(page)
     assert page.locator("[data-testid=stException]").count() == 0
     assert page.get_by_text(BUG_NOTE).count() == 0
 
@@ -120,7 +122,7 @@ def assert_working(page) -> None:
 def test_a_lone_surrogate_or_bidi_control_in_a_link_is_one_clear_sentence_and_the_page_goes_on(server, browser):
     context, page, _ = open_tab(browser, f"{server}/?progress={SURROGATE_LINK}")
     try:
-        page.locator(ALERT).filter(has_text="\ufffd").first.wait_for(timeout=20_000)
+        expect(page.locator(ALERT).filter(has_text="\ufffd").first).to_be_visible()
         wait_charts(page, HOME.charts)  # Home is drawn to its end, not stopped after its intro
         assert_working(page)
         for path, words in ((f"debugging?dbg_tab=Reproducibility&dbg_seed=12{BIDI}34", "12\ufffd34"),
@@ -128,7 +130,7 @@ def test_a_lone_surrogate_or_bidi_control_in_a_link_is_one_clear_sentence_and_th
             page.goto(f"{server}/{path}")
             wait_run(page, timeout=120)
             alert = page.locator(ALERT).filter(has_text=words).first
-            alert.wait_for(timeout=20_000)
+            expect(alert).to_be_visible()
             assert BIDI not in alert.inner_text()
             assert_working(page)
     finally:
@@ -141,13 +143,13 @@ def test_visitor_text_in_a_whiteboard_table_is_not_markdown(server, browser):
         browser, f"{server}/modules?modules_tab=Containers&whiteboard=true&modules_heads={urllib.parse.quote(heads)}")
     try:
         table = page.locator("[data-testid=stTable]").filter(has_text="__bold__").first
-        table.wait_for(timeout=20_000)
+        expect(table).to_be_visible()
         assert "_it_" in table.inner_text() and table.locator(FORMATTING).count() == 0, table.inner_html()
         page.goto(f"{server}/distributed?dist_tab=Launch&whiteboard=true")
         wait_run(page, timeout=120)
         upload(page, "env.json", env_record("gloo", {"RANK": "0", "MASTER_ADDR": f"{IMAGE} {LINK} **bold** `code`"}))
         table = page.locator("[data-testid=stTable]").filter(has_text="**bold**").first
-        table.wait_for(timeout=20_000)
+        expect(table).to_be_visible()
         shown = table.inner_text().replace("\u2060", "")  # the word joiners that keep URLs from becoming links
         assert IMAGE in shown and table.locator(FORMATTING).count() == 0, table.inner_html()
         assert not fetched, fetched

@@ -1,49 +1,22 @@
 """The Practice page and the quiz in a real browser: a 30-question drill, the quiz round trip, the picker's URL."""
 
 import re
-import time
 
 import pytest
+from playwright.sync_api import expect
 
 from demos.practice import catalog
 from demos.practice import drill as dr
 from demos.quiz import format_answer
-from harness.browser import (
-    artifacts_dir,
-    new_context,
-    run_mark,
-    run_started,
-    wait_run,
-)
+from harness.browser import act, artifacts_dir, open_page, rerun, settle
 from tests.browser.test_browser import full_screenshot, open_app, wait_loaded
 
 pytestmark = pytest.mark.browser
 
 
-def act(page, do, until, attempts: int = 3, name: str = "action") -> None:
-    """Do something, wait for the run it starts, and check its effect (`until()`); retry only if there is none.
-
-    A run can be too fast for the page to show 'running' at all, so success is judged by the effect: a button
-    click is never repeated once it worked (a second "Next question" would skip a question).
-    """
-    for _ in range(attempts):
-        mark = run_mark(page)
-        do()
-        if run_started(page, mark, timeout=3):
-            wait_run(page, mark)
-        if eventually(until):
-            return
-    page.screenshot(path=str(artifacts_dir("screenshots") / "practice-stuck.png"), full_page=True)
-    raise AssertionError(f"{name} had no effect (screenshot: practice-stuck.png)")
-
-
-def eventually(check, timeout: float = 10) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False
+def do(page, action, then) -> None:
+    """Do `action()` once (it starts a run) and wait for its effect (`then()`: an `expect`) and the run's end."""
+    act(page, action, then)
 
 
 def button(page, name: str):
@@ -54,47 +27,51 @@ def option(page, text: str):
     return page.locator("[data-testid=stRadio] label").filter(has_text=re.compile(f"^{re.escape(text)}$")).first
 
 
-def predict(page, question, text: str, until) -> None:
-    """Change the prediction alone (a choice clicked, or text typed and Enter) until its effect shows."""
+def predict(page, question, text: str, then) -> None:
+    """Change the prediction alone (a choice clicked, or text typed and Enter), then wait for `then()`."""
     if question.kind == "choice":
-        act(page, option(page, text).click, until, name=text)
+        do(page, option(page, text).click, then)
         return
     box = page.get_by_label("Your prediction")
-
-    def type_and_enter():  # typed afresh on a retry: text filled while the card is still mounting is not seen
-        box.fill("")
-        box.fill(text)
-        box.press("Enter")
-
-    act(page, type_and_enter, until, name=text)
+    settle(page)
+    box.fill(text)
+    do(page, lambda: box.press("Enter"), then)
 
 
 def answer(page, question, text: str) -> str:
     """Predict and press Run it, as a learner does; returns the verdict shown."""
-    def run_it():
-        if question.kind == "choice":
-            option(page, text).click()
-        else:
-            page.get_by_label("Your prediction").fill(text)
-        button(page, "Run it").click()
-
-    act(page, run_it, lambda: verdict_text(page) != "", name=f"Run it with {text}")
-    return verdict_text(page)
+    settle(page)
+    if question.kind == "choice":
+        do(page, option(page, text).click, lambda: expect(option_input(page, text)).to_be_checked())
+    else:
+        page.get_by_label("Your prediction").fill(text)
+    do(page, button(page, "Run it").click, lambda: expect(verdict(page)).to_have_count(1))
+    return verdict(page).inner_text()
 
 
 def next_question(page, position: int, last: bool) -> None:
     """Press Next question (Finish on the last) and wait for the next question or the report."""
-    label = "Finish" if last else "Next question"
-    shown = (lambda: page.locator("[data-testid=stMetric]").count() > 0) if last else (
-        lambda: f"Question {position + 2} of" in page.locator("[data-testid=stProgress]").inner_text())
-    act(page, button(page, label).click, shown, name=label)
+    do(page, button(page, "Finish" if last else "Next question").click, lambda: shown_next(page, position, last))
 
 
-def verdict_text(page) -> str:
-    """The message of the verdict on screen ('' when there is none)."""
-    alerts = page.locator("[data-testid=stAlertContentSuccess] p, [data-testid=stAlertContentWarning] p, "
-                          "[data-testid=stAlertContentInfo] p")
-    return alerts.first.inner_text() if alerts.count() else ""
+def shown_next(page, position: int, last: bool) -> None:
+    """The report after the last question, else the question after `position`."""
+    if last:
+        expect(page.locator("[data-testid=stMetric]").first).to_be_visible()
+    else:
+        expect(page.locator("[data-testid=stProgress]")).to_contain_text(f"Question {position + 2} of")
+
+
+def verdict(page):
+    """The message of the verdict in the question card (none before Run it; a notice above the page is not one)."""
+    return page.locator("[class*=st-key-wbcard-], [class*=st-key-wbcorner-]").locator(
+        "[data-testid=stAlertContentSuccess] p, [data-testid=stAlertContentWarning] p, "
+        "[data-testid=stAlertContentInfo] p")
+
+
+def option_input(page, text: str):
+    return page.locator("[data-testid=stRadio] label").filter(has_text=re.compile(f"^{re.escape(text)}$")).first \
+        .locator("input")
 
 
 def drill_url(server: str, settings: dr.Settings) -> str:
@@ -121,12 +98,13 @@ def test_the_quiz_round_trip_answer_change_retry_next(server, browser):
         wrong = next(c for c in first.choices if c != truth) if first.kind == "choice" else "(97, 89)"
         if first.kind == "number":
             wrong = "-123456789"
-        predict(page, first, wrong, until=lambda: verdict_text(page) == "")  # the old verdict judged another
+        no_verdict = lambda: expect(verdict(page)).to_have_count(0)  # noqa: E731
+        predict(page, first, wrong, then=no_verdict)  # the old verdict judged another prediction
 
-        act(page, button(page, "Run it").click, lambda: verdict_text(page) != "", name="Run it")
-        assert "torch returned" in verdict_text(page) or "Close" in verdict_text(page)
+        do(page, button(page, "Run it").click, lambda: expect(verdict(page)).to_have_count(1))
+        assert "torch returned" in verdict(page).inner_text() or "Close" in verdict(page).inner_text()
         full_screenshot(page, "practice-verdict")
-        act(page, button(page, "Try again").click, lambda: verdict_text(page) == "", name="Try again")
+        do(page, button(page, "Try again").click, no_verdict)
         if first.kind != "choice":
             assert page.get_by_label("Your prediction").input_value() == ""
         else:
@@ -134,8 +112,8 @@ def test_the_quiz_round_trip_answer_change_retry_next(server, browser):
         assert "Correct" in answer(page, first, truth), "answered again after Try again, no reload"
         next_question(page, 0, last=False)
         second = catalog.item(ids[1]).question
-        page.get_by_text(second.prompt, exact=True).wait_for(timeout=20_000)
-        assert "Question 2 of" in page.locator("[data-testid=stProgress]").inner_text()
+        expect(page.get_by_text(second.prompt, exact=True)).to_be_visible()
+        expect(page.locator("[data-testid=stProgress]")).to_contain_text("Question 2 of")
     finally:
         context.close()
 
@@ -148,13 +126,13 @@ def test_a_30_question_drill_in_the_browser(server, browser):
         wait_loaded(page)
         for position, qid in enumerate(ids):
             q = catalog.item(qid).question
-            page.get_by_text(f"Question {position + 1} of 30").wait_for(timeout=30_000)
+            expect(page.get_by_text(f"Question {position + 1} of 30")).to_be_visible()
             wait_loaded(page)
             verdict = answer(page, q, format_answer(q.run()))
             assert "Correct" in verdict, (position, qid, verdict)
             assert page.locator("[data-testid=stException]").count() == 0
             next_question(page, position, last=position == 29)
-        page.get_by_text("30 of 30").wait_for(timeout=30_000)
+        expect(page.get_by_text("30 of 30")).to_be_visible()
         wait_loaded(page)
         full_screenshot(page, "practice-report")
     finally:
@@ -166,10 +144,9 @@ def test_a_mock_interview_shows_a_running_clock_and_whiteboard_mode_one_large_qu
     context, page = open_app(browser, drill_url(server, settings))
     try:
         clock = page.locator("#pr-q-0")
-        clock.wait_for(timeout=20_000)
+        expect(clock).to_be_visible()
         before = clock.inner_text()
-        page.wait_for_timeout(2500)
-        assert clock.inner_text() != before, "the clock counts in the browser"
+        expect(clock, "the clock counts in the browser").not_to_have_text(before, timeout=5_000)
         wait_loaded(page)
         full_screenshot(page, "practice-mock")
         ids = dr.compose(settings)
@@ -178,27 +155,23 @@ def test_a_mock_interview_shows_a_running_clock_and_whiteboard_mode_one_large_qu
         next_question(page, 0, last=False)
         for position in range(1, 5):  # the rest skipped: a report with weak topics and missed questions
             label = "Skip and finish" if position == 4 else "Skip"
-            shown = (lambda: page.locator("[data-testid=stMetric]").count() > 0) if position == 4 else (
-                lambda p=position: f"Question {p + 2} of" in page.locator("[data-testid=stProgress]").inner_text())
-            act(page, button(page, label).click, shown, name=label)
+            do(page, button(page, label).click, lambda p=position: shown_next(page, p, last=p == 4))
         wait_loaded(page)
         full_screenshot(page, "practice-mock-report")
         assert page.get_by_text("1 of 5").count() == 1
         assert page.locator("[data-testid=stPageLink-NavLink]").count() >= 1, "links to study the weak topic"
     finally:
         context.close()
-    context = new_context(browser, viewport={"width": 1280, "height": 720})
-    page = context.new_page()
+    context, page = open_page(browser, drill_url(server, dr.Settings(("tensors",), 5, 11)) + "&whiteboard=true",
+                              viewport={"width": 1280, "height": 720})
     try:
-        page.goto(drill_url(server, dr.Settings(("tensors",), 5, 11)) + "&whiteboard=true")
-        wait_run(page, timeout=120)
         wait_loaded(page)
         prompt = catalog.item(dr.compose(dr.Settings(("tensors",), 5, 11))[0]).question.prompt
         heading = page.locator("h3").filter(has_text=prompt)
         assert heading.count() == 1 and heading.first.is_visible()
         page.screenshot(path=str(artifacts_dir("screenshots") / "practice-whiteboard.png"))
-        act(page, button(page, "Next step").click, lambda: page.get_by_text("torch returned").count() > 0,
-            name="Next step")
+        do(page, button(page, "Next step").click,
+           lambda: expect(page.get_by_text("torch returned").first).to_be_visible())
         page.screenshot(path=str(artifacts_dir("screenshots") / "practice-whiteboard-revealed.png"))
     finally:
         context.close()
@@ -211,12 +184,9 @@ def test_the_interview_corner_keeps_its_question_in_the_url_after_answering(serv
     try:
         wait_loaded(page)
         q = QUESTIONS[2]
-        page.get_by_text(q.prompt, exact=True).wait_for(timeout=20_000)
+        expect(page.get_by_text(q.prompt, exact=True)).to_be_visible()
         assert "Correct" in answer(page, q, format_answer(q.run()))
-        mark = run_mark(page)
-        page.locator("[data-testid=stMain]").press("r")  # a rerun, as any widget causes
-        if run_started(page, mark):
-            wait_run(page, mark)
+        rerun(page)  # a rerun, as any widget causes
         assert "tensors_q_pick=3" in page.url
         assert page.get_by_text(q.prompt, exact=True).count() == 1, "still on question 3"
         corner = page.locator("[data-testid=stRadio]").first

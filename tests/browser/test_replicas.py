@@ -5,9 +5,9 @@ either replica; stopping a replica loses no visitor's view (a reload lands on th
 URL)."""
 
 import difflib
+import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -23,8 +23,11 @@ from demos.processes import free_port
 from harness.browser import (
     ROOT,
     new_context,
+    open_page,
     streamlit_server,
     wait_charts,
+    wait_every_chart_drawn,
+    wait_loaded,
     wait_run,
 )
 
@@ -74,9 +77,9 @@ http {{
     return main
 
 
-def start_nginx(stack: ExitStack, tmp: Path, replicas: list[str]) -> str:
-    """nginx as a child process (checked with `nginx -t` first); returns its base URL; stopped with the stack."""
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+def start_nginx(stack: ExitStack, nginx: str, tmp: Path, replicas: list[str]) -> str:
+    """nginx (the binary at `nginx`) as a child process, checked with `nginx -t` first; returns its base URL;
+    stopped with the stack."""
     port = free_port()
     conf = local_nginx_conf(tmp, port, replicas)
     check = subprocess.run([nginx, "-t", "-p", str(tmp), "-c", str(conf)], capture_output=True, text=True)
@@ -106,35 +109,41 @@ def served_by(tmp: Path) -> dict[str, list[tuple[str, str]]]:
     return by_key
 
 
+# What a view shows, read in the page: its prose, code and metrics, and every chart's data.
+SIGNATURE = """() => {
+    const main = document.querySelector('[data-testid=stMain]');
+    const shown = sel => [...main.querySelectorAll(sel)].filter(e => e.checkVisibility());
+    const texts = sel => shown(sel).map(e => e.innerText.trim());
+    return JSON.stringify({
+        text: texts('[data-testid=stMarkdownContainer], [data-testid=stCode], [data-testid=stMetric]').join('\\n'),
+        charts: [...main.querySelectorAll('.js-plotly-plot')].map(p => JSON.stringify(p.data)),
+    });
+}"""
+
+
 def view_signature(page) -> dict:
     """What the link shows: the page's prose, code and metrics, and every chart's data (the Tensors page draws
-    two charts on its Broadcasting tab)."""
+    two charts on its Broadcasting tab), read once the view is drawn and has stopped changing."""
     page.bring_to_front()  # a page in the background gets no animation frames, so plotly would not draw there
     assert wait_charts(page, 2, timeout=180) >= 2, "the view's two charts are drawn"
+    wait_loaded(page)
+    wait_every_chart_drawn(page)
     # A code block's highlighter loads lazily: on a loaded host a block can still be empty here. Every code block
     # on these views has text, so wait until each shows it.
     page.wait_for_function("""() => [...document.querySelectorAll('[data-testid=stMain] [data-testid=stCode]')]
                                    .every(e => e.innerText.trim().length > 0)""", timeout=60_000)
-    seen = _signature(page)  # and until two readings half a second apart agree
-    for _ in range(20):
-        page.wait_for_timeout(500)
-        again = _signature(page)
-        if again == seen:
-            break
-        seen = again
-    return seen
-
-
-def _signature(page) -> dict:
-    return page.evaluate("""() => {
-        const main = document.querySelector('[data-testid=stMain]');
-        const shown = sel => [...main.querySelectorAll(sel)].filter(e => e.checkVisibility());
-        const texts = sel => shown(sel).map(e => e.innerText.trim());
-        return {
-            text: texts('[data-testid=stMarkdownContainer], [data-testid=stCode], [data-testid=stMetric]').join('\\n'),
-            charts: [...main.querySelectorAll('.js-plotly-plot')].map(p => JSON.stringify(p.data)),
-        };
-    }""")
+    # and until the reading is the same over ten animation frames
+    page.wait_for_function(f"""() => new Promise(done => {{
+        const read = {SIGNATURE};
+        let last = read(), same = 0;
+        const tick = () => {{
+            const now = read();
+            same = now === last ? same + 1 : 0;
+            last = now;
+            if (same >= 10) done(true); else requestAnimationFrame(tick);
+        }};
+        requestAnimationFrame(tick); }})""", timeout=60_000)
+    return json.loads(page.evaluate(SIGNATURE))
 
 
 def assert_same_view(got: dict, want: dict, what: str) -> None:
@@ -151,20 +160,29 @@ def assert_no_bug(page) -> None:
 
 
 def open_view(browser, url: str):
-    context = new_context(browser, viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    page.goto(url)
-    wait_run(page, timeout=180)
-    return context, page
+    return open_page(browser, url, timeout=180, viewport={"width": 1280, "height": 800})
 
 
-def test_replicas_behind_nginx_keep_each_visitor_and_survive_a_stopped_replica(browser, tmp_path, monkeypatch):
+def sockets_logged(tmp: Path, keys: list[str], timeout: float = 30) -> dict[str, list[tuple[str, str]]]:
+    """served_by(tmp) once nginx has logged a websocket for every affinity key (it logs one when it closes)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        log = served_by(tmp)
+        if all(any("/_stcore/stream" in request for request, _ in log[key]) for key in keys):
+            return log
+        if time.monotonic() > deadline:
+            return log  # the caller's assertion says which visitor has none
+        time.sleep(0.1)
+
+
+def test_replicas_behind_nginx_keep_each_visitor_and_survive_a_stopped_replica(nginx, browser, tmp_path,
+                                                                                monkeypatch):
     # Replicas share one cookie secret, as deploy/ sets it (Streamlit signs its cookies with it).
     monkeypatch.setenv("STREAMLIT_SERVER_COOKIE_SECRET", "replica-test-shared-secret")
     with ExitStack() as stack:
         servers = [stack.enter_context(streamlit_server()) for _ in range(2)]
         replicas = [urlsplit(url).netloc for url, _ in servers]
-        nginx = start_nginx(stack, tmp_path, replicas)
+        balancer = start_nginx(stack, nginx, tmp_path, replicas)
 
         visitors, requested = [], defaultdict(set)
         for view in VIEWS:  # start all ten page loads, then wait for each
@@ -172,7 +190,7 @@ def test_replicas_behind_nginx_keep_each_visitor_and_survive_a_stopped_replica(b
             page = context.new_page()
             hosts = requested[view]
             page.on("request", lambda r, hosts=hosts: hosts.add(network_host(r.url)))
-            page.goto(nginx + view, wait_until="commit")
+            page.goto(balancer + view, wait_until="commit")
             visitors.append((context, page))
         keys, views = [], []
         for context, page in visitors:
@@ -181,7 +199,7 @@ def test_replicas_behind_nginx_keep_each_visitor_and_survive_a_stopped_replica(b
             keys.append(next(c["value"] for c in context.cookies() if c["name"] == "wb_replica"))
             views.append(view_signature(page))
         assert len(set(keys)) == VISITORS, "each visitor got its own affinity cookie"
-        assert all(hosts <= {urlsplit(nginx).netloc, None} for hosts in requested.values()), (
+        assert all(hosts <= {urlsplit(balancer).netloc, None} for hosts in requested.values()), (
             f"every request went to the app's own origin (favicon included): {dict(requested)}")
         assert page.evaluate("document.querySelector('link[rel~=icon]').href").startswith("data:image/svg+xml")
 
@@ -218,8 +236,7 @@ def test_replicas_behind_nginx_keep_each_visitor_and_survive_a_stopped_replica(b
             assert_same_view(view_signature(page), views[i], f"visitor {i} after {busiest} stopped")
         for context, _ in visitors:
             context.close()  # nginx logs each websocket as it closes
-        time.sleep(1)
-        log = served_by(tmp_path)
+        log = sockets_logged(tmp_path, keys)
         for i, key in enumerate(keys):
             order = [replica for _, replica in log[key]]
             sockets = [replica for request, replica in log[key] if "/_stcore/stream" in request]

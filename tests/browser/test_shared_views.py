@@ -4,28 +4,27 @@ every page, and the training walk."""
 import re
 
 import pytest
-from playwright import sync_api
+from playwright.sync_api import expect
 
 from demos.registry import registered
 from harness.browser import (
-    act_and_wait_run,
+    act,
     full_screenshot,
-    new_context,
-    run_mark,
-    run_started,
+    open_page,
+    tab_drawn,
     wait_charts,
+    wait_every_chart_drawn,
     wait_loaded,
-    wait_run,
 )
 from tests.browser.test_browser import QUESTION_CARD_PAGES, VIEWPORT, open_app, wait_visible_chart
 
 pytestmark = pytest.mark.browser
 
 
-
 def view_of(page) -> dict:
-    """What a visitor sees of a view: open tabs, headings, widget labels and values, how many charts."""
+    """What a visitor sees of a view: open tabs, headings, widget labels and values, how many charts (each drawn)."""
     wait_loaded(page)
+    wait_every_chart_drawn(page)
     return page.evaluate("""() => {
         const main = document.querySelector('[data-testid=stMain]');
         const texts = sel => [...main.querySelectorAll(sel)].map(e => e.innerText.trim());
@@ -41,37 +40,19 @@ def view_of(page) -> dict:
 
 
 def click_and_wait(page, locator) -> None:
-    """Click a button that reruns the script and wait for that run (a click right after a run may be dropped)."""
+    """Click a button whose run changes the URL (the server moves a URL-bound widget); wait for that run."""
     before = page.url
-    act_and_wait_run(page, locator.click, start_timeout=30, timeout=300)
-    page.wait_for_function("u => location.href !== u", arg=before, timeout=20_000)
+    act(page, locator.click, lambda: page.wait_for_url(lambda url: url != before), timeout=300)
 
 
 def open_tab(page, tab) -> None:
-    """Click a tab and wait for the run it starts.
-
-    Under load the frontend now and then drops the rerun request; the tab is selected and the URL names it
-    anyway, so then the view is loaded from that URL, as a reload would.
-    """
-    mark = run_mark(page)
-    tab.click()
-    try:
-        sync_api.expect(tab).to_have_attribute("aria-selected", "true", timeout=5_000)
-    except AssertionError:
-        tab.click()
-    if run_started(page, mark, timeout=60):
-        wait_run(page, mark, timeout=300)
-    else:
-        page.goto(page.url)
-        wait_run(page, timeout=300)
+    """Click a tab, as a visitor does, and wait for the run it starts (the tab's section drawn)."""
+    act(page, tab.click, lambda: tab_drawn(tab, timeout=300), timeout=300)
     wait_loaded(page)
 
 
 def open_in_fresh_browser(browser, url: str):  # noqa: F811 (the fixture)
-    context = new_context(browser, viewport=VIEWPORT)
-    page = context.new_page()
-    page.goto(url)
-    wait_run(page, timeout=120)
+    context, page = open_page(browser, url, viewport=VIEWPORT)
     wait_loaded(page)
     return context, page
 
@@ -85,7 +66,7 @@ def assert_same_view_on_its_figure(browser, url: str, seen: dict, name: str, car
         assert page.locator("[data-testid=stException]").count() == 0
         assert view_of(page) == seen, url
         if card:
-            sync_api.expect(page.get_by_role("button", name="Run it").first).to_be_visible(timeout=20_000)
+            expect(page.get_by_role("button", name="Run it").first).to_be_visible()
         else:
             assert wait_visible_chart(page) >= 1, f"{url}: no figure without a press"
         full_screenshot(page, f"view-{name}")

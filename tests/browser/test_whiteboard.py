@@ -9,20 +9,22 @@ from contextlib import contextmanager
 
 import pytest
 from PIL import Image
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
 from demos.registry import registered
 from demos.style import PEN_COLORS
 from harness.browser import (
-    act_and_wait_run,
+    act,
     artifacts_dir,
     full_screenshot,
-    new_context,
-    run_mark,
+    next_frames,
+    open_page,
+    rerun,
+    tab_drawn,
     wait_charts,
     wait_every_chart_drawn,
     wait_loaded,
-    wait_run,
+    wait_still,
 )
 
 pytestmark = pytest.mark.browser
@@ -44,11 +46,7 @@ RED = tuple(int(PEN_COLORS["red"][i:i + 2], 16) for i in (1, 3, 5))
 
 
 def open_view(browser, url: str, viewport=SCREEN, scheme: str = "light"):
-    context = new_context(browser, viewport=viewport, color_scheme=scheme, accept_downloads=True)
-    page = context.new_page()
-    page.goto(url)
-    wait_run(page, timeout=120)
-    return context, page
+    return open_page(browser, url, viewport=viewport, color_scheme=scheme, accept_downloads=True)
 
 
 def pick_figure(page, kind: str) -> dict:
@@ -96,7 +94,7 @@ def canvas_box(page) -> dict:
     canvas = page.locator("[data-test-pick=chart]").locator(
         "xpath=ancestor::*[@data-testid='stVerticalBlock'][1]").locator("[data-testid=wbInkCanvas]")
     canvas.evaluate("c => c.scrollIntoView({block: 'center'})")
-    page.wait_for_timeout(300)
+    wait_still(page)
     box = canvas.bounding_box()
     assert box and box["width"] > 200 and box["height"] > 150, f"the ink layer covers the figure: {box}"
     return box
@@ -118,11 +116,10 @@ def download(page, button) -> bytes:
     return open(info.value.path(), "rb").read()
 
 
-def rerun(page) -> None:
-    mark = run_mark(page)
-    page.locator("[data-testid=stMain]").press("r")
-    wait_run(page, mark)
-    page.wait_for_timeout(500)
+def rerun_drawn(page) -> None:
+    """A rerun with the same inputs (the r key), drawn to its end: the figure tools have had their update."""
+    rerun(page)
+    next_frames(page)
 
 
 @pytest.mark.parametrize("kind", list(DRAW_CASES))
@@ -172,17 +169,15 @@ def test_draw_on_a_figure_and_download_it_annotated(server, browser, kind):
         assert text.startswith("<svg") and "look here" in text and 'class="wb-ink"' in text
         assert "@font-face" in text or kind == "graphviz", "the page font travels with the SVG"
 
-        rerun(page)
+        rerun_drawn(page)
         assert len(strokes(page, figure)) == 4, "a rerun with the same inputs keeps the drawing"
         if change:
             label, value = change
             box_input = page.get_by_label(label, exact=True)
-            mark = run_mark(page)
             box_input.fill(value)
-            box_input.press("Enter")
-            wait_run(page, mark)
-            page.wait_for_timeout(800)
-            assert strokes(page, figure) == [], "new inputs draw a new figure: the old drawing is not laid over it"
+            # new inputs draw a new figure: the old drawing is dropped, not laid over it
+            act(page, lambda: box_input.press("Enter"), lambda: page.wait_for_function(
+                "id => sessionStorage.getItem('wb-ink:' + id) === null", arg=figure, timeout=60_000))
     finally:
         context.close()
 
@@ -201,30 +196,33 @@ def test_figures_download_as_png_and_svg_outside_whiteboard_mode(server, browser
         context.close()
 
 
-def step_caption(page) -> str:
-    return page.locator("[class*=st-key-wbsteps-tensors_bc_steps] [data-testid=stCaptionContainer]").inner_text()
+def step_caption(page):
+    return page.locator("[class*=st-key-wbsteps-tensors_bc_steps] [data-testid=stCaptionContainer]")
+
+
+def press_key(page, key: str, outcome) -> None:
+    """A presenter key that reruns the script (a step, a section), pressed once the presenter bar is mounted and
+    the app idle; waits for its outcome and the run's end."""
+    expect(page.get_by_test_id("wbPresenter")).to_be_attached()
+    act(page, lambda: page.keyboard.press(key), outcome)
 
 
 def test_presenter_keys_move_steps_and_sections_and_open_the_board(server, browser):
     context, page = open_view(browser, f"{server}/tensors?whiteboard=true")
     try:
-        wait_loaded(page, 30_000)
+        wait_loaded(page)
         assert page.get_by_test_id("stSidebar").get_attribute("aria-expanded") != "true"
         assert page.get_by_test_id("stExpandSidebarButton").is_visible(), "the sidebar is folded"
         page.locator("[class*=st-key-wbsteps-tensors_bc_steps]").scroll_into_view_if_needed()
-        assert step_caption(page).startswith("Step 1 of")
+        assert step_caption(page).inner_text().startswith("Step 1 of")
         for key, expected in (("ArrowRight", "Step 2 of"), ("ArrowRight", "Step 3 of"), ("ArrowLeft", "Step 2 of")):
-            mark = run_mark(page)
-            page.keyboard.press(key)
-            wait_run(page, mark)
-            assert step_caption(page).startswith(expected)
-        act_and_wait_run(page, lambda: page.keyboard.press("]"))  # a key right after a run can be dropped
+            press_key(page, key, lambda e=expected: expect(step_caption(page)).to_have_text(re.compile(f"^{e}")))
+        tabs = page.locator("[class*=st-key-wbsections-] [role=tab]")
+        memory, broadcasting = tabs.filter(has_text="Memory layout"), tabs.filter(has_text="Broadcasting")
+        press_key(page, "]", lambda: tab_drawn(memory))
         page.wait_for_url(re.compile("tensors_tab=Memory"))
-        selected = page.locator("[class*=st-key-wbsections-] [role=tab][aria-selected=true]")
-        assert selected.inner_text().startswith("Memory layout")
-        selected.focus()  # as a click on the tab leaves it: [ and ] still switch sections (the arrows are the tabs')
-        act_and_wait_run(page, lambda: page.keyboard.press("["))
-        assert selected.inner_text().startswith("Broadcasting")
+        memory.focus()  # as a click on the tab leaves it: [ and ] still switch sections (the arrows are the tabs')
+        press_key(page, "[", lambda: tab_drawn(broadcasting))
 
         widths = "() => [...document.querySelectorAll('[data-testid=stMainBlockContainer], [role=tab]')]" \
                  ".map(n => Math.round(n.getBoundingClientRect().width))"
@@ -255,46 +253,19 @@ def card_step_caption(key: str) -> str:
     return f"[class*=st-key-wbsteps-{key}_reveal] [data-testid=stCaptionContainer]"
 
 
-def card_step(page, key: str) -> str:
-    return page.locator(card_step_caption(key)).inner_text()
-
-
-def press_until_shown(page, key: str, selector: str, text: str, tries: int = 3) -> None:
-    """Press `key` until the element at `selector` reads `text`. The frontend can drop the click a key makes right
-    after another run, and then the run waited on was not the key's: a press is repeated only when no change came
-    within 10 s of a finished run, so a press that worked is never doubled."""
-    for _ in range(tries):
-        act_and_wait_run(page, lambda: page.keyboard.press(key))
-        try:
-            page.wait_for_function("([sel, text]) => document.querySelector(sel)?.innerText.startsWith(text)",
-                                   arg=[selector, text], timeout=10_000)
-            return
-        except PlaywrightTimeout:
-            continue
-    raise AssertionError(f"{key} did not show {text!r}: {page.locator(selector).inner_text()!r}")
-
-
 def reveal_with_right_arrow(page, key: str) -> None:
     """→ twice on a question card at its first step: torch's answer, then why (each a run)."""
-    assert card_step(page, key).startswith("Step 1 of 3")
+    caption = page.locator(card_step_caption(key))
+    expect(caption).to_have_text(re.compile("^Step 1 of 3"))
     for expected in ("Step 2 of 3", "Step 3 of 3"):
-        press_until_shown(page, "ArrowRight", card_step_caption(key), expected)
+        press_key(page, "ArrowRight", lambda e=expected: expect(caption).to_have_text(re.compile(f"^{e}")))
 
 
 def press_to_scroll(page, key: str) -> None:
     """A key that only scrolls: press it and wait for the scroll position to settle."""
+    expect(page.get_by_test_id("wbPresenter")).to_be_attached()
     page.keyboard.press(key)
-    page.wait_for_function(
-        """() => new Promise(done => {
-             const scrolled = () => [...document.querySelectorAll('*')].reduce((s, n) => s + n.scrollTop, 0);
-             let last = null, same = 0;
-             const tick = () => {
-               const y = scrolled();
-               same = y === last ? same + 1 : 0;
-               last = y;
-               if (same >= 3) done(true); else requestAnimationFrame(tick);
-             };
-             tick(); })""")
+    wait_still(page)
 
 
 @contextmanager
@@ -302,7 +273,7 @@ def presenting(browser, address: str):
     """A 1280x720 whiteboard-mode view, loaded with every chart drawn; closed afterwards."""
     context, page = open_view(browser, address)
     try:
-        wait_loaded(page, 30_000)
+        wait_loaded(page)
         wait_every_chart_drawn(page)
         yield page
     finally:
@@ -439,7 +410,7 @@ def test_every_view_in_whiteboard_mode_opens_on_its_figure_and_reads_from_the_ba
     address = f"{server}/{topic.slug}?{urllib.parse.urlencode({**query, 'whiteboard': 'true'})}"
     context, page = open_view(browser, address)
     try:
-        wait_loaded(page, 30_000)
+        wait_loaded(page)
         wait_charts(page, 0 if query else topic.charts, timeout=60)  # the defaults' charts (test_browser counts them)
         wait_every_chart_drawn(page)  # and every chart of this view drawn before measuring
         assert page.locator("[data-testid=stException]").count() == 0
