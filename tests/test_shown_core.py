@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 from demos.autograd import accumulate, backward, custom, graph, modes
-from demos.gradient_flow import clipping, dead_relu, flow
 from demos.quiz import format_answer
 from demos.registry import ROOT
 from demos.tensors import broadcasting, devices, dtypes, einsum, layout, shapes
@@ -29,10 +28,6 @@ TESTED_BY = {
         "tl_red_code": "test_reduction", "tl_amp_ops_code": "test_autocast_ops",
         "tl_amp_speed_code": "test_autocast_time_and_memory", "tl_gs_code": "test_grad_scaler",
         "tl_res_code": "test_exact_resume",
-    },
-    "pages/gradient-flow.py": {
-        "gf_flow_code": "test_gradient_flow", "gf_clip_code": "test_clipping_compare",
-        "gf_run_code": "test_clipping_run", "gf_dead_code": "test_dead_relus",
     },
     "pages/autograd.py": {
         "ag_graph_code": "test_autograd_graph", "ag_backward_code": "test_autograd_backward",
@@ -154,41 +149,6 @@ def test_grad_scaler(tmp_path, snippet_server):
                                                         strict=True))]
     assert printed(r.code, tmp_path, snippet_server).splitlines() == [
         *expected, f"bfloat16 without a scaler: every gradient finite: {r.bf16_finite}"]
-
-
-
-# Gradient flow ----------------------------------------------------------------------------------------------------
-
-
-def test_gradient_flow(tmp_path, snippet_server):
-    r = assert_shows_what_ran(flow.gradient_flow, 6, 16, "tanh", "normal", "layer", True, 1)
-    norms, p = r.yours.grad_norms, r.yours
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"loss {p.loss}", f"layer 1: {norms[0]}  last layer: {norms[-1]}  ratio: {norms[0] / max(norms[-1], 1e-45)}"]
-
-
-def test_clipping_compare(tmp_path, snippet_server):
-    r = assert_shows_what_ran(clipping.compare_clipping, 1.0, 0.01)
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"norm before {r.norm_before} returned {r.returned_norm}",
-        f"after norm clip {r.norm_after_norm_clip} after value clip {r.norm_after_value_clip}",
-        f"cosine kept: {r.cosine_norm_clip} {r.cosine_value_clip}"]
-
-
-def test_clipping_run(tmp_path, snippet_server):
-    r = assert_shows_what_ran(clipping.clipping_run, "0.5", 1.0)
-    assert r.plain_diverged, "the case shows the rescue"
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"clip_grad_norm_ {clip} steps {len(losses)} last loss {losses[-1]}"
-        for clip, losses in ((None, r.loss_plain), (r.max_norm, r.loss_clipped))]
-
-
-def test_dead_relus(tmp_path, snippet_server):
-    dead_relu.dead_run.cache_clear()  # a cached run would not run again
-    r = assert_shows_what_ran(dead_relu.dead_relus, 0.3, "default")
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"dead before: {r.yours.dead_before}", f"dead after: {r.yours.dead_after}",
-        f"final loss: {r.yours.final_loss}"]
 
 
 
