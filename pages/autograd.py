@@ -1,123 +1,29 @@
 """Autograd: the graph torch records, backward step by step, no_grad vs detach, custom Functions, accumulation."""
 
-from functools import partial
+from collections.abc import Callable
 
 import streamlit as st
 
-from demos.autograd.accumulate import (
-    MAX_BATCH,
-    default_micro_batches,
-    freed_graph,
-    gradient_penalty,
-    micro_batch_choices,
-    micro_batches,
-    micro_figure,
-    repeat_figure,
-    repeated_backward,
-)
-from demos.autograd.backward import backward_view
-from demos.autograd.backward_graph import backward_flow, flow_dot
-from demos.autograd.custom import all_custom
-from demos.autograd.custom_figure import custom_curves, custom_figure
+from demos.autograd import accumulate, backward, backward_graph, custom, custom_figure, graph, modes, traps
 from demos.autograd.expr import FUNCS, MAX_DIM, MAX_LEAVES
-from demos.autograd.graph import (
-    DEFAULT_PRESET,
-    FORWARD_LEGEND,
-    MAX_GRAPH_NODES,
-    PRESETS,
-    TORCHVIZ_LEGEND,
-    graph_view,
-)
-from demos.autograd.modes import (
-    MAX_N,
-    MIN_N,
-    compare_modes,
-    detach_shares_storage,
-    modes_figure,
-    version_counter_trap,
-)
 from demos.autograd.questions import QUESTIONS
-from demos.autograd.traps import data_versus_detach, leaf_update, uneven_micro_batches
 from pages import ui
 from pages.shell.entry import require_shell
 
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 
-@ui.cache_data(max_entries=64, show_spinner=False)
-def cached_graph(leaves_text: str, expr_text: str, show_saved: bool):
-    return graph_view(leaves_text, expr_text, show_saved)
-
-
-@ui.cache_data(max_entries=64, show_spinner=False)
-def cached_backward(leaves_text: str, expr_text: str):
-    return backward_view(leaves_text, expr_text)
-
-
-@ui.cache_data(max_entries=64, show_spinner=False)
-def cached_flow_dot(leaves_text: str, expr_text: str) -> str:
-    return flow_dot(backward_flow(leaves_text, expr_text))
-
-
-@ui.cache_data(max_entries=4, show_spinner=False)
-def cached_curves(name: str):
-    return custom_curves(name)
-
-
-@ui.cache_resource(max_entries=4, show_spinner=False)
-def custom_chart(name: str):
-    """Built once per example and shared read-only (the sweep is fixed): a warm rerun does not rebuild it."""
-    return custom_figure(cached_curves(name))
-
-
-@ui.cache_data(max_entries=16, show_spinner=False)
-def cached_modes(n: int):
-    return compare_modes(n)
-
-
-@ui.cache_data(show_spinner=False)
-def cached_fixed_demos():
-    return detach_shares_storage(), version_counter_trap(), all_custom(), freed_graph(), gradient_penalty(), \
-        repeated_backward()
-
-
-@ui.cache_data(show_spinner=False)
-def cached_traps():
-    return {"data": data_versus_detach(), "leaf": leaf_update(), "uneven": uneven_micro_batches()}
-
-
-@ui.cache_data(max_entries=32, show_spinner=False)
-def cached_micro(batch: int, k: int):
-    return micro_batches(batch, k)
-
-
-@ui.cache_resource(max_entries=16, show_spinner=False)
-def modes_chart(n: int):
-    """The figure is rebuilt only when n changes; plotly figure construction dominates a warm rerun otherwise."""
-    return modes_figure(cached_modes(n))
-
-
-@ui.cache_resource(max_entries=32, show_spinner=False)
-def micro_chart(batch: int, k: int):
-    return micro_figure(cached_micro(batch, k))
-
-
-@ui.cache_resource(show_spinner=False)
-def repeat_chart():
-    return repeat_figure(cached_fixed_demos()[-1])
-
-
 def _load_preset() -> None:
-    leaves, expr = PRESETS[st.session_state["ag_preset"]]
+    leaves, expr = graph.PRESETS[st.session_state["ag_preset"]]
     st.session_state["ag_leaves"] = leaves
     st.session_state["ag_expr"] = expr
 
 
 def expression_ui() -> tuple[str, str]:
     """Preset gallery, leaf declarations and the expression: the Graph and Backward tabs both draw them."""
-    default_leaves, default_expr = PRESETS[DEFAULT_PRESET]
+    default_leaves, default_expr = graph.PRESETS[graph.DEFAULT_PRESET]
     top = st.columns([3, 5], vertical_alignment="bottom")  # the preset names whole in the whiteboard key row
-    top[0].selectbox("Preset", list(PRESETS), key="ag_preset", on_change=_load_preset, bind="query-params",
+    top[0].selectbox("Preset", list(graph.PRESETS), key="ag_preset", on_change=_load_preset, bind="query-params",
                      help="Loads a worked example into the two fields; edit them freely afterwards.")
     leaves = top[1].text_input(
         "Leaf tensors", default_leaves, key="ag_leaves", bind="query-params",
@@ -165,17 +71,17 @@ def graph_results(leaves: str, expr: str, show_saved: bool) -> None:
         "(unless you trace with `torch.export` or `torch.fx`): on the left is your expression as the parser read "
         "it, on the right is what autograd actually recorded, drawn by torchviz's `make_dot`."
     )
-    g = cached_graph(leaves, expr, show_saved)
+    g = ui.compute(graph.graph_view, leaves, expr, show_saved)
     left, right = ui.figure_pair("ag_graphs", (2, 3))
     with left:
         st.markdown(f"**Forward: your expression** → output shape `{g.out_shape}`")
         ui.graph(g.forward_dot)
-        ui.legend(FORWARD_LEGEND)
+        ui.legend(graph.FORWARD_LEGEND)
         st.caption("Blue: leaf with requires_grad=True; cyan: leaf without; green: an operation and its output shape.")
     with right:
-        st.markdown(f"**Backward: the graph autograd recorded** ({g.n_nodes} nodes, limit {MAX_GRAPH_NODES})")
+        st.markdown(f"**Backward: the graph autograd recorded** ({g.n_nodes} nodes, limit {graph.MAX_GRAPH_NODES})")
         ui.graph(g.dot)
-        legend_chips(TORCHVIZ_LEGEND)
+        legend_chips(graph.TORCHVIZ_LEGEND)
     for note in g.notes:
         st.info(note, icon=":material/info:")
     st.markdown("**Nodes** (a depth-first walk of `out.grad_fn.next_functions`)")
@@ -189,16 +95,17 @@ def backward_section() -> None:
         leaves, expr = expression_ui()
     st.header("2. Backward, step by step", divider="gray")
     with ui.input_errors():
-        cached_graph(leaves, expr, False)  # backward runs only on what the Graph tab accepts; its sentence if not
-        ui.graph(cached_flow_dot(leaves, expr), key="ag_backward_flow")
+        ui.compute(graph.graph_view, leaves, expr, False)  # backward runs only on what the Graph tab accepts
+        ui.graph(ui.compute(backward_graph.flow_view, leaves, expr), key="ag_backward_flow")
         st.caption("The backward graph as the engine ran it: grey nodes are grad_fn nodes (numbered as in the Graph "
                    "tab) with their step in the engine's order, blue ones AccumulateGrad writing a leaf's .grad; each "
                    "edge carries the gradient that flowed along it (shape, first values), recorded by a hook on every "
                    "node.")
         backward_steps()
-        backward_results(cached_backward(leaves, expr))
+        backward_results(ui.compute(backward.backward_view, leaves, expr))
 
 
+@st.fragment  # a step click shows one more sentence without redrawing the graph and tables around it
 def backward_steps() -> None:
     ui.steps([
         "`out.backward(torch.ones_like(out))` seeds the output's gradient with ones (for a scalar, just 1).",
@@ -221,12 +128,13 @@ def backward_results(r) -> None:
         ui.table(r.order, hide_index=True, width="stretch", height=min(38 + 35 * len(r.order), 320))
     st.markdown("**Every intermediate: the gradient flowing into it** (`retain_grad()` on each)")
     ui.table(r.intermediate_grads, hide_index=True, width="stretch")
-    chain_ui(r)
+    chain_part(r)
     gradcheck_box(r)
     ui.show_code(r.code, key="ag_backward_code", file_name="autograd_backward.py")
 
 
-def chain_ui(r) -> None:
+@st.fragment  # its own key row: picking an operation redraws this part, not the graph and tables above
+def chain_part(r) -> None:
     st.subheader("The chain rule at one node, with its numbers")
     labels = [f"{c.step}   ({c.grad_fn})" for c in r.chains]
     with ui.key_controls("ag_chain"):  # after the view's figure: stays here, above the numbers it picks
@@ -264,13 +172,8 @@ def modes_section() -> None:
         "*Saved for backward* is measured with `saved_tensors_hooks`: the bytes autograd keeps alive until "
         "backward. The last column then uses each result in a new autograd computation with W."
     )
-    with ui.key_controls("ag_modes"):
-        n = st.slider("Size n of x and W (n × n)", MIN_N, MAX_N, 128, 16, key="ag_n", bind="query-params")
-    r = cached_modes(n)
-    ui.table(r.table, whole=True)  # whole: the later-use column holds torch's sentences
-    ui.plot(modes_chart(n), key="ag_modes_fig")
-    ui.show_code(r.code, key="ag_modes_code", file_name="autograd_modes.py")
-    sharing, version, *_ = cached_fixed_demos()
+    modes_part()
+    sharing, version = ui.compute(modes.detach_shares_storage), ui.compute(modes.version_counter_trap)
     st.subheader("detach shares storage")
     copy_col, trap_col = st.columns(2, gap="large")
     with copy_col:
@@ -293,17 +196,31 @@ def modes_section() -> None:
         trap_box(f"a._version {version.version_before} → {version.version_after}; backward: {version.trap_error}",
                  icon=":material/cancel:")
     ui.show_code(version.code, key="ag_version_code", file_name="inplace_version.py")
-    traps = cached_traps()
-    ui.trap_pair(traps["data"], key="ag_trap_data")
-    ui.trap_pair(traps["leaf"], key="ag_trap_leaf")
+    ui.trap_pair(ui.compute(traps.data_versus_detach), key="ag_trap_data")
+    ui.trap_pair(ui.compute(traps.leaf_update), key="ag_trap_leaf")
+
+
+@st.fragment  # its own key row: a change of n redraws the table and chart it drives, not the fixed demos below
+def modes_part() -> None:
+    with ui.key_controls("ag_modes"):
+        n = st.slider("Size n of x and W (n × n)", modes.MIN_N, modes.MAX_N, 128, 16, key="ag_n",
+                      bind="query-params")
+    r = ui.compute(modes.compare_modes, n)
+    ui.table(r.table, whole=True)  # whole: the later-use column holds torch's sentences
+    ui.plot(ui.compute(modes.modes_figure, r), key="ag_modes_fig")
+    ui.show_code(r.code, key="ag_modes_code", file_name="autograd_modes.py")
 
 
 def custom_section() -> None:
     st.header("4. Custom autograd Functions", divider="gray")
     ui.prose("A `torch.autograd.Function` defines both passes. Each example is checked two ways: "
              "`gradcheck` (finite differences in float64) and the gradient autograd derives for a plain version.")
-    _, _, (examples, trap), *_ = cached_fixed_demos()
-    ui.section_tabs("autograd", "ag_custom", [partial(custom_example, e) for e in examples])
+    ui.sections("autograd", "ag_custom", {
+        "Straight-through estimator for rounding": custom_example_view(custom.straight_through),
+        "Numerically stable log-sum-exp": custom_example_view(custom.stable_logsumexp),
+        "Swish with ctx.save_for_backward": custom_example_view(custom.swish),
+    })
+    trap = ui.compute(custom.wrong_backward_trap)
     st.subheader("The trap: a backward that forgets grad_out")
     naive_col, check_col = st.columns(2, gap="large")
     with naive_col:
@@ -319,10 +236,15 @@ def custom_section() -> None:
     ui.show_code(trap.code, key="ag_trap_code", file_name="wrong_backward.py")
 
 
+def custom_example_view(example) -> Callable[[], None]:
+    """The tab of one worked example: it runs when its tab opens."""
+    return lambda: custom_example(ui.compute(example))
+
+
 def custom_example(e) -> None:
     st.caption(e.what)
-    ui.plot(custom_chart(e.name), key=f"ag_custom_fig_{e.name}")
-    c = cached_curves(e.name)
+    c = ui.compute(custom_figure.custom_curves, e.name)
+    ui.plot(ui.compute(custom_figure.custom_figure, c), key=f"ag_custom_fig_{e.name}")
     st.caption(f"{len(c.x)} values of {c.x_label} from {c.x[0]:g} to {c.x[-1]:g}, in float64: the gradient from the "
                f"custom backward (solid) and the one autograd derives for the plain version (dashed) differ by at "
                f"most {c.max_abs_diff:.3g}.")
@@ -336,32 +258,38 @@ def custom_example(e) -> None:
     st.code(e.code, language="python")
 
 
+@st.fragment  # its own key row: a change of the batch or k redraws the micro-batch figure only
+def micro_part() -> None:
+    st.subheader("k micro-batches equal one large batch, if each loss is divided by k")
+    with ui.key_controls("ag_micro"):  # the section's second figure: its row stays just above it
+        batch, k = micro_ui()
+    with ui.input_errors():
+        m = ui.compute(accumulate.micro_batches, batch, k)
+        ok_col, trap_col = st.columns(2)
+        ok_col.metric(f"max |one batch − {m.k} micro-batches with / k|", f"{m.max_diff:.2e}")
+        trap_col.metric("max |one batch − forgot / k|", f"{m.forgot_diff:.3g}",
+                        f"{m.forgot_ratio:.4g}× the true gradient", delta_color="off")
+        ui.plot(ui.compute(accumulate.micro_figure, m), key="ag_micro_fig")
+        ui.show_code(m.code, key="ag_micro_code", file_name="micro_batches.py")
+
+
 def micro_ui() -> tuple[int, int]:
     a, b = st.columns(2)
-    batch = a.slider("Batch size", 2, MAX_BATCH, 32, key="ag_batch", bind="query-params")
-    k = b.select_slider("Micro-batches k (the divisors of the batch)", micro_batch_choices(batch),
-                        value=default_micro_batches(batch), key="ag_k", bind="query-params")
+    batch = a.slider("Batch size", 2, accumulate.MAX_BATCH, 32, key="ag_batch", bind="query-params")
+    k = b.select_slider("Micro-batches k (the divisors of the batch)", accumulate.micro_batch_choices(batch),
+                        value=accumulate.default_micro_batches(batch), key="ag_k", bind="query-params")
     return batch, k
 
 
 def accumulation_section() -> None:
     st.header("5. Accumulation and reuse", divider="gray")
-    *_, freed, penalty, repeat = cached_fixed_demos()
+    repeat = ui.compute(accumulate.repeated_backward)
     st.subheader(".grad adds up")
-    ui.plot(repeat_chart(), key="ag_repeat_fig")
+    ui.plot(ui.compute(accumulate.repeat_figure, repeat), key="ag_repeat_fig")
     ui.show_code(repeat.code, key="ag_repeat_code", file_name="grad_accumulates.py")
-    st.subheader("k micro-batches equal one large batch, if each loss is divided by k")
-    with ui.key_controls("ag_micro"):  # the section's second figure: its row stays just above it
-        batch, k = micro_ui()
-    with ui.input_errors():
-        m = cached_micro(batch, k)
-        ok_col, trap_col = st.columns(2)
-        ok_col.metric(f"max |one batch − {m.k} micro-batches with / k|", f"{m.max_diff:.2e}")
-        trap_col.metric("max |one batch − forgot / k|", f"{m.forgot_diff:.3g}",
-                        f"{m.forgot_ratio:.4g}× the true gradient", delta_color="off")
-        ui.plot(micro_chart(batch, k), key="ag_micro_fig")
-        ui.show_code(m.code, key="ag_micro_code", file_name="micro_batches.py")
-    ui.trap_pair(cached_traps()["uneven"], key="ag_trap_uneven")
+    micro_part()
+    ui.trap_pair(ui.compute(traps.uneven_micro_batches), key="ag_trap_uneven")
+    freed, penalty = ui.compute(accumulate.freed_graph), ui.compute(accumulate.gradient_penalty)
     st.subheader("A second backward through a freed graph")
     trap_col, ok_col = st.columns(2, gap="large")
     with trap_col:
@@ -390,6 +318,8 @@ ui.prose(
     "Type your own expression below, or load a preset; every graph, gradient and error on this page "
     "comes from torch running it now."
 )
-ui.section_tabs("autograd", "ag_tab",
-                (graph_section, backward_section, modes_section, custom_section, accumulation_section))
+ui.sections("autograd", "ag_tab", {
+    "Graph": graph_section, "Backward": backward_section, "no_grad & detach": modes_section,
+    "Custom Functions": custom_section, "Accumulation": accumulation_section,
+})
 ui.interview_corner("autograd", QUESTIONS)

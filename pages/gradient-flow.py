@@ -20,50 +20,6 @@ from pages.shell.entry import require_shell
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 
-@ui.cache_data(max_entries=32, show_spinner="Running forward and backward…")
-def cached_flow(depth: int, width: int, activation: str, init: str, norm: str, residual: bool, steps: int):
-    return flow.gradient_flow(depth, width, activation, init, norm, residual, steps)
-
-
-@ui.cache_data(max_entries=32)
-def cached_compare(max_norm: float, clip_value: float):
-    return clipping.compare_clipping(max_norm, clip_value)
-
-
-@ui.cache_data(max_entries=32, show_spinner="Training twice…")
-def cached_run(lr_text: str, max_norm: float):
-    return clipping.clipping_run(lr_text, max_norm)
-
-
-@ui.cache_data(max_entries=32, show_spinner="Training…")
-def cached_dead(lr: float, init: str):
-    return dead_relu.dead_relus(lr, init)
-
-
-# Figures are read-only once built: cache_resource hands back the same object without rebuilding it on
-# every rerun (building the seven plotly figures cost more than the rest of the page).
-@ui.cache_resource(max_entries=32)
-def flow_figures(*params) -> tuple:
-    r = cached_flow(*params)
-    return (figures.grad_norm_figure(r), figures.act_std_figure(r), figures.heatmap_figure(r),
-            figures.histogram_figure(r))
-
-
-@ui.cache_resource(max_entries=32)
-def clip_scatter_fig(max_norm: float, clip_value: float):
-    return figures.clip_scatter_figure(cached_compare(max_norm, clip_value))
-
-
-@ui.cache_resource(max_entries=32)
-def clip_run_fig(lr_text: str, max_norm: float):
-    return figures.clip_run_figure(cached_run(lr_text, max_norm))
-
-
-@ui.cache_resource(max_entries=32)
-def dead_fig(lr: float, init: str):
-    return figures.dead_figure(cached_dead(lr, init))
-
-
 def network_ui() -> tuple:
     """The network's shape and recipe; defaults show vanishing plainly. What decides vanishing or exploding (depth,
     width, activation, init) is the key row; the fixes and the heatmap's steps are settings."""
@@ -102,9 +58,14 @@ def depth_section() -> None:
         "Below: one real forward/backward on a batch of 64 for your network and three fixes, then a few real SGD "
         "steps. Try width 256 with N(0, 1) to see the same recipe explode instead."
     )
+    depth_part()
+
+
+@st.fragment  # its own key row: a change of the network redraws this part's four figures, not the page's seven
+def depth_part() -> None:
     params = network_ui()
     with ui.input_errors():
-        r = cached_flow(*params)
+        r = ui.compute(flow.gradient_flow, *params)
         a, b, c = st.columns(3)
         ratio_metric(a, "Your setting: layer 1 / last layer", r.yours)
         ratio_metric(b, "Full fix: layer 1 / last layer", r.fixed)
@@ -112,18 +73,26 @@ def depth_section() -> None:
         warning = flow.health_warning(r)
         if warning:
             st.warning(warning, icon=":material/warning:")
-        norms, stds, heatmap, hist = flow_figures(*params)
         left, right = st.columns(2)
         with left:
-            ui.plot(norms, key="gf_norms")
+            ui.plot(ui.compute(figures.grad_norm_figure, r), key="gf_norms")
         with right:
-            ui.plot(stds, key="gf_stds")
+            ui.plot(ui.compute(figures.act_std_figure, r), key="gf_stds")
         left, right = st.columns(2)
         with left:
-            ui.plot(heatmap, key="gf_heatmap")
+            ui.plot(ui.compute(figures.heatmap_figure, r), key="gf_heatmap")
         with right:
-            ui.plot(hist, key="gf_hist")
+            ui.plot(ui.compute(figures.histogram_figure, r), key="gf_hist")
         ui.show_code(r.code, key="gf_flow_code", file_name="gradient_flow.py")
+    depth_steps()
+    with ui.input_errors():
+        st.markdown("**What each line measured**\n\n" + "\n".join(
+            f"- {line}" for line in flow.fix_sentences(ui.compute(flow.gradient_flow, *params),
+                                                       figures.VARIANT_NAMES)))
+
+
+@st.fragment  # a step click (whiteboard mode) shows one more sentence without redrawing the figures above
+def depth_steps() -> None:
     ui.steps(
         [
             "Read the red line: the gradient norm of each layer's weight, layer 1 next to the input.",
@@ -138,9 +107,6 @@ def depth_section() -> None:
         ],
         key="gf_depth_steps",
     )
-    with ui.input_errors():
-        st.markdown("**What each line measured**\n\n" + "\n".join(
-            f"- {line}" for line in flow.fix_sentences(cached_flow(*params), figures.VARIANT_NAMES)))
 
 
 def clipping_section() -> None:
@@ -150,6 +116,11 @@ def clipping_section() -> None:
         "direction is kept. `clip_grad_value_` clamps every entry to ±`clip_value` on its own: the direction "
         "changes. Both act in place on `.grad`, between `backward()` and `optimizer.step()`."
     )
+    clipping_part()
+
+
+@st.fragment  # its own key row: a change redraws the two clipping figures only
+def clipping_part() -> None:
     with ui.key_controls("gf_clip"):  # stays just above the two figures it drives
         a, b, c = st.columns(3)
         max_norm = a.select_slider("max_norm", [0.1, 0.5, 1.0, 2.0, 5.0, 10.0], 1.0, key="gf_max_norm",
@@ -160,7 +131,7 @@ def clipping_section() -> None:
                                help=f"Between {clipping.MIN_LR:g} and {clipping.MAX_LR:g}.")
     left, right = st.columns(2)
     with left, ui.input_errors():
-        cmp = cached_compare(max_norm, clip_value)
+        cmp = ui.compute(clipping.compare_clipping, max_norm, clip_value)
         ui.table(
             {
                 "": ["total norm", "cosine with original"],
@@ -172,17 +143,17 @@ def clipping_section() -> None:
             hide_index=True,
         )
         st.caption(f"`clip_grad_norm_` returned {cmp.returned_norm:.4g}: the norm *before* clipping — log it.")
-        ui.plot(clip_scatter_fig(max_norm, clip_value), key="gf_clip_scatter")
+        ui.plot(ui.compute(figures.clip_scatter_figure, cmp), key="gf_clip_scatter")
         ui.show_code(cmp.code, key="gf_clip_code", file_name="clip_compare.py")
     with right, ui.input_errors():
-        run = cached_run(lr_text, max_norm)
+        run = ui.compute(clipping.clipping_run, lr_text, max_norm)
         if run.plain_diverged:
             st.warning(f"Without clipping the loss became inf/NaN at step {len(run.loss_plain)}; with "
                      f"clip_grad_norm_({max_norm:g}) it ends at {run.loss_clipped[-1]:.3g}.", icon=":material/warning:")
         else:
             st.info(f"At lr {run.lr:g} neither run diverged (final losses {run.loss_plain[-1]:.3g} and "
                     f"{run.loss_clipped[-1]:.3g}); try 0.1 or more.", icon=":material/info:")
-        ui.plot(clip_run_fig(lr_text, max_norm), key="gf_clip_run")
+        ui.plot(ui.compute(figures.clip_run_figure, run), key="gf_clip_run")
         ui.show_code(run.code, key="gf_run_code", file_name="clip_run.py")
 
 
@@ -196,17 +167,22 @@ def dead_section() -> None:
         "inputs of a 6-layer, 64-wide net, before and after"
         f" {dead_relu.STEPS} SGD steps."
     )
+    dead_part()
+
+
+@st.fragment  # its own key row: a change redraws the dead-unit bars only
+def dead_part() -> None:
     with ui.key_controls("gf_dead"):
         a, b = st.columns(2)
         lr = a.select_slider("Learning rate", dead_relu.LRS, 0.3, key="gf_dead_lr", bind="query-params")
         init = b.selectbox("Initialization", dead_relu.INITS, index=1, format_func=dead_relu.INIT_LABELS.get,
                            key="gf_dead_init", bind="query-params")
     with ui.input_errors():
-        d = cached_dead(lr, init)
+        d = ui.compute(dead_relu.dead_relus, lr, init)
         if not d.yours.finite:
             st.warning("These weights diverged to inf/NaN during training, so every unit reads as silent: lower "
                      "the learning rate.", icon=":material/warning:")
-        ui.plot(dead_fig(lr, init), key="gf_dead")
+        ui.plot(ui.compute(figures.dead_figure, d), key="gf_dead")
         st.caption(f"Final loss: yours {d.yours.final_loss:.3g}, good setting {d.good.final_loss:.3g}.")
         if dead_relu.before_sentence(d.yours):
             st.markdown(dead_relu.before_sentence(d.yours))

@@ -6,6 +6,9 @@ import torch
 from demos.autograd.backward import backward_view, gradcheck_expression, preview, run_backward
 from demos.autograd.graph import MAX_GRAPH_NODES, PRESETS, build, graph_view
 from demos.errors import InputError
+from tests.provenance import assert_shows_what_ran
+from tests.snippet_runner import run_alone
+from tests.snippets import autograd as snippets
 from tests.test_autograd_backward_props import check_snippet
 
 CASES = list(PRESETS.values()) + [
@@ -113,3 +116,16 @@ def test_saved_tensors_are_drawn_on_request():
 def test_backward_snippet_reproduces_the_page(name):
     leaves, expr = PRESETS[name]
     check_snippet(backward_view(leaves, expr))  # engine order and every gradient, as the page's tables show them
+
+
+def test_graph_and_backward_snippets_of_a_matmul_and_a_broadcast_add_print_their_tables(tmp_path, snippet_server):
+    """The snippet checks (tests/snippets/autograd.py) on a second case beside the entries' example: each snippet,
+    run alone, prints the node table and the gradients the page shows for it."""
+    def run(code: str) -> str:
+        done = run_alone(code, tmp_path, snippet_server)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    leaves, expr = "x: 4,3; W: 3,2 grad; b: 2 grad", "sum(x @ W + b)"
+    snippets.autograd_graph(assert_shows_what_ran(graph_view, leaves, expr, False), run)
+    snippets.autograd_backward(assert_shows_what_ran(backward_view, leaves, expr), run)

@@ -4,10 +4,10 @@ import pytest
 
 from demos.autograd.graph import PRESETS
 from demos.autograd.modes import compare_modes
+from demos.registry import by_slug
 from tests.conftest import assert_clean, open_page, shown_table, switch_tab
 
 PAGE = "pages/autograd.py"
-TABS = ("Graph", "Backward", "no_grad & detach", "Custom Functions", "Accumulation")
 
 
 def errors(at) -> list[str]:
@@ -39,7 +39,7 @@ def test_preset_and_widgets_run_clean():
 def test_each_tab_is_its_own_view():
     """Only the open tab runs: each tab's own widgets are on the page, the others' are not."""
     own = {"Graph": "ag_saved", "Backward": "ag_chain", "no_grad & detach": "ag_n", "Accumulation": "ag_k"}
-    for tab in TABS:
+    for tab in by_slug("autograd").tabs("ag_tab"):
         at = open_page(PAGE, query={"ag_tab": tab})
         assert_clean(at)
         keys = {w.key for w in [*at.toggle, *at.selectbox, *at.slider, *at.select_slider]}

@@ -2,12 +2,8 @@
 snippet shows must run, tests/provenance.py), then run the snippet alone (tests/snippet_runner.py) and check it
 prints the figure's numbers."""
 
-import dataclasses
 import math
-import re
 
-from demos.autograd import accumulate, backward, custom, graph, modes
-from demos.gradient_flow import clipping, dead_relu, flow
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from tests.provenance import assert_shows_what_ran
 from tests.snippet_runner import run_alone
@@ -23,17 +19,6 @@ TESTED_BY = {
         "tl_red_code": "test_reduction", "tl_amp_ops_code": "test_autocast_ops",
         "tl_amp_speed_code": "test_autocast_time_and_memory", "tl_gs_code": "test_grad_scaler",
         "tl_res_code": "test_exact_resume",
-    },
-    "pages/gradient-flow.py": {
-        "gf_flow_code": "test_gradient_flow", "gf_clip_code": "test_clipping_compare",
-        "gf_run_code": "test_clipping_run", "gf_dead_code": "test_dead_relus",
-    },
-    "pages/autograd.py": {
-        "ag_graph_code": "test_autograd_graph", "ag_backward_code": "test_autograd_backward",
-        "ag_modes_code": "test_autograd_modes", "ag_sharing_code": "test_detach_shares_storage",
-        "ag_version_code": "test_inplace_version", "ag_trap_code": "test_wrong_backward_trap",
-        "ag_repeat_code": "test_grad_accumulates", "ag_micro_code": "test_micro_batches",
-        "ag_freed_code": "test_retain_graph", "ag_penalty_code": "test_gradient_penalty",
     },
 }
 
@@ -143,135 +128,3 @@ def test_grad_scaler(tmp_path, snippet_server):
                                                         strict=True))]
     assert printed(r.code, tmp_path, snippet_server).splitlines() == [
         *expected, f"bfloat16 without a scaler: every gradient finite: {r.bf16_finite}"]
-
-
-
-# Gradient flow ----------------------------------------------------------------------------------------------------
-
-
-def test_gradient_flow(tmp_path, snippet_server):
-    r = assert_shows_what_ran(flow.gradient_flow, 6, 16, "tanh", "normal", "layer", True, 1)
-    norms, p = r.yours.grad_norms, r.yours
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"loss {p.loss}", f"layer 1: {norms[0]}  last layer: {norms[-1]}  ratio: {norms[0] / max(norms[-1], 1e-45)}"]
-
-
-def test_clipping_compare(tmp_path, snippet_server):
-    r = assert_shows_what_ran(clipping.compare_clipping, 1.0, 0.01)
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"norm before {r.norm_before} returned {r.returned_norm}",
-        f"after norm clip {r.norm_after_norm_clip} after value clip {r.norm_after_value_clip}",
-        f"cosine kept: {r.cosine_norm_clip} {r.cosine_value_clip}"]
-
-
-def test_clipping_run(tmp_path, snippet_server):
-    r = assert_shows_what_ran(clipping.clipping_run, "0.5", 1.0)
-    assert r.plain_diverged, "the case shows the rescue"
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"clip_grad_norm_ {clip} steps {len(losses)} last loss {losses[-1]}"
-        for clip, losses in ((None, r.loss_plain), (r.max_norm, r.loss_clipped))]
-
-
-def test_dead_relus(tmp_path, snippet_server):
-    dead_relu.dead_run.cache_clear()  # a cached run would not run again
-    r = assert_shows_what_ran(dead_relu.dead_relus, 0.3, "default")
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"dead before: {r.yours.dead_before}", f"dead after: {r.yours.dead_after}",
-        f"final loss: {r.yours.final_loss}"]
-
-
-
-# Autograd ---------------------------------------------------------------------------------------------------------
-
-
-def test_grad_accumulates(tmp_path, snippet_server):
-    r = assert_shows_what_ran(accumulate.repeated_backward, 3)
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"not zeroed: {[list(g) for g in r.accumulated]}", f"zeroed first: {[list(g) for g in r.zeroed]}"]
-
-
-def test_micro_batches(tmp_path, snippet_server):
-    r = assert_shows_what_ran(accumulate.micro_batches, 12, 3)
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"{r.max_diff}", f"{[f / u for f, u in zip(r.forgot, r.full, strict=True)]}"]
-
-
-def test_retain_graph(tmp_path, snippet_server):
-    r = assert_shows_what_ran(accumulate.freed_graph)
-    lines = printed(r.code, tmp_path, snippet_server).splitlines()
-    assert lines[0] == f"{list(r.first_grad)}" and lines[1].startswith(r.second_error[:-1])
-    assert lines[-1] == f"{[list(g) for g in r.retained_grads]}"
-
-
-def test_gradient_penalty(tmp_path, snippet_server):
-    r = assert_shows_what_ran(accumulate.gradient_penalty)
-    assert printed(r.code, tmp_path, snippet_server).splitlines() == [
-        f"{list(r.second)} {list(r.analytic)}", f"gradgradcheck: {r.gradgradcheck_ok}", r.no_create_graph_error]
-
-
-def test_autograd_modes(tmp_path, snippet_server):
-    r = assert_shows_what_ran(modes.compare_modes, 16)
-    facts = printed(r.code, tmp_path, snippet_server).splitlines()[::2]
-    rows = r.table.to_dict("records")
-    assert facts == [f"{row['mode']} " + str({
-        "grad_fn": row["out.grad_fn"], "requires_grad": bool(row["out.requires_grad"]),
-        "is_inference": bool(row["out.is_inference()"]), "saved_bytes": saved,
-        "later": row["later: (out * W).sum().backward()"]}) for row, saved in zip(rows, r.saved_bytes, strict=True)]
-
-
-def test_detach_shares_storage(tmp_path, snippet_server):
-    r = assert_shows_what_ran(modes.detach_shares_storage)
-    assert printed(r.code, tmp_path, snippet_server) == f"{dataclasses.astuple(r)[:-1]}\n"
-
-
-def test_inplace_version(tmp_path, snippet_server):
-    r = assert_shows_what_ran(modes.version_counter_trap)
-    lines = printed(r.code, tmp_path, snippet_server).splitlines()
-    assert lines[0] == f"version {r.version_before} -> {r.version_after}" and lines[1].startswith(r.trap_error)
-    assert lines[-1] == f"{list(r.correct_grad)}"
-
-
-def test_custom_functions(tmp_path, snippet_server):
-    examples = [assert_shows_what_ran(example) for example in (custom.straight_through, custom.stable_logsumexp,
-                                                               custom.swish)]
-    for e in examples:
-        forward, checked = printed(e.code, tmp_path, snippet_server).splitlines()
-        shown = [float(v) for v in e.forward.strip("[]…, ").split(", ")]
-        assert [float(f"{v:.4g}") for v in eval(forward)] == shown[:6], e.name
-        assert checked.startswith(f"{e.max_abs_diff} {e.gradcheck_ok} ")
-        assert e.gradcheck_message.startswith(checked.split(" ", 2)[2]), e.name
-
-
-def test_wrong_backward_trap(tmp_path, snippet_server):
-    r = assert_shows_what_ran(custom.wrong_backward_trap)
-    naive, weighted, gradcheck = printed(r.code, tmp_path, snippet_server).splitlines()
-    assert naive == f"{r.naive_passes}" == "True"
-    assert gradcheck == f"{(r.gradcheck_ok, r.gradcheck_message)}" and not r.gradcheck_ok
-
-
-# (leaves, expression): a matmul and a broadcast add; a leaf used three times, one use cut by .detach(), and a leaf
-# without grad named `leaves`, which would overwrite the snippet's own `leaves` unless the snippet renames it
-AUTOGRAD_EXPRESSIONS = [("x: 4,3; W: 3,2 grad; b: 2 grad", "sum(x @ W + b)"),
-                        ("w: 3 grad; leaves: 3", "sum(w * (w * 2).detach() + leaves * w)")]
-
-
-def test_autograd_graph(tmp_path, snippet_server):
-    for (leaves, expr), show_saved in zip(AUTOGRAD_EXPRESSIONS, (False, True), strict=True):
-        r = assert_shows_what_ran(graph.graph_view, leaves, expr, show_saved)
-        table = r.nodes[["node", "grad_fn", "next functions"]].to_dict("records")
-        assert printed(r.code, tmp_path, snippet_server).splitlines() == [str(row) for row in table], expr
-
-
-def test_autograd_backward(tmp_path, snippet_server):
-    for leaves, expr in AUTOGRAD_EXPRESSIONS:
-        r = assert_shows_what_ran(backward.backward_view, leaves, expr)
-        lines = printed(r.code, tmp_path, snippet_server).splitlines()
-        order = [(int(row["node"].removeprefix("#")), row["grad_fn"]) for row in r.order.to_dict("records")]
-        assert lines[0] == f"engine order: {order}", expr
-        leaf_rows = [row for row in r.leaf_grads.to_dict("records") if row["requires_grad"]]
-        assert lines[1:1 + len(leaf_rows)] == [f"{row['leaf']}.grad {row['.grad']}" for row in leaf_rows], expr
-        labels, grads = zip(*(line.split(" ", 1) for line in lines[1 + len(leaf_rows):]), strict=True)
-        assert [re.sub(r"^t\d+\.grad$", "t.grad", label) for label in labels] == ["t.grad"] * (len(labels) - 1) + [
-            "out.grad"]
-        assert list(grads) == ["None" if g == backward.CUT_BY_DETACH else g
-                               for g in r.intermediate_grads["gradient flowing in (.grad)"]], expr

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import torch
 
 from demos.errors import InputError
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import COLORS, SERIES, base_layout
 
 MAX_BATCH, MAX_K = 256, 16
@@ -21,6 +21,7 @@ class RepeatResult:
     code: Script
 
 
+@entry(3)
 def repeated_backward(calls: int = 3) -> RepeatResult:
     """loss = (w * x).sum(): each backward adds x into w.grad unless it is zeroed first."""
     x, accumulated, zeroed = backward_again_and_again(calls)
@@ -83,6 +84,7 @@ def default_micro_batches(batch: int, wanted: int = 4) -> int:
     return max(k for k in micro_batch_choices(batch) if k <= wanted)
 
 
+@entry(12, 3)
 def micro_batches(batch: int, k: int) -> MicroBatchResult:
     """Mean-MSE gradient (float64) of one batch vs k micro-batches accumulating loss / k, and forgetting / k."""
     if not 2 <= batch <= MAX_BATCH:
@@ -138,6 +140,7 @@ class FreedGraphResult:
     code: Script
 
 
+@entry()
 def freed_graph() -> FreedGraphResult:
     """A second backward through the same graph fails once its saved tensors are freed; retain_graph keeps them."""
     first, error, retained = backward_through_freed_graph()
@@ -182,6 +185,7 @@ class SecondOrderResult:
     code: Script
 
 
+@entry()
 def gradient_penalty() -> SecondOrderResult:
     """create_graph=True makes the gradient differentiable: d/dx sum((dy/dx)^2) for y = sum(x^3) is 36 x^3."""
     x, g, penalty, second, ok, error = second_order()

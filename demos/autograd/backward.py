@@ -25,7 +25,7 @@ from demos.autograd.expr import (
 from demos.autograd.graph import build, code_lines, creators, fn_name, graph_nodes, unpacking, variable_names
 from demos.errors import InputError
 from demos.parsing import format_shape
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 
 FULL_GRADCHECK_NUMEL = 128
 
@@ -334,6 +334,7 @@ def gradcheck_reason(err: Exception) -> str:
 
 # ---- the whole section ----------------------------------------------------------------------------------------
 
+@entry("w: 3 grad; leaves: 3", "sum(w * (w * 2).detach() + leaves * w)", entries=64)
 def backward_view(leaves_text: str, expr_text: str) -> BackwardResult:
     """Backward with retained intermediate grads and the engine order; oracle: torch.autograd.grad on a fresh run."""
     b = build(leaves_text, expr_text)

@@ -91,3 +91,9 @@ def flow_dot(flow: BackwardFlow) -> str:
         lines.append(f'{src} -> n{e.dst} [label="{edge_label(e.grad)}"{style}];')
     lines.append("}")
     return "\n".join(lines)
+
+
+def flow_view(leaves_text: str, expr_text: str) -> str:
+    """The Backward tab's graph: one backward with every edge's gradient recorded, drawn as DOT. Only the drawing
+    is returned, so what a page keeps per expression is text, not the gradients themselves."""
+    return flow_dot(backward_flow(leaves_text, expr_text))

@@ -6,7 +6,7 @@ import torch
 from torch.autograd.gradcheck import GradcheckError
 
 from demos.autograd.backward import preview
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 
 GRADCHECK_IMPORTS = "import torch\nfrom torch.autograd.gradcheck import GradcheckError"
 
@@ -137,6 +137,7 @@ print(forward.flatten()[:6].tolist())  # the forward's first values, as the page
 print((custom - plain).abs().max().item(), ok, message)""")
 
 
+@entry()
 def straight_through() -> CustomResult:
     forward, custom, plain, ok, msg = against_autograd(RoundSTE.apply, round_by_autograd, inputs(scale=2.0))
     return CustomResult(
@@ -149,6 +150,7 @@ def straight_through() -> CustomResult:
     )
 
 
+@entry()
 def stable_logsumexp() -> CustomResult:
     forward, custom, plain, ok, msg = against_autograd(StableLogSumExp.apply, logsumexp_by_autograd, inputs())
     big = torch.tensor([[1000.0, 1000.5, 999.0]], dtype=torch.float64)
@@ -167,6 +169,7 @@ def stable_logsumexp() -> CustomResult:
     )
 
 
+@entry()
 def swish() -> CustomResult:
     forward, custom, plain, ok, msg = against_autograd(Swish.apply, swish_by_autograd, inputs())
     return CustomResult(
@@ -189,6 +192,7 @@ class TrapResult:
     code: Script
 
 
+@entry()
 def wrong_backward_trap() -> TrapResult:
     """A backward that ignores grad_out passes .sum().backward() (grad_out is all ones) and fails gradcheck."""
     (naive_custom, naive_true), (weighted_custom, weighted_true), (ok, msg) = forgotten_grad_out()

@@ -26,7 +26,7 @@ from demos.autograd.expr import (
 )
 from demos.errors import InputError, quoted
 from demos.parsing import format_shape
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import COLORS, over, text_on
 
 MAX_GRAPH_NODES = 80
@@ -310,6 +310,7 @@ def graph_code(leaves, tree, show_saved: bool) -> Script:
     return script(*GRAPH_SHOWN, imports="import torch\nfrom torchviz import make_dot", settings=settings, run=run)
 
 
+@entry("w: 3 grad; leaves: 3", "sum(w * (w * 2).detach() + leaves * w)", True, entries=64)
 def graph_view(leaves_text: str, expr_text: str, show_saved: bool = False) -> GraphResult:
     """Run the expression, then draw the backward graph torch recorded (torchviz) and list its nodes."""
     b = build(leaves_text, expr_text)

@@ -9,7 +9,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from demos.errors import InputError
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import COLORS, base_layout
 
 MIN_N, MAX_N = 16, 512
@@ -109,6 +109,7 @@ def mode_facts(mode: str, x: torch.Tensor, w: torch.Tensor) -> dict:
             "saved_bytes": saved_bytes(mode, x, w), "later": later_use(out, w)}
 
 
+@entry(16)
 def compare_modes(n: int) -> ModesResult:
     """Per mode: grad_fn, requires_grad, is_inference, a later autograd use, saved bytes and forward time."""
     if not MIN_N <= n <= MAX_N:
@@ -146,6 +147,7 @@ def _fmt_bytes(b: int) -> str:
     return f"{b:,} B ({b / 2**20:.2f} MiB)" if b else "0 B"
 
 
+@entry()
 def detach_shares_storage() -> SharingResult:
     """d = W.detach() shares W's storage and version counter: writing d changes W; clone() does not."""
     facts = write_through_detach()
@@ -167,6 +169,7 @@ def write_through_detach():
             w._version, w.detach()[1, 1].item())
 
 
+@entry()
 def version_counter_trap() -> VersionResult:
     """An in-place change to a tensor sigmoid saved for backward, and torch's error when backward needs it."""
     before, after, error, grad = inplace_on_saved_output()

@@ -8,7 +8,7 @@ from torch import nn
 
 from demos.errors import InputError, quoted
 from demos.parsing import parse_number
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 
 MAX_POINTS = 1500  # gradient entries drawn in the scatter
 RUN_STEPS = 100
@@ -111,6 +111,7 @@ def direction_kept(grads: list[torch.Tensor], clipped: list[torch.Tensor]) -> fl
     return nn.functional.cosine_similarity(flat(grads), flat(clipped), dim=0).item()
 
 
+@entry(1.0, 0.01)
 def compare_clipping(max_norm: float, clip_value: float) -> ClipCompare:
     """Clip copies of the same gradients both ways; report norms and whether the direction is kept."""
     max_norm, clip_value = check_clip(max_norm, "max_norm"), check_clip(clip_value, "clip_value")
@@ -147,6 +148,7 @@ def train(lr: float, max_norm: float | None, seed: int = 0) -> tuple[list[float]
     return losses, norms
 
 
+@entry("0.5", 1.0)
 def clipping_run(lr_text: str, max_norm: float) -> ClipRun:
     """The same run twice: without clipping and with clip_grad_norm_(max_norm)."""
     lr, max_norm = parse_lr(lr_text), check_clip(max_norm, "max_norm")

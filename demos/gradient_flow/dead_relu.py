@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from demos.errors import InputError, quoted
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 
 LRS = (0.001, 0.01, 0.1, 0.3, 1.0)
 INITS = ("kaiming", "default", "negative_bias")
@@ -124,6 +124,7 @@ def train_counting_dead(lr: float, init: str, seed: int = 0):
     return before, dead_fractions(linears, x), final, model, x
 
 
+@entry(0.3, "default")
 def dead_relus(lr: float, init: str) -> DeadResult:
     """Your learning rate and init next to the good pair (Kaiming, lr 0.01)."""
     return DeadResult(dead_run(lr, init), dead_run(*GOOD), dead_script(lr, init))

@@ -21,7 +21,7 @@ from demos.gradient_flow.network import (
     right_init,
     validate,
 )
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 
 MAX_STEPS = 12
 LR = 0.1
@@ -180,6 +180,7 @@ def layer_histograms(net: nn.Module, depth: int) -> tuple[Histogram, ...]:
     return tuple(histogram(g, i, lo, hi) for i, g in grads.items())
 
 
+@entry(6, 16, "tanh", "normal", "layer", True, 1)
 def gradient_flow(depth: int, width: int, activation: str, init: str, norm: str, residual: bool,
                   steps: int = 8) -> FlowResult:
     """Per-layer gradient norms and activation stds for your net and its fixes, a training heatmap, histograms."""
