@@ -99,7 +99,9 @@ def section_step() -> None:
         r = ui.compute(step.walk, index, optimizer, lr, max_norm, seed)
         graph_col, state_col = st.columns([1, 3], gap="medium")
         with graph_col:
-            ui.graph(step.loop_dot(r), key="tl_walk_graph")  # a key of its own: its tools are not re-sent each press
+            # no fixed key: the graph is drawn afresh on each press, which the browser does several times faster
+            # than redrawing it in place (measured), though its tools (25 KiB) are then sent again
+            ui.graph(step.loop_dot(r))
         with state_col:
             m1, m2, m3, m4 = st.columns(4)
             m1.metric("Iteration", r.iteration + 1, help="Counted from 1, like the sub-step.")
