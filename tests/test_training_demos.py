@@ -3,11 +3,13 @@
 import dataclasses
 import math
 
+import plotly.graph_objects as go
 import pytest
 import torch
 from torch import nn
 
 from demos.errors import InputError
+from demos.style import base_layout
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from demos.training.common import SpiralNet, spiral
 
@@ -83,6 +85,11 @@ def test_state_figure_panels_sit_side_by_side_with_their_titles_and_colour_bars(
         assert title.x == pytest.approx(sum(domain) / 2) and title.text.startswith(trace.hovertemplate.split("[")[0])
         assert domain[1] < trace.colorbar.x < (after[0][0] if after else 1.01)
         assert fig.layout[f"yaxis{trace.yaxis[1:]}"].autorange == "reversed", "row 0 at the top, as printed"
+    styled = base_layout(go.Figure(layout=dict(xaxis={}, yaxis={})), height=280).layout
+    assert (fig.layout.height, fig.layout.legend, fig.layout.margin.l, fig.layout.margin.b) == (
+        280, styled.legend, styled.margin.l, styled.margin.b), "the shared base layout, as every figure has it"
+    assert all(fig.layout[f"{axis}axis{t[1:]}"].automargin == styled[f"{axis}axis"].automargin is True
+               for t in ("x", "x2", "x3", "x4") for axis in "xy")
 
 
 def test_backward_grads_equal_autograd_and_clip_caps_the_norm():

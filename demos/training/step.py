@@ -1,5 +1,6 @@
 """One training step in order, replayed from a seed up to any sub-step, with the state each sub-step changes."""
 
+import functools
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
@@ -194,27 +195,38 @@ def state_figure(result: WalkResult) -> go.Figure:
 
     Colour: the concept's colour for positive entries, dark grey for negative, white at zero (a panel with no
     negative entry, such as exp_avg_sq, runs from white at zero only); each panel has its own colour scale beside
-    it. The figure is built in one go from plain dicts (the layout make_subplots would make): every press of the
-    walk's buttons draws a new one, and make_subplots with per-panel updates costs three times as long.
+    it. The figure is built in one go from plain dicts (the layout make_subplots and base_layout would make): every
+    press of the walk's buttons draws a new one, and make_subplots with per-panel updates costs several times as
+    long.
     """
     before, after = _state_panels(result.before), _state_panels(result.after)
     old = {name: value for name, value, _ in before}
     width = (1 - PANEL_SPACING * (len(after) - 1)) / len(after)
-    layout, data = {"annotations": []}, []
+    styled = _styled_layout()
+    layout = {k: v for k, v in styled.items() if k not in ("xaxis", "yaxis")} | {"annotations": []}
+    layout["margin"] = styled["margin"] | dict(t=40, r=50)  # subplot titles above, the last colour scale right
+    data = []
     for i, (name, value, concept) in enumerate(after):
         left = sum([width] * i) + i * PANEL_SPACING  # summed as make_subplots sums it: the same domains
         x, y = f"x{i + 1 if i else ''}", f"y{i + 1 if i else ''}"
         bare = dict(showticklabels=False, showgrid=False, zeroline=False)
-        layout[f"xaxis{x[1:]}"] = dict(anchor=y, domain=[left, left + width], **bare)
-        layout[f"yaxis{y[1:]}"] = dict(anchor=x, domain=[0.0, 1.0], autorange="reversed", **bare)
+        layout[f"xaxis{x[1:]}"] = styled["xaxis"] | dict(anchor=y, domain=[left, left + width], **bare)
+        layout[f"yaxis{y[1:]}"] = styled["yaxis"] | dict(anchor=x, domain=[0.0, 1.0], autorange="reversed", **bare)
         title = f"{name} — changed" if value != old.get(name) else name
         layout["annotations"].append(dict(text=title, x=(left + left + width) / 2, xref="paper", xanchor="center",
                                           y=1.0, yref="paper", yanchor="bottom", showarrow=False,
                                           font=dict(size=16)))
         data.append(_panel(name, value, concept, colorbar_x=left + width + 0.005) | dict(xaxis=x, yaxis=y))
-    fig = base_layout(go.Figure(data=data, layout=layout), height=280)
-    fig.update_layout(margin=dict(t=40, r=50))  # subplot titles above, the last colour scale to the right
-    return fig
+    return go.Figure(data=data, layout=layout)
+
+
+@functools.cache
+def _styled_layout() -> dict:
+    """What base_layout sets on a figure of the walk's height, and on each of its axes, read once from a one-panel
+    figure it styled: base_layout's per-axis updates cost more than building the four-panel figure itself."""
+    styled = base_layout(go.Figure(layout=dict(xaxis={}, yaxis={})), height=280).to_plotly_json()["layout"]
+    styled.pop("template", None)  # the figure gets its default template anyway
+    return styled
 
 
 def _panel(name: str, value: list | None, concept: str, colorbar_x: float) -> dict:
