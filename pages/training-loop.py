@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from demos.shown import source
 from demos.tensors import dtypes
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from demos.training.questions import QUESTIONS
@@ -16,121 +17,8 @@ SLUG = "training-loop"
 WALK_KEY = "tl_walk"  # the sub-step on screen, counted from 1; in the URL, so a link opens at "sub-step 6"
 
 
-# Cached demo calls: plain parameters in, frozen results out.
-@ui.cache_data(show_spinner=False)
-def cached_clip_trap():
-    return clip_before_unscale_trap()
-
-
-@ui.cache_data(max_entries=256, show_spinner=False)
-def cached_walk(index, optimizer, lr, max_norm, seed):
-    return step.walk(index, optimizer, lr, max_norm, seed)
-
-
-@ui.cache_data(max_entries=16, show_spinner="Training the correct loop and seven broken ones…")
-def cached_mistakes(steps, lr, seed):
-    return mistakes.mistakes(steps, lr, seed)
-
-
-@ui.cache_data(max_entries=32, show_spinner=False)
-def cached_race(surface, steps, sgd_lr, momentum, adam_lr, beta1, beta2, weight_decay, extra):
-    return optimizers.race(surface, steps, sgd_lr, momentum, adam_lr, beta1, beta2, weight_decay, extra)
-
-
-@ui.cache_data(max_entries=32, show_spinner=False)
-def cached_decay(surface, steps, adam_lr, beta1, beta2, weight_decay):
-    return optimizers.decay_compare(surface, steps, adam_lr, beta1, beta2, weight_decay)
-
-
-@ui.cache_data(max_entries=32, show_spinner=False)
-def cached_schedules(total, base_lr, step_size, gamma, warmup):
-    return schedulers.schedules(total, base_lr, step_size, gamma, warmup)
-
-
-@ui.cache_data(max_entries=16, show_spinner="Training with ReduceLROnPlateau…")
-def cached_plateau(epochs, lr, factor, patience):
-    return schedulers.plateau(epochs, lr, factor, patience)
-
-
-@ui.cache_data(max_entries=32, show_spinner=False)
-def cached_ce(logits_text, target, smoothing):
-    return losses.cross_entropy(logits_text, target, smoothing)
-
-
-@ui.cache_data(max_entries=32, show_spinner=False)
-def cached_bce(logit, target):
-    return losses.bce_compare(logit, target)
-
-
-@ui.cache_data(max_entries=16, show_spinner="Fitting three lines…")
-def cached_robust(n_outliers, outlier_size):
-    return losses.robust_fit(n_outliers, outlier_size)
-
-
-@ui.cache_data(max_entries=16, show_spinner=False)
-def cached_reduction(max_batch):
-    return losses.reduction_scaling(max_batch)
-
-
-@ui.cache_data(max_entries=16, show_spinner=False)
-def cached_ops(hidden, batch):
-    return amp.autocast_ops(hidden, batch)
-
-
-@ui.cache_data(max_entries=8, show_spinner=False)
-def cached_measure(hidden, batch, reps):
-    return amp.measure(hidden, batch, reps)
-
-
-@ui.cache_data(max_entries=16, show_spinner="Training under float16 autocast with a GradScaler…")
-def cached_scaler(steps, scale_exp, growth_interval, spikes_text):
-    return amp.scaler_run(steps, scale_exp, growth_interval, spikes_text)
-
-
-@ui.cache_data(max_entries=16, show_spinner=False)
-def cached_ranges(values_text):
-    return amp.dtype_ranges(values_text)
-
-
-@ui.cache_data(max_entries=16, show_spinner="Training straight, then resuming four ways…")
-def cached_resume(total, split, seed):
-    return resume.resume_demo(total, split, seed)
-
-
-def _mistakes_loss_figure(steps, lr, seed, shown):
-    fig = mistakes.loss_figure(cached_mistakes(steps, lr, seed), shown)
-    fig.update_yaxes(type="log", exponentformat="power")
-    return fig
-
-
-FIGURES = {
-    "walk": lambda index, opt, lr, clip, seed: step.state_figure(cached_walk(index, opt, lr, clip, seed)),
-    "mistakes": _mistakes_loss_figure,
-    "symptom": lambda steps, lr, seed, focus: mistakes.symptom_figure(cached_mistakes(steps, lr, seed), focus),
-    "race": lambda *p: optimizers.surface_figure(cached_race(*p), cached_race(*p)),
-    "race_loss": lambda *p: optimizers.loss_curves_figure(cached_race(*p)),
-    "decay": lambda race, decay: optimizers.surface_figure(cached_decay(*decay), cached_race(*race), height=400),
-    "schedules": lambda params, chosen: schedulers.schedules_figure(cached_schedules(*params), chosen),
-    "plateau": lambda *p: schedulers.plateau_figure(cached_plateau(*p)),
-    "ce": lambda *p: losses.ce_figure(cached_ce(*p)),
-    "bce": lambda *p: losses.bce_figure(cached_bce(*p)),
-    "robust": lambda *p: losses.robust_figure(cached_robust(*p)),
-    "reduction": lambda *p: losses.reduction_figure(cached_reduction(*p)),
-    "ops": lambda *p: amp.ops_figure(cached_ops(*p)),
-    "speed": lambda *p: amp.speed_figure(cached_measure(*p)),
-    "scaler": lambda *p: amp.scaler_figure(cached_scaler(*p)),
-    "resume": lambda params, shown: resume.resume_figure(cached_resume(*params), shown),
-}
-
-
-@ui.cache_resource(max_entries=256, show_spinner=False)
-def cached_figure(name: str, *params):
-    """Figures are built once per view and shared read-only: building plotly figures costs more than the demos."""
-    return FIGURES[name](*params)
-
-
 def side_by_side(left_title: str, left_code: str, right_title: str, right_code: str) -> None:
-    """Correct code beside the trap, both of which ran for the figures above."""
+    """Correct code beside the trap: the source of two functions that ran for the figures above."""
     left, right = st.columns(2)
     with left:
         st.markdown(f":green[**{left_title}**]")
@@ -208,9 +96,11 @@ def section_step() -> None:
     with ui.key_controls("tl_walk"):  # the presenter steps through the loop with these
         index = walk_position()
     with ui.input_errors():
-        r = cached_walk(index, optimizer, lr, max_norm, seed)
+        r = ui.compute(step.walk, index, optimizer, lr, max_norm, seed)
         graph_col, state_col = st.columns([1, 3], gap="medium")
         with graph_col:
+            # no fixed key: the graph is drawn afresh on each press, which the browser does several times faster
+            # than redrawing it in place (measured), though its tools (25 KiB) are then sent again
             ui.graph(step.loop_dot(r))
         with state_col:
             m1, m2, m3, m4 = st.columns(4)
@@ -229,7 +119,7 @@ def section_step() -> None:
                          f"× {step.GAMMA:g})")
             st.markdown(f"**Just ran: `{r.substep}`** — changed: {changed}{note}")
             ui.legend(step.WALK_LEGEND)
-            ui.plot(cached_figure("walk", index, optimizer, lr, max_norm, seed), key="tl_walk_fig")
+            ui.plot(ui.compute(step.state_figure, r), key="tl_walk_fig")
         ui.table(pd.DataFrame(step.parameter_table(r)), hide_index=True, width="stretch")
         ui.show_code(r.code, key="tl_walk_code", file_name="training_step.py")
 
@@ -263,25 +153,31 @@ def section_mistakes() -> None:
     )
     steps, lr, seed, shown = mistakes_ui()
     with ui.input_errors():
-        result = cached_mistakes(steps, lr, seed)
-        ui.plot(cached_figure("mistakes", steps, lr, seed, tuple(shown)), key="tl_mis_fig")
+        with st.spinner("Training the correct loop and seven broken ones…"):
+            result = ui.compute(mistakes.mistakes, steps, lr, seed)
+        ui.plot(ui.compute(mistakes.loss_figure, result, tuple(shown)), key="tl_mis_fig")
         correct = result.runs["correct"]
         st.table(pd.DataFrame([
             {"loop": mistakes.VARIANTS[v], "final loss": f"{run.losses[-1]:.4g}",
              "validation loss": f"{run.val_loss:.4g}", "measured symptom": mistakes.symptom(run, correct)}
             for v, run in result.runs.items()
         ]).set_index("loop"))
-        with ui.key_controls("tl_mis_focus"):  # the symptom figure's own row, in place above it
-            focus = st.selectbox("Look closer at", mistakes.MISTAKES, format_func=mistakes.VARIANTS.get,
-                                 key="tl_mis_focus", bind="query-params")
-        st.info(mistakes.symptom(result.runs[focus], correct), icon=":material/troubleshoot:")
-        if focus == "no_train_after_eval" and mistakes.why_eval_scores_better(result):
-            st.caption(mistakes.why_eval_scores_better(result))
-        ui.plot(cached_figure("symptom", steps, lr, seed, focus), key="tl_mis_symptom")
-        good, bad = mistakes.differing_source(focus)
-        side_by_side("Correct (ran above)", good, f"{mistakes.VARIANTS[focus]} (ran above)", bad)
-        ui.show_code(result.runs[focus].code, key="tl_mis_code", file_name=f"mistake_{focus}.py",
-                     label="Show the full runnable script")
+        mistake_focus_part(result)
+
+
+@st.fragment  # its own key row: a change reruns this part alone
+def mistake_focus_part(result) -> None:
+    with ui.key_controls("tl_mis_focus"):  # the symptom figure's own row, in place above it
+        focus = st.selectbox("Look closer at", mistakes.MISTAKES, format_func=mistakes.VARIANTS.get,
+                             key="tl_mis_focus", bind="query-params")
+    st.info(mistakes.symptom(result.runs[focus], result.runs["correct"]), icon=":material/troubleshoot:")
+    if focus == "no_train_after_eval" and mistakes.why_eval_scores_better(result):
+        st.caption(mistakes.why_eval_scores_better(result))
+    ui.plot(ui.compute(mistakes.symptom_figure, result, focus), key="tl_mis_symptom")
+    good, bad = mistakes.differing_source(focus)
+    side_by_side("Correct (ran above)", good, f"{mistakes.VARIANTS[focus]} (ran above)", bad)
+    ui.show_code(result.runs[focus].code, key="tl_mis_code", file_name=f"mistake_{focus}.py",
+                 label="Show the full runnable script")
 
 
 # 3. Optimizers ------------------------------------------------------------------------------------------------
@@ -324,13 +220,13 @@ def section_optimizers() -> None:
     surface, steps, sgd_lr, momentum, adam_lr, beta1, beta2, wd, extra = optimizer_ui()
     with ui.input_errors():
         race_params = (surface, steps, sgd_lr, momentum, adam_lr, beta1, beta2, wd, extra)
-        r = cached_race(*race_params)
+        r = ui.compute(optimizers.race, *race_params)
         st.caption(f"f(x, y) = {optimizers.SURFACES[surface]['formula']}; contours of log10(1 + f).")
         left, right = st.columns([3, 2])
         with left:
-            ui.plot(cached_figure("race", *race_params), key="tl_opt_fig")
+            ui.plot(ui.compute(optimizers.surface_figure, r, r), key="tl_opt_fig")
         with right:
-            ui.plot(cached_figure("race_loss", *race_params), key="tl_opt_loss")
+            ui.plot(ui.compute(optimizers.loss_curves_figure, r), key="tl_opt_loss")
         ui.table(pd.DataFrame([{"optimizer": t.name, "final x": t.xs[-1], "final y": t.ys[-1],
                                 "final loss": t.losses[-1], "diverged at": t.diverged_at} for t in r.runs]),
                  width="stretch", column_config={
@@ -344,8 +240,7 @@ def section_optimizers() -> None:
             "**AdamW** shrinks `θ ← θ·(1 − lr·wd)` outside the adaptive step. Below: the first step computed by "
             "torch and by the written-out rule, then the full paths."
         )
-        decay_params = (surface, steps, adam_lr, beta1, beta2, wd)
-        d = cached_decay(*decay_params)
+        d = ui.compute(optimizers.decay_compare, surface, steps, adam_lr, beta1, beta2, wd)
         rows = [{"update": n, "x after step 1 (torch)": d.first_step[n][0], "y (torch)": d.first_step[n][1],
                  "x by the formula": d.first_step_formula[n][0], "y by the formula": d.first_step_formula[n][1]}
                 for n in d.first_step]
@@ -356,11 +251,11 @@ def section_optimizers() -> None:
                        "close; on Rosenbrock (minimum (1, 1)) the two kinds of decay end in visibly different places.")
         st.metric("Distance between the Adam (L2) and AdamW end points", f"{d.final_gap:.4g}",
                   help="0 would mean the two updates are the same; they are not unless weight_decay is 0.")
-        ui.plot(cached_figure("decay", race_params, decay_params), key="tl_decay_fig")
-        side_by_side("AdamW: decoupled decay", "torch.optim.AdamW(params, lr=lr, weight_decay=wd)\n"
-                     "# θ ← θ·(1 − lr·wd);  θ ← θ − lr·m̂/(√v̂ + ε)",
-                     "Adam: L2 inside the gradient", "torch.optim.Adam(params, lr=lr, weight_decay=wd)\n"
-                     "# g ← g + wd·θ;  θ ← θ − lr·m̂/(√v̂ + ε)   (decay rescaled by 1/√v̂)")
+        ui.plot(ui.compute(optimizers.surface_figure, d, r, height=400), key="tl_decay_fig")
+        side_by_side("AdamW: decoupled decay (its first step, ran for the table)",
+                     source(optimizers.adamw_first_step),
+                     "Adam: L2 inside the gradient (its first step, ran for the table)",
+                     source(optimizers.adam_l2_first_step))
         ui.show_code(d.code, key="tl_decay_code", file_name="adam_vs_adamw.py")
 
 
@@ -393,16 +288,24 @@ def section_schedulers() -> None:
     )
     total, base_lr, step_size, gamma, warmup, chosen = schedule_ui()
     with ui.input_errors():
-        params = (total, base_lr, step_size, gamma, warmup)
-        r = cached_schedules(*params)
-        ui.plot(cached_figure("schedules", params, chosen), key="tl_sch_fig")
-        with ui.key_controls("tl_sch_probe"):  # the table's own row, in place above it
-            probe = st.slider("Read the LR at step", 0, total - 1, min(30, total - 1), key="tl_sch_probe",
-                              bind="query-params")
-        ui.table(pd.DataFrame([{"scheduler": n, f"lr at step {probe}": r.curves[n][probe]}
-                                   for n in schedulers.SCHEDULERS]), hide_index=True)
+        r = ui.compute(schedulers.schedules, total, base_lr, step_size, gamma, warmup)
+        ui.plot(ui.compute(schedulers.schedules_figure, r, chosen), key="tl_sch_fig")
+        probe_part(r)
         ui.show_code(r.code, key="tl_sch_code", file_name="schedulers.py")
+    plateau_part()
 
+
+@st.fragment  # its own key row: a change reruns this part alone
+def probe_part(r) -> None:
+    with ui.key_controls("tl_sch_probe"):  # the table's own row, in place above it
+        probe = st.slider("Read the LR at step", 0, r.total - 1, min(30, r.total - 1), key="tl_sch_probe",
+                          bind="query-params")
+    ui.table(pd.DataFrame([{"scheduler": n, f"lr at step {probe}": r.curves[n][probe]}
+                           for n in schedulers.SCHEDULERS]), hide_index=True)
+
+
+@st.fragment
+def plateau_part() -> None:
     st.markdown("##### ReduceLROnPlateau, fed a real validation loss")
     a, b, c, d = ui.key_controls("tl_pl").columns(4)  # the second figure's own row, in place above it
     epochs = a.slider("Epochs", 5, schedulers.MAX_EPOCHS, 40, key="tl_pl_epochs", bind="query-params")
@@ -410,8 +313,9 @@ def section_schedulers() -> None:
     factor = c.slider("factor", 0.1, 0.9, 0.5, 0.1, key="tl_pl_factor", bind="query-params")
     patience = d.slider("patience", 0, 10, 3, key="tl_pl_patience", bind="query-params")
     with ui.input_errors():
-        p = cached_plateau(epochs, lr, factor, patience)
-        ui.plot(cached_figure("plateau", epochs, lr, factor, patience), key="tl_pl_fig")
+        with st.spinner("Training with ReduceLROnPlateau…"):
+            p = ui.compute(schedulers.plateau, epochs, lr, factor, patience)
+        ui.plot(ui.compute(schedulers.plateau_figure, p), key="tl_pl_fig")
         st.caption(f"LR cut after epochs {', '.join(map(str, p.reductions)) or '— none'} (dotted lines): each time "
                    f"the validation loss failed to improve for more than {patience} epochs.")
         ui.show_code(p.code, key="tl_pl_code", file_name="reduce_lr_on_plateau.py")
@@ -422,16 +326,24 @@ def section_schedulers() -> None:
 
 def section_losses() -> None:
     st.subheader("Loss functions")
+    cross_entropy_part()
+    bce_part()
+    robust_part()
+    reduction_part()
+
+
+@st.fragment  # each loss below has its own key row: a change reruns that part alone
+def cross_entropy_part() -> None:
     st.markdown("##### CrossEntropyLoss takes logits and class indices")
     a, b, c = ui.key_controls("tl_ce").columns([2, 1, 1])
     logits_text = a.text_input("Logits (one row)", "2, 1, 0.1", key="tl_ce_logits", bind="query-params")
     target = b.number_input("Target class", 0, 9, 0, key="tl_ce_target", bind="query-params")
     smoothing = c.slider("label_smoothing", 0.0, 0.9, 0.0, 0.05, key="tl_ce_smooth", bind="query-params")
     with ui.input_errors():
-        ce = cached_ce(logits_text, int(target), smoothing)
+        ce = ui.compute(losses.cross_entropy, logits_text, int(target), smoothing)
         left, right = st.columns([2, 3])
         with left:
-            ui.plot(cached_figure("ce", logits_text, int(target), smoothing), key="tl_ce_fig")
+            ui.plot(ui.compute(losses.ce_figure, ce), key="tl_ce_fig")
         with right:
             m1, m2 = st.columns(2)
             m1.metric("nn.CrossEntropyLoss", f"{ce.loss:.6f}")
@@ -446,39 +358,49 @@ def section_losses() -> None:
                 f"row's gradient is {ce.ignored_row_grad:g}.")
         ui.show_code(ce.code, key="tl_ce_code", file_name="cross_entropy.py")
 
+
+@st.fragment
+def bce_part() -> None:
     st.markdown("##### sigmoid + BCELoss vs BCEWithLogitsLoss at large logits")
     a, b = ui.key_controls("tl_bce").columns([3, 1])
     logit = a.slider("Logit", -300.0, 300.0, 100.0, 1.0, key="tl_bce_logit", bind="query-params")
     target = b.segmented_control("Target", (0, 1), default=0, required=True, key="tl_bce_target", bind="query-params")
     with ui.input_errors():
-        bce = cached_bce(logit, int(target or 0))
+        bce = ui.compute(losses.bce_compare, logit, int(target or 0))
         ui.table(pd.DataFrame([
             {"computed as": name, "loss": str(v[0]), "d loss / d logit": str(v[1])}
             for name, v in zip(losses.BCE_WAYS, (bce.manual, bce.bce, bce.with_logits), strict=True)
         ]), hide_index=True, width="stretch")
-        ui.plot(cached_figure("bce", logit, int(target or 0)), key="tl_bce_fig")
+        ui.plot(ui.compute(losses.bce_figure, bce), key="tl_bce_fig")
         st.caption("float32 rounds sigmoid(x) to exactly 1.0 from x ≈ 17: the by-hand formula takes log(0) = −inf "
                    "(gap in its line, NaN gradient); BCELoss clamps each log at −100, so its loss stops at 100 and "
                    "its gradient is 0; BCEWithLogitsLoss works from the logit and stays exact.")
         ui.show_code(bce.code, key="tl_bce_code", file_name="bce_vs_with_logits.py")
 
+
+@st.fragment
+def robust_part() -> None:
     st.markdown("##### MSE vs L1 vs Huber under outliers")
     a, b = ui.key_controls("tl_rob").columns(2)
     n_out = a.slider("Outliers (of 40 points)", 0, 20, 4, key="tl_rob_n", bind="query-params")
     size = b.slider("Outlier offset", 0.0, 100.0, 15.0, 1.0, key="tl_rob_size", bind="query-params")
     with ui.input_errors():
-        rob = cached_robust(n_out, size)
-        ui.plot(cached_figure("robust", n_out, size), key="tl_rob_fig")
+        with st.spinner("Fitting three lines…"):
+            rob = ui.compute(losses.robust_fit, n_out, size)
+        ui.plot(ui.compute(losses.robust_figure, rob), key="tl_rob_fig")
         st.caption("MSE's gradient grows with the residual, so a few far points pull the whole line; L1's is ±1 "
                    "whatever the distance; Huber is MSE near zero and L1 beyond delta = 1.")
         ui.show_code(rob.code, key="tl_rob_code", file_name="robust_losses.py")
 
+
+@st.fragment
+def reduction_part() -> None:
     st.markdown('##### reduction="mean" vs "sum" scales the gradient')
     max_batch = ui.key_controls("tl_red").select_slider("Largest batch", (16, 64, 256, 1024, 4096), value=256,
                                                         key="tl_red_batch", bind="query-params")
     with ui.input_errors():
-        red = cached_reduction(max_batch)
-        ui.plot(cached_figure("reduction", max_batch), key="tl_red_fig")
+        red = ui.compute(losses.reduction_scaling, max_batch)
+        ui.plot(ui.compute(losses.reduction_figure, red), key="tl_red_fig")
         ratios = [s / m for s, m in zip(red.grad_sum, red.grad_mean, strict=True)]
         st.caption("sum / mean gradient ratio per batch size: "
                    + ", ".join(f"{b}: {q:.4g}" for b, q in zip(red.batch_sizes, ratios, strict=True))
@@ -491,25 +413,37 @@ def section_losses() -> None:
 
 def section_amp() -> None:
     st.subheader("Mixed precision")
-    device, dtype = amp.amp_device()
-    if device == "cpu":
+    if amp.amp_device()[0] == "cpu":
         st.info("No CUDA device on this host: autocast runs on the CPU with bfloat16 (float16 on CUDA when one is "
                 "present). The GradScaler demo uses float16 autocast on the CPU, where overflow is just as real.",
                 icon=":material/memory:")
+    autocast_ops_part()
+    speed_part()
+    scaler_part()
+    ui.trap_pair(ui.compute(clip_before_unscale_trap), key="tl_trap_unscale")
+    ranges_part()
+
+
+@st.fragment  # each part below has its own key row: a change reruns that part alone
+def autocast_ops_part() -> None:
+    device, dtype = amp.amp_device()
     st.markdown(f"##### Which ops ran in which dtype under `torch.autocast('{device}', dtype={dtype})`")
     a, b = ui.key_controls("tl_amp_ops").columns(2)
     hidden = a.slider("Hidden size", 4, 256, 32, key="tl_amp_hidden", bind="query-params")
     batch = b.slider("Batch", 1, 256, 8, key="tl_amp_batch", bind="query-params")
     with ui.input_errors():
-        ops = cached_ops(hidden, batch)
+        ops = ui.compute(amp.autocast_ops, hidden, batch)
         left, right = st.columns([2, 3])
         with left:
-            ui.plot(cached_figure("ops", hidden, batch), key="tl_amp_ops_fig")
+            ui.plot(ui.compute(amp.ops_figure, ops), key="tl_amp_ops_fig")
             st.caption(amp.ops_caption(ops))
         with right:
             ui.table(pd.DataFrame(amp.ops_table(ops)), hide_index=True, width="stretch", height=320)
         ui.show_code(ops.code, key="tl_amp_ops_code", file_name="autocast_ops.py")
 
+
+@st.fragment
+def speed_part() -> None:
     st.markdown("##### Time and memory against float32")
     keys = ui.key_controls("tl_amp_speed")  # the timing figure's own row, its button included
     a, b, c = keys.columns(3)
@@ -524,15 +458,18 @@ def section_amp() -> None:
         with ui.input_errors():
             line = st.empty()  # the place in line, if the run waits, above the folded status
             with st.status("Timing forward + backward, interleaved…", expanded=False) as status:
-                speed = ui.queued(cached_measure, *params, notice=line)
+                speed = ui.queued(amp.measure, *params, notice=line)
                 status.update(label="Measured", state="complete")
-            ui.plot(cached_figure("speed", *params), key="tl_amp_speed_fig")
+            ui.plot(ui.compute(amp.speed_figure, speed), key="tl_amp_speed_fig")
             st.caption(f"Median of {reps} interleaved runs on one CPU thread; memory = bytes autograd saved for "
                        "backward (saved_tensors_hooks), the part of a step's memory that autocast halves.")
             ui.show_code(speed.code, key="tl_amp_speed_code", file_name="amp_time_memory.py")
     elif ui.ran_with("tl_amp_measure") is None:
         st.caption("Press the button to time both on this machine (a few seconds at the largest sizes).")
 
+
+@st.fragment
+def scaler_part() -> None:
     st.markdown("##### GradScaler over steps: scale, skipped steps, growth")
     a, b, c, d = ui.key_controls("tl_gs").columns(4)
     steps = a.slider("Steps", 10, amp.MAX_AMP_STEPS, 80, 10, key="tl_gs_steps", bind="query-params")
@@ -541,23 +478,26 @@ def section_amp() -> None:
     spikes = d.text_input("Loss spike (×1e9) at steps", "40", key="tl_gs_spikes", bind="query-params",
                           help="Comma-separated steps, e.g. 40, 41; empty for none.")
     with ui.input_errors():
-        gs = cached_scaler(steps, scale_exp, growth, spikes)
-        ui.plot(cached_figure("scaler", steps, scale_exp, growth, spikes), key="tl_gs_fig")
+        with st.spinner("Training under float16 autocast with a GradScaler…"):
+            gs = ui.compute(amp.scaler_run, steps, scale_exp, growth, spikes)
+        ui.plot(ui.compute(amp.scaler_figure, gs), key="tl_gs_fig")
         n_skipped = sum(gs.skipped)
         st.markdown(
             f"{n_skipped} of {gs.steps} steps skipped. A too-large scale overflows float16 in backward: the scaler "
             "sees inf, skips `optimizer.step()` and halves the scale; after every "
             f"{gs.growth_interval} clean steps it doubles it. The same loop in bfloat16 without any scaler: "
             f"gradients {'all finite' if gs.bf16_finite else 'not finite'}.")
-        st.caption(amp.scaler_contrast(scale_exp, gs.growth_interval, gs.steps))
+        st.caption(ui.compute(amp.scaler_contrast, scale_exp, gs.growth_interval, gs.steps))
         ui.show_code(gs.code, key="tl_gs_code", file_name="grad_scaler.py")
-    ui.trap_pair(cached_clip_trap(), key="tl_trap_unscale")
 
+
+@st.fragment
+def ranges_part() -> None:
     st.markdown("##### Why bfloat16 needs no loss scaling")
     values = ui.key_controls("tl_amp_values").text_input("Values to cast", "1e-8, 3e-5, 1.001, 7e4",
                                                          key="tl_amp_values", bind="query-params")
     with ui.input_errors():
-        rng = cached_ranges(values)
+        rng = ui.compute(amp.dtype_ranges, values)
         ui.table(pd.DataFrame(rng.rows), hide_index=True, width="stretch")
         largest, to_inf = dtypes.overflow_threshold()  # float16
         st.caption(f"float16 has 5 exponent bits: small gradients underflow to 0, values below {to_inf:.0f} round "
@@ -588,25 +528,25 @@ def section_resume() -> None:
                     default=list(resume.VARIANTS), format_func=resume.VARIANTS.get, key="tl_res_shown",
                     bind="query-params")
     with ui.input_errors():
-        r = cached_resume(total, split, int(seed))
+        with st.spinner("Training straight, then resuming four ways…"):
+            r = ui.compute(resume.resume_demo, total, split, int(seed))
         cols = st.columns(len(resume.VARIANTS))
         for col, (v, run) in zip(cols, r.resumed.items(), strict=True):
             col.metric(f"max |Δθ|, {resume.SHORT[v]}", f"{run.max_diff:.3g}",
                        help=f"{run.name}: max |θ_resumed − θ_straight| at step N")
-        ui.plot(cached_figure("resume", (total, split, int(seed)), tuple(shown or ())), key="tl_res_fig")
+        ui.plot(ui.compute(resume.resume_figure, r, tuple(shown or ())), key="tl_res_fig")
         st.caption(f"Checkpoint: {', '.join(r.checkpoint_keys)} — {r.checkpoint_bytes:,} bytes. Without the "
                    "optimizer, Adam restarts its moments (and bias correction); without the RNG state dropout masks "
                    f"and batches differ. {resume.scheduler_trap(r)}")
-        side_by_side("Load everything", "model.load_state_dict(ckpt['model'])\nopt.load_state_dict(ckpt['optimizer'])\n"
-                     "sched.load_state_dict(ckpt['scheduler'])\nscaler.load_state_dict(ckpt['scaler'])\n"
-                     "torch.set_rng_state(ckpt['rng'])\nstart = ckpt['step']",
-                     "The usual shortcut", "model.load_state_dict(ckpt['model'])\n"
-                     "# optimizer, scheduler, scaler, RNG: fresh\nstart = ckpt['step']")
+        saved, loaded = st.columns(2)
+        with saved:
+            st.markdown("**Saved at step k** (ran above)")
+            st.code(source(resume.checkpoint), language="python", wrap_lines=True)
+        with loaded:
+            st.markdown("**Loaded into fresh objects** (ran above: everything, then once per trap with `skip`)")
+            st.code(source(resume.resume), language="python", wrap_lines=True)
         ui.show_code(r.code, key="tl_res_code", file_name="exact_resume.py")
 
-
-SECTIONS = (section_step, section_mistakes, section_optimizers, section_schedulers, section_losses, section_amp,
-            section_resume)
 
 ui.page_header(SLUG)
 ui.prose(
@@ -614,5 +554,9 @@ ui.prose(
     "executed beside the correct loop; optimizers, schedulers and losses stepped by real torch; mixed precision; and "
     "a checkpoint that resumes bit for bit. Every curve is a real training run on this server."
 )
-ui.section_tabs(SLUG, "tl_tab", SECTIONS)
+ui.sections(SLUG, "tl_tab", {
+    "One step": section_step, "Mistakes": section_mistakes, "Optimizers": section_optimizers,
+    "Schedulers": section_schedulers, "Losses": section_losses, "Mixed precision": section_amp,
+    "Resume": section_resume,
+})
 ui.interview_corner(SLUG, QUESTIONS)

@@ -3,11 +3,13 @@
 import dataclasses
 import math
 
+import plotly.graph_objects as go
 import pytest
 import torch
 from torch import nn
 
 from demos.errors import InputError
+from demos.style import base_layout
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from demos.training.common import SpiralNet, spiral
 
@@ -67,6 +69,27 @@ def test_state_figure_builds_for_every_substep_of_the_first_iterations():
             assert len(step.state_figure(r).data) >= 3
             assert step.loop_dot(r).startswith("digraph")
             assert len(step.parameter_table(r)) == 6
+
+
+def test_state_figure_panels_sit_side_by_side_with_their_titles_and_colour_bars():
+    """Built from plain dicts (no make_subplots): each panel on its own axes, in order across the width, its title
+    centred above it and its colour bar just right of it, before the next panel."""
+    r = step.walk(2 * len(step.SUBSTEPS) + 5, "Adam")  # after a step: four heatmaps
+    fig = step.state_figure(r)
+    panels = [(fig.layout[f"xaxis{t.xaxis[1:]}"].domain, t) for t in fig.data]
+    assert [t.xaxis for _, t in panels] == ["x", "x2", "x3", "x4"] and [t.yaxis for _, t in panels] == [
+        "y", "y2", "y3", "y4"]
+    ends = [edge for domain, _ in panels for edge in domain]
+    assert ends == sorted(ends) and ends[0] == 0 and ends[-1] == pytest.approx(1)
+    for (domain, trace), title, after in zip(panels, fig.layout.annotations, [*panels[1:], None], strict=True):
+        assert title.x == pytest.approx(sum(domain) / 2) and title.text.startswith(trace.hovertemplate.split("[")[0])
+        assert domain[1] < trace.colorbar.x < (after[0][0] if after else 1.01)
+        assert fig.layout[f"yaxis{trace.yaxis[1:]}"].autorange == "reversed", "row 0 at the top, as printed"
+    styled = base_layout(go.Figure(layout=dict(xaxis={}, yaxis={})), height=280).layout
+    assert (fig.layout.height, fig.layout.legend, fig.layout.margin.l, fig.layout.margin.b) == (
+        280, styled.legend, styled.margin.l, styled.margin.b), "the shared base layout, as every figure has it"
+    assert all(fig.layout[f"{axis}axis{t[1:]}"].automargin == styled[f"{axis}axis"].automargin is True
+               for t in ("x", "x2", "x3", "x4") for axis in "xy")
 
 
 def test_backward_grads_equal_autograd_and_clip_caps_the_norm():

@@ -4,11 +4,12 @@ import re
 
 import pytest
 
-from demos.training import step
+from demos.registry import by_slug
+from demos.shown import source
+from demos.training import optimizers, resume, step
 from tests.conftest import assert_clean, open_page, step_reveal
 
 PAGE = "pages/training-loop.py"
-TABS = ("Mistakes", "Optimizers", "Schedulers", "Losses", "Mixed precision", "Resume")
 
 
 def _texts(at) -> str:
@@ -60,7 +61,7 @@ def test_walk_through_a_whole_iteration(optimizer):
         assert f"Just ran: `{step.SUBSTEPS[sub % len(step.SUBSTEPS)]}`" in _texts(at)
 
 
-@pytest.mark.parametrize("tab", TABS)
+@pytest.mark.parametrize("tab", by_slug("training-loop").tabs("tl_tab"))
 def test_each_tab_runs_clean(tab):
     at = open_page(PAGE, query={"tl_tab": tab})
     assert_clean(at)
@@ -83,6 +84,14 @@ def test_optimizer_widgets_move():
     at.slider(key="tl_opt_steps").set_value(60).run()
     assert_clean(at)
     assert "NAdam" in str(at.dataframe[0].value)
+
+
+def test_the_code_beside_a_figure_is_the_source_of_what_ran():
+    """The side-by-side panels show functions the demos ran (their source), not code written for the page."""
+    shown = [c.value for c in open_page(PAGE, query={"tl_tab": "Optimizers"}).code]
+    assert source(optimizers.adamw_first_step) in shown and source(optimizers.adam_l2_first_step) in shown
+    shown = [c.value for c in open_page(PAGE, query={"tl_tab": "Resume"}).code]
+    assert source(resume.checkpoint) in shown and source(resume.resume) in shown
 
 
 def test_schedulers_warmup_is_offered_only_below_the_total():

@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from demos.errors import InputError
 from demos.guests import process_slot
 from demos.parsing import parse_numbers, whole_in_range
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import COLORS, base_layout
 from demos.threads import single_threaded
 from demos.training.common import IMPORTS, SpiralNet, check_int, spiral
@@ -65,6 +65,7 @@ class OpsResult:
     code: Script
 
 
+@entry(8, 2)
 @single_threaded
 def autocast_ops(hidden: int = 32, batch: int = 8) -> OpsResult:
     """Run forward + loss + backward under autocast and record every computing op's dtypes while it runs."""
@@ -146,6 +147,7 @@ def once_ms(model, x, y, device, dtype) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+@entry(16, 4, 1)
 @single_threaded
 @process_slot()  # seconds of CPU: one heavy run at a time on the server (demos.guests)
 def measure(hidden: int = 512, batch: int = 256, reps: int = 5) -> SpeedResult:
@@ -217,6 +219,7 @@ def spiral_setup(seed: int):
     return x, y, model, torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
 
 
+@entry(12, 20, 3, "5", 1)
 @single_threaded
 def scaler_run(steps: int = 80, scale_exp: int = 24, growth_interval: int = 10, spikes_text: str = "40",
                seed: int = 0) -> ScalerResult:

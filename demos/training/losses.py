@@ -10,7 +10,7 @@ from torch import nn
 
 from demos.errors import InputError
 from demos.parsing import parse_numbers
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import COLORS, REFERENCE, SERIES, base_layout
 from demos.threads import single_threaded
 from demos.training.common import IMPORTS, check_int, check_range
@@ -75,6 +75,7 @@ def parse_logits(text: str) -> tuple[float, ...]:
     return logits
 
 
+@entry("2, -1, 0.5", 2, 0.1, 4)
 @single_threaded
 def cross_entropy(logits_text: str = "2, 1, 0.1", target: int = 0, smoothing: float = 0.0,
                   seed: int = 0) -> CrossEntropyResult:
@@ -150,6 +151,7 @@ BCE_WAYS = {"−log(1 − sigmoid(x)) by hand": bce_by_hand, "sigmoid + BCELoss"
             "BCEWithLogitsLoss": bce_with_logits}
 
 
+@entry(90.0, 1)
 @single_threaded
 def bce_compare(logit: float = 100.0, target: int = 0) -> BceResult:
     """The same binary cross-entropy three ways, in float32, at one logit and over a sweep of logits."""
@@ -203,6 +205,7 @@ def fit_line(loss_fn, x, y, steps):
     return w[0].item(), w[1].item()
 
 
+@entry(3, 10.0, 2, 40)
 @single_threaded
 def robust_fit(n_outliers: int = 4, outlier_size: float = 15.0, seed: int = 0, steps: int = 300) -> RobustResult:
     """Fit y = a·x + b with MSE, L1 and Huber by Adam on data with outliers; the gradient each sends back."""
@@ -231,6 +234,7 @@ for name in ROBUST:
     print(name, "slope, intercept", *fit_line(loss_module(name), x, y, steps))""")
 
 
+@entry(16, 1)
 @single_threaded
 def reduction_scaling(max_batch: int = 256, seed: int = 0) -> ReductionResult:
     """Gradient norm of a linear model's weight under reduction='mean' and 'sum', for growing batches."""

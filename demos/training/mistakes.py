@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import torch
 from torch import nn
 
-from demos.shown import Script, script, source
+from demos.shown import Script, entry, script, source
 from demos.style import COLORS, SERIES, base_layout
 from demos.threads import single_threaded
 from demos.training.common import IMPORTS, SpiralNet, check_int, check_range, spiral
@@ -251,6 +251,7 @@ class _Recorder:
                                                                         strict=True))
 
 
+@entry("no_train_after_eval", 20, 0.5, 3)  # the page shows the code of each run that mistakes() made
 @single_threaded
 def run_loop(variant: str, steps: int = 150, lr: float = 0.5, seed: int = 0, dropout: float = DROPOUT) -> LoopRun:
     """Train the spiral classifier `steps` steps with the given loop variant; record what each step saw."""
@@ -323,8 +324,8 @@ def symptom(run: LoopRun, correct: LoopRun) -> str:
 
 
 def loss_figure(result: MistakesResult, variants) -> go.Figure:
-    """Training loss per step for each chosen mistake, and the correct loop drawn last, dashed, on top: a mistake
-    whose losses equal the correct loop's shows through the dashes instead of hiding it."""
+    """Training loss per step for each chosen mistake (log scale), and the correct loop drawn last, dashed, on top:
+    a mistake whose losses equal the correct loop's shows through the dashes instead of hiding it."""
     fig = go.Figure()
     mistakes_shown = [v for v in variants if v != "correct"]
     for i, v in enumerate(mistakes_shown, 1):
@@ -333,7 +334,7 @@ def loss_figure(result: MistakesResult, variants) -> go.Figure:
     fig.add_scatter(y=result.runs["correct"].losses, mode="lines", name=VARIANTS["correct"], legendrank=1,
                     line=dict(width=3, dash="dash", color=COLORS["parameter"]))
     fig.update_xaxes(title="step")
-    fig.update_yaxes(title="training loss (as the loop logged it)")
+    fig.update_yaxes(title="training loss (as the loop logged it)", type="log", exponentformat="power")
     return base_layout(fig, height=380)
 
 

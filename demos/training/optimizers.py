@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import torch
 
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import REFERENCE, SERIES, base_layout
 from demos.threads import single_threaded
 from demos.training.common import check_choice, check_int, check_range
@@ -125,6 +125,7 @@ def _grid(surface: str, n: int = 80):
     return tuple(gx.tolist()), tuple(gy.tolist()), tuple(tuple(r) for r in z.tolist())
 
 
+@entry("rosenbrock", 30, 0.01, 0.9, 0.05, 0.9, 0.999, 0.1, "NAdam")
 @single_threaded
 def race(surface: str = "ravine", steps: int = 150, sgd_lr: float | None = None, momentum: float = 0.9,
          adam_lr: float | None = None, beta1: float = 0.9, beta2: float = 0.999, weight_decay: float = 0.1,
@@ -152,6 +153,7 @@ for name in names:
     print(name, points[-1], losses[-1], diverged)""")
 
 
+@entry("rosenbrock", 40, 0.05, 0.9, 0.999, 0.2)
 @single_threaded
 def decay_compare(surface: str = "ravine", steps: int = 150, adam_lr: float | None = None, beta1: float = 0.9,
                   beta2: float = 0.999, weight_decay: float = 0.1) -> DecayResult:
@@ -171,23 +173,44 @@ def decay_compare(surface: str = "ravine", steps: int = 150, adam_lr: float | No
 
 
 def first_step_by_hand(surface: str, name: str, lr: float, wd: float, eps: float = 1e-8) -> tuple[float, float]:
-    """Adam's first update written out: m̂ = g, v̂ = g², θ -= lr·m̂/(√v̂ + eps); L2 adds wd·θ to g, AdamW shrinks θ."""
+    """Where the first update written out by hand (FIRST_STEP) moves the start point."""
     p = torch.tensor(SURFACES[surface]["start"], dtype=torch.float64, requires_grad=True)
     surface_fn(surface, p).backward()
-    theta, g = p.detach(), p.grad
-    if name == "Adam (L2 weight_decay)":
-        g = g + wd * theta
-    if name == "AdamW":
-        theta = theta * (1 - lr * wd)
-    new = theta - lr * g / (g.abs() + eps)
+    new = FIRST_STEP[name](p.detach(), p.grad, lr, wd, eps)
     return new[0].item(), new[1].item()
+
+
+# Adam's first update, written out: after one step the bias-corrected moments are m̂ = g and v̂ = g², so
+# √v̂ = |g|. The page shows the last two side by side; each ran to fill the "by the formula" columns.
+
+
+def adam_first_step(theta, g, lr, wd, eps):
+    """torch.optim.Adam(params, lr=lr): no decay (wd unused)."""
+    return theta - lr * g / (g.abs() + eps)  # θ ← θ − lr·m̂/(√v̂ + ε)
+
+
+def adamw_first_step(theta, g, lr, wd, eps):
+    """torch.optim.AdamW(params, lr=lr, weight_decay=wd): the decay shrinks θ outside the adaptive step."""
+    theta = theta * (1 - lr * wd)  # θ ← θ·(1 − lr·wd)
+    return theta - lr * g / (g.abs() + eps)  # θ ← θ − lr·m̂/(√v̂ + ε)
+
+
+def adam_l2_first_step(theta, g, lr, wd, eps):
+    """torch.optim.Adam(params, lr=lr, weight_decay=wd): the decay joins the gradient, then is divided by √v̂."""
+    g = g + wd * theta  # g ← g + wd·θ
+    return theta - lr * g / (g.abs() + eps)  # θ ← θ − lr·m̂/(√v̂ + ε): where |g| is large the decay all but vanishes
+
+
+FIRST_STEP = {"Adam": adam_first_step, "Adam (L2 weight_decay)": adam_l2_first_step, "AdamW": adamw_first_step}
 
 
 def surface_figure(result: SurfaceResult | DecayResult, grid: SurfaceResult, height: int = 460) -> go.Figure:
     """Contour of log10(1 + loss) with each optimizer's path; a cross marks where each stopped."""
     s = SURFACES[grid.surface]
     fig = go.Figure()
-    fig.add_contour(x=grid.grid_x, y=grid.grid_y, z=grid.grid_z, colorscale="Greys", reversescale=True,
+    # no hover on the contour: three decimals of log10(1 + f) draw the same lines in a third of the JSON
+    z = [[round(v, 3) for v in row] for row in grid.grid_z]
+    fig.add_contour(x=grid.grid_x, y=grid.grid_y, z=z, colorscale="Greys", reversescale=True,
                     colorbar=dict(title="log10(1 + f)", thickness=12), contours=dict(showlabels=False), opacity=0.55,
                     hoverinfo="skip",
                     ncontours=25, name="log10(1 + loss)")

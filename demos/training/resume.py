@@ -8,7 +8,7 @@ import torch
 from plotly.subplots import make_subplots
 from torch import nn
 
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import COLORS, base_layout
 from demos.threads import single_threaded
 from demos.training.common import IMPORTS, SpiralNet, check_int, spiral
@@ -134,6 +134,7 @@ def scheduler_trap(r: ResumeResult) -> str:
     return said + "."
 
 
+@entry(24, 12, 1, entries=16)  # five runs of per-step records each
 @single_threaded
 def resume_demo(total: int = 120, split: int = 60, seed: int = 0) -> ResumeResult:
     """Train `total` steps straight; then `split` steps, checkpoint, resume four ways and finish."""

@@ -7,7 +7,7 @@ import torch
 from plotly.subplots import make_subplots
 from torch import nn
 
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import COLORS, SERIES, base_layout
 from demos.threads import single_threaded
 from demos.training.common import IMPORTS, SpiralNet, check_int, check_range, spiral
@@ -70,6 +70,7 @@ def validate(total, base_lr, step_size, gamma, warmup) -> None:
     check_int(warmup, "Warmup steps", 1, total - 1)
 
 
+@entry(40, 0.2, 7, 0.3, 5)
 @single_threaded
 def schedules(total: int = 100, base_lr: float = 0.1, step_size: int = 30, gamma: float = 0.5,
               warmup: int = 10) -> ScheduleResult:
@@ -90,6 +91,7 @@ for name in SCHEDULERS:
     print(name, lrs[:: max(1, total // 10)])""")
 
 
+@entry(12, 0.5, 0.5, 0, 3)
 @single_threaded
 def plateau(epochs: int = 40, lr: float = 0.5, factor: float = 0.5, patience: int = 3, seed: int = 0) -> PlateauResult:
     """Train the spiral classifier; feed each epoch's validation loss to ReduceLROnPlateau."""

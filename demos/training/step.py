@@ -1,13 +1,13 @@
 """One training step in order, replayed from a seed up to any sub-step, with the state each sub-step changes."""
 
+import functools
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 from torch import nn
 
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.style import COLORS, base_layout, text_on
 from demos.threads import single_threaded
 from demos.training.common import IMPORTS, SpiralNet, check_choice, check_int, check_range, spiral
@@ -111,6 +111,7 @@ def validate_walk(optimizer: str, lr: float, max_norm: float, seed: int) -> None
     check_int(seed, "Seed", 0, 10_000)
 
 
+@entry(2 * len(SUBSTEPS) + 6, "SGD + momentum", 0.1, 0.5, 2, entries=256)  # small results; a walk visits many
 @single_threaded
 def walk(index: int, optimizer: str = "Adam", lr: float = 0.05, max_norm: float = 0.05, seed: int = 0) -> WalkResult:
     """Replay sub-steps 0..index of the loop from the seed; return the state before and after sub-step `index`."""
@@ -179,38 +180,63 @@ def _state_panels(snap: Snapshot) -> list[tuple[str, list | None, str]]:
     return panels
 
 
+PANEL_SPACING = 0.1  # between the heatmaps, as a fraction of the figure's width
+
+
 def state_figure(result: WalkResult) -> go.Figure:
     """Heatmaps of fc2.weight, its .grad and its optimizer state after the sub-step; changed panels say so.
 
     Colour: the concept's colour for positive entries, dark grey for negative, white at zero (a panel with no
     negative entry, such as exp_avg_sq, runs from white at zero only); each panel has its own colour scale beside
-    it.
+    it. The figure is built in one go from plain dicts (the layout make_subplots and base_layout would make): every
+    press of the walk's buttons draws a new one, and make_subplots with per-panel updates costs several times as
+    long.
     """
     before, after = _state_panels(result.before), _state_panels(result.after)
     old = {name: value for name, value, _ in before}
-    titles = [f"{name} — changed" if value != old.get(name) else name for name, value, _ in after]
-    fig = make_subplots(rows=1, cols=len(after), subplot_titles=titles, horizontal_spacing=0.1)
-    for col, (name, value, concept) in enumerate(after, 1):
-        fig.update_yaxes(autorange="reversed", showticklabels=False, showgrid=False, zeroline=False, row=1, col=col)
-        fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, row=1, col=col)
-        if value is None:
-            empty = "None (zero_grad)" if name == ".grad" else "empty until step()"
-            fig.add_scatter(x=[0], y=[0], mode="text", text=[empty], textfont=dict(size=15),
-                            showlegend=False, hoverinfo="skip", row=1, col=col)
-            continue
-        flat = torch.tensor(value).flatten().tolist()
-        top = max(abs(v) for v in flat) or 1.0
-        if min(flat) >= 0:  # a non-negative quantity (exp_avg_sq): white at 0 up to the colour, no negative half
-            scale, low = [[0, "#ffffff"], [1, COLORS[concept]]], 0.0
-        else:
-            scale, low = [[0, "#4d4d4d"], [0.5, "#ffffff"], [1, COLORS[concept]]], -top
-        right = fig.layout[f"xaxis{col if col > 1 else ''}"].domain[1]
-        fig.add_heatmap(z=value, colorscale=scale, zmin=low, zmax=top,
-                        colorbar=dict(x=right + 0.005, xanchor="left", thickness=10, len=1, tickformat=".2g"),
-                        hovertemplate=f"{name}[%{{y}}, %{{x}}] = %{{z:.4g}}<extra></extra>", row=1, col=col)
-    fig = base_layout(fig, height=280)
-    fig.update_layout(margin=dict(t=40, r=50))  # subplot titles above, the last colour scale to the right
-    return fig
+    width = (1 - PANEL_SPACING * (len(after) - 1)) / len(after)
+    styled = _styled_layout()
+    layout = {k: v for k, v in styled.items() if k not in ("xaxis", "yaxis")} | {"annotations": []}
+    layout["margin"] = styled["margin"] | dict(t=40, r=50)  # subplot titles above, the last colour scale right
+    data = []
+    for i, (name, value, concept) in enumerate(after):
+        left = sum([width] * i) + i * PANEL_SPACING  # summed as make_subplots sums it: the same domains
+        x, y = f"x{i + 1 if i else ''}", f"y{i + 1 if i else ''}"
+        bare = dict(showticklabels=False, showgrid=False, zeroline=False)
+        layout[f"xaxis{x[1:]}"] = styled["xaxis"] | dict(anchor=y, domain=[left, left + width], **bare)
+        layout[f"yaxis{y[1:]}"] = styled["yaxis"] | dict(anchor=x, domain=[0.0, 1.0], autorange="reversed", **bare)
+        title = f"{name} — changed" if value != old.get(name) else name
+        layout["annotations"].append(dict(text=title, x=(left + left + width) / 2, xref="paper", xanchor="center",
+                                          y=1.0, yref="paper", yanchor="bottom", showarrow=False,
+                                          font=dict(size=16)))
+        data.append(_panel(name, value, concept, colorbar_x=left + width + 0.005) | dict(xaxis=x, yaxis=y))
+    return go.Figure(data=data, layout=layout)
+
+
+@functools.cache
+def _styled_layout() -> dict:
+    """What base_layout sets on a figure of the walk's height, and on each of its axes, read once from a one-panel
+    figure it styled: base_layout's per-axis updates cost more than building the four-panel figure itself."""
+    styled = base_layout(go.Figure(layout=dict(xaxis={}, yaxis={})), height=280).to_plotly_json()["layout"]
+    styled.pop("template", None)  # the figure gets its default template anyway
+    return styled
+
+
+def _panel(name: str, value: list | None, concept: str, colorbar_x: float) -> dict:
+    """One panel's trace: the heatmap, or a line of text where there is nothing to draw yet."""
+    if value is None:
+        empty = "None (zero_grad)" if name == ".grad" else "empty until step()"
+        return dict(type="scatter", x=[0], y=[0], mode="text", text=[empty], textfont=dict(size=15),
+                    showlegend=False, hoverinfo="skip")
+    flat = [v for row in value for v in row]
+    top = max(abs(v) for v in flat) or 1.0
+    if min(flat) >= 0:  # a non-negative quantity (exp_avg_sq): white at 0 up to the colour, no negative half
+        scale, low = [[0, "#ffffff"], [1, COLORS[concept]]], 0.0
+    else:
+        scale, low = [[0, "#4d4d4d"], [0.5, "#ffffff"], [1, COLORS[concept]]], -top
+    return dict(type="heatmap", z=value, colorscale=scale, zmin=low, zmax=top,
+                colorbar=dict(x=colorbar_x, xanchor="left", thickness=10, len=1, tickformat=".2g"),
+                hovertemplate=f"{name}[%{{y}}, %{{x}}] = %{{z:.4g}}<extra></extra>")
 
 
 def parameter_table(result: WalkResult) -> list[dict]:
