@@ -1,22 +1,15 @@
-"""Systems pages (Saving, Debugging, Memory, Distributed): each snippet a page shows is the source of
+"""Systems pages (Saving, Memory, Distributed): each snippet a page shows is the source of
 the code that drew its figure (every shown function ran) and, run alone as a visitor would run it, prints the
 figure's numbers.
 
 One case per demo, at small settings: the point is that the shown script is the code that ran, not the demo's
 behaviour at every size (the demos' own tests cover that)."""
 
-import ast
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-from demos.debugging.leaks import leaks
-from demos.debugging.model_tests import run_model_tests
-from demos.debugging.nan_trace import trace_nan
-from demos.debugging.profiling import profile_step
-from demos.debugging.repro import determinism_checks, seeded_runs
-from demos.debugging.workers import worker_seeds
 from demos.distributed.core import pipeline_schedule, run_demo
 from demos.memory import stream_recorder
 from demos.memory.allocator import fmt_bytes
@@ -39,11 +32,6 @@ TESTED_BY = {
         "sv_state_code": "test_state_dict_anatomy", "sv_ckpt_code": "test_checkpoint_contents_and_the_crash",
         "sv_trace_code": "test_trace_vs_script", "sv_export_code": "test_export_with_cond",
         "sv_onnx_code": "test_onnx_roundtrip", "sv_quant_code": "test_quantization",
-    },
-    "pages/debugging.py": {
-        "dbg_nan_code": "test_nan_trace", "dbg_seed_code": "test_seeded_runs", "dbg_workers_code": "test_worker_seeds",
-        "dbg_det_code": "test_deterministic_mode", "dbg_leak_code": "test_leaks", "dbg_tests_code": "test_model_tests",
-        "dbg_prof_code": "test_profiler",
     },
     "pages/memory.py": {
         "mem_timeline_code": "test_memory_timeline", "mem_trap_code": "test_validation_trap",
@@ -137,64 +125,6 @@ def test_quantization(tmp_path, snippet_server):
         assert str(measured).removesuffix("}") in out
     assert f"per-tensor: scale {s.tensor_scale:.2e}, zero point 0, mean |error| {s.tensor_mae:.3e}" in out
     assert f"{len(s.channel_scales)} scales from {min(s.channel_scales):.2e}" in out
-
-
-def test_nan_trace(tmp_path, snippet_server):
-    r = assert_shows_what_ran(trace_nan, "fp16_overflow")
-    shown = fields(printed(r.code, tmp_path, snippet_server))
-    for name in ("node", "error", "hook_rows", "first_bad", "origin", "fixed_loss", "fixed_grads_finite"):
-        assert shown[name] == str(getattr(r, name)), name
-
-
-def test_seeded_runs(tmp_path, snippet_server):
-    r = assert_shows_what_ran(seeded_runs, 4, 7)
-    shown = fields(printed(r.code, tmp_path, snippet_server))
-    assert shown["seeded_equal"] == "True" and shown["unseeded_equal"] == "False"
-    assert str(r.runs[2:]).removeprefix("(").removesuffix(")") in shown["runs"], "the seeded runs, bit for bit"
-
-
-def test_deterministic_mode(tmp_path, snippet_server):
-    r = assert_shows_what_ran(determinism_checks)
-    shown = fields(printed(r.code, tmp_path, snippet_server))
-    for name in ("cuda", "empty_deterministic", "cpu_checks", "cuda_checks"):
-        assert shown[name] == str(getattr(r, name)), name
-
-
-def test_worker_seeds(tmp_path, snippet_server):
-    w = assert_shows_what_ran(worker_seeds)
-    out = printed(w.code, tmp_path, snippet_server)
-    for row in w.fixed.rows:  # the fixed loader's seeds come from generator=: the same in every run
-        assert f"fixed {row}" in out
-    bug = [line for line in out.splitlines() if line.startswith("bug ")]
-    assert [eval(line.removeprefix("bug "))[3] for line in bug] == [row[3] for row in w.bug.rows]  # noqa: S307
-    assert f"manual_seed(0): {w.base_seeds}" in out
-
-
-def test_leaks(tmp_path, snippet_server):
-    r = assert_shows_what_ran(leaks, 4)
-    shown = fields(printed(r.code, tmp_path, snippet_server))
-    for name in ("nodes", "saved_bytes", "outputs", "hooks"):
-        series = getattr(r, name)
-        assert shown[name] == str((list(series.leak), list(series.fixed))), name
-
-
-def test_model_tests(tmp_path, snippet_server):
-    report = assert_shows_what_ran(run_model_tests, "squeeze_output")
-    out = printed(report.code, tmp_path, snippet_server)
-    for row in report.rows:
-        assert f"{row.test}: {'pass' if row.passed else 'FAIL'} ({row.detail})" in out
-    assert report.passed == 3
-
-
-def test_profiler(tmp_path, snippet_server):
-    r = assert_shows_what_ran(profile_step, 16, 8)
-    out = printed(r.code, tmp_path, snippet_server)
-    shown = re.findall(r"OpRow\(name='([^']+)'", out)
-    assert len(shown) == len(r.top_ops)
-    # which ops lead by self time depends on the host's load; the three phase spans do not
-    phases = ast.literal_eval(re.search(r"phase_us: (\{.*\})", out).group(1))
-    assert list(phases) == list(r.phase_us) == ["forward", "backward", "optimizer"]
-    assert all(us > 0 for us in phases.values())
 
 
 def test_memory_timeline(tmp_path, snippet_server):
