@@ -249,9 +249,10 @@ def profiler_section() -> None:
         ui.table([{"op": o.name, "self CPU (µs)": round(o.self_us, 1), "total CPU (µs)": round(o.total_us, 1),
                    "calls": o.calls} for o in r.top_ops], hide_index=True)
         with ui.settings("dbg_trace", label="Chrome trace for Perfetto"):
-            st.download_button("Download the Chrome trace (JSON)", r.trace_json, file_name="train_step_trace.json",
-                               mime="application/json", key="dbg_trace_download", on_click="ignore",
-                               icon=":material/download:")
+            # the trace (tens of KiB) is handed over when the button is pressed, not stored on every rerun
+            st.download_button("Download the Chrome trace (JSON)", lambda: r.trace_json,
+                               file_name="train_step_trace.json", mime="application/json", key="dbg_trace_download",
+                               on_click="ignore", icon=":material/download:")
         ui.show_code(r.code, key="dbg_prof_code", file_name="profile_step.py")
 
 
