@@ -63,6 +63,17 @@ def batch_before_drawn(key: str, default: int) -> int:
     return min(max(value, 1), MAX_BATCH)
 
 
+OFFERED = "dl_offered_samples"  # session state: the sample counts the Samples slider offered on its last draw
+
+
+def offered_samples(io_ms: float, transform_ms: float, step_ms: float) -> tuple[int, ...]:
+    """Only sample counts whose run without workers fits the budget, at the smallest batch size of the tab."""
+    smallest = min(batch_before_drawn(k, d) for k, d in (("dl_a_batch", DEFAULT_A.batch_size),
+                                                          ("dl_b_batch", DEFAULT_B.batch_size),
+                                                          ("dl_epoch_batch", EPOCH_DEFAULT.batch_size)))
+    return sample_choices(io_ms, transform_ms, step_ms, smallest)
+
+
 def workload_ui() -> Workload:
     st.markdown("**The workload** (shared by both configurations)")
     c1, c2, c3, c4 = st.columns(4)
@@ -76,11 +87,7 @@ def workload_ui() -> Workload:
     step_ms = c4.slider("Training step per batch (ms)", 0, MAX_STEP_MS, int(default.step_ms), 5, key="dl_step",
                         bind="query-params",
                         help="The main process sleeps this long, like a CPU waiting for a GPU step.")
-    # only sample counts whose run without workers fits the budget, at the smallest batch size below
-    smallest = min(batch_before_drawn(k, d) for k, d in (("dl_a_batch", DEFAULT_A.batch_size),
-                                                          ("dl_b_batch", DEFAULT_B.batch_size),
-                                                          ("dl_epoch_batch", EPOCH_DEFAULT.batch_size)))
-    choices = sample_choices(io_ms, transform_ms, step_ms, smallest)
+    choices = st.session_state[OFFERED] = offered_samples(io_ms, transform_ms, step_ms)
     samples = c1.select_slider("Samples", choices, value=default_samples(choices), key="dl_samples",
                                bind="query-params", help=f"Counts whose run without workers stays under "
                                f"{SERIAL_BUDGET_MS / 1000:g} s with these costs: up to {choices[-1]} now.")
@@ -225,6 +232,8 @@ def epochs_part(workload: Workload) -> None:
     workers = c1.slider("num_workers", 1, MAX_WORKERS, EPOCH_DEFAULT.num_workers, key="dl_epoch_workers",
                         bind="query-params")
     batch = c2.slider("batch_size", 1, MAX_BATCH, EPOCH_DEFAULT.batch_size, key="dl_epoch_batch", bind="query-params")
+    if offered_samples(workload.io_ms, workload.transform_ms, workload.step_ms) != st.session_state.get(OFFERED):
+        st.rerun()  # this batch size changes which sample counts the workload above may offer: redraw the tab
     setup = c3.slider("Per-worker setup (ms)", 0, MAX_SETUP_MS, EPOCH_SETUP_MS, 50, key="dl_epoch_setup",
                       bind="query-params", help="Slept once per process, on its first sample, inside the dataset.")
     params = (replace(workload, setup_ms=float(setup)), LoaderConfig(workers, batch, EPOCH_PREFETCH, False, False))
