@@ -170,13 +170,13 @@ def timeline_section() -> Workload:
                     icon=":material/play_circle:")
             return workload
         if ui.ran_with("dl_timeline") == params:
-            result = ui.queued_status(RUNNING_BOTH, finished(RUNNING_BOTH), compare, *params,
-                                     key="dl_timeline")
+            result, recorded = ui.queued_status(RUNNING_BOTH, finished(RUNNING_BOTH), compare, *params,
+                                                key="dl_timeline"), ""
         else:  # the defaults, not pressed: the recording
             runs = ui.compute(recording.default_runs)
-            result = runs.comparison
+            result, recorded = runs.comparison, recording.recorded_on(runs.provenance)
             recorded_note(runs, RUN_BOTH)
-        show_comparison(result)
+        show_comparison(result, recorded)
     return workload
 
 
@@ -190,7 +190,7 @@ def finished(label: str):
     return lambda _result: f"{label} done"
 
 
-def show_comparison(result) -> None:
+def show_comparison(result, recorded: str) -> None:
     cols = st.columns(2, gap="large")
     for col, name, run in ((cols[0], "A", result.a), (cols[1], "B", result.b)):
         with col:
@@ -206,7 +206,7 @@ def show_comparison(result) -> None:
             st.caption(f"Median transform {run.median_transform_ms:.1f} ms per sample as measured where it ran.")
             for note in run.warnings:
                 st.caption(f"torch says: {note}")
-    ui.plot(ui.compute(figures.comparison_gantt, result), key="dl_gantt")
+    ui.plot(ui.compute(figures.comparison_gantt, result, recorded), key="dl_gantt")
     busy = result.load_average > result.cores
     server = (f"The fork server (torch imported once, {result.fork_server_s:.2f} s) was started before the clock "
               "and stopped after the run." if result.fork_server_s else "No worker process was needed.")
@@ -246,11 +246,11 @@ def epochs_part(workload: Workload) -> None:
                     icon=":material/play_circle:")
             return
         if ui.ran_with("dl_epochs") == params:
-            r = ui.queued_status(RUNNING_EPOCHS, finished(RUNNING_EPOCHS), epoch_boundaries, *params,
-                                key="dl_epochs")
+            r, recorded = ui.queued_status(RUNNING_EPOCHS, finished(RUNNING_EPOCHS), epoch_boundaries, *params,
+                                           key="dl_epochs"), ""
         else:  # the defaults, not pressed: the recording
             runs = ui.compute(recording.default_runs)
-            r = runs.epochs
+            r, recorded = runs.epochs, recording.recorded_on(runs.provenance)
             recorded_note(runs, RUN_EPOCHS)
         off, on = r.off, r.on
         c1, c2 = st.columns(2)
@@ -258,7 +258,7 @@ def epochs_part(workload: Workload) -> None:
         c2.metric("epoch 1 first batch, persistent on", f"{1000 * on.epoch_startup_s[1]:.0f} ms",
                   delta=f"{1000 * (on.epoch_startup_s[1] - off.epoch_startup_s[1]):+.0f} ms", delta_color="inverse")
         st.markdown(r.sentence())
-        ui.plot(ui.compute(figures.epochs_gantt, r), key="dl_epochs_fig")
+        ui.plot(ui.compute(figures.epochs_gantt, r, recorded), key="dl_epochs_fig")
         ui.show_code(r.code, key="dl_epochs_code", file_name="persistent_workers.py")
 
 

@@ -50,6 +50,8 @@ def test_defaults_open_on_the_recorded_runs_with_their_provenance_without_a_pres
     assert len(notes) == 2 and all(f"`{p['command']}` on {p['date']}, host `{p['host']}`" in n for n in notes)
     assert [n.endswith(f"Press **{button}** to run them here.") for n, button in zip(
         notes, ("Run both loaders", "Run two epochs, off and on"), strict=True)] == [True, True]
+    axes = [json.loads(c.proto.spec)["layout"]["xaxis2"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert axes == [f"time since the run started (ms) · {recording.recorded_on(p)}"] * 2, "on the figures too"
     assert {m.label for m in at.metric} >= {"samples/s", "starved", "speedup", "epoch 1 first batch, persistent off"}
     said = next(m.value for m in at.markdown if m.value.startswith("Epoch 1's first batch came after"))
     assert "persistent_workers=False: 2 new workers started and ran the dataset's 300 ms setup again" in said
@@ -73,6 +75,8 @@ def test_a_press_at_the_defaults_runs_them_instead_of_the_recording(monkeypatch)
     assert [s.label for s in at.status] == ["Running real DataLoaders done"]
     assert len(recorded_notes(at)) == 1 and recorded_notes(at)[0].endswith("Run two epochs, off and on** to run "
                                                                           "them here."), "the epochs: still recorded"
+    axis = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["xaxis2"]["title"]["text"]
+    assert axis == "time since the run started (ms)", "a run here is not marked as recorded"
 
 
 def test_the_streams_tab_opens_on_its_default_run(streams):

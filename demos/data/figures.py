@@ -61,8 +61,9 @@ def _add_gantt(fig: go.Figure, run: LoaderRun, row: int, shown: set) -> None:
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(_rows(run))), row=row, col=1)
 
 
-def gantt_figure(runs: list[LoaderRun], titles: list[str]) -> go.Figure:
-    """One Gantt panel per run on a shared time axis (ms): a row per worker, one for the main process."""
+def gantt_figure(runs: list[LoaderRun], titles: list[str], recorded: str = "") -> go.Figure:
+    """One Gantt panel per run on a shared time axis (ms): a row per worker, one for the main process. `recorded`:
+    where and when the runs were recorded, if they were (written under the time axis)."""
     heights = [len(_rows(r)) + 1 for r in runs]
     fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=titles,
                         row_heights=heights, vertical_spacing=0.12)
@@ -70,19 +71,20 @@ def gantt_figure(runs: list[LoaderRun], titles: list[str]) -> go.Figure:
     for i, run in enumerate(runs, 1):
         _add_gantt(fig, run, i, shown)
     fig.update_layout(barmode="overlay", bargap=0.25)
-    fig.update_xaxes(title="time since the run started (ms)", row=len(runs), col=1)
+    fig.update_xaxes(title="time since the run started (ms)" + (f" · {recorded}" if recorded else ""),
+                     row=len(runs), col=1)
     height = 160 + 34 * sum(heights)
     return _legend_below(base_layout(fig, height=height), height)
 
 
-def comparison_gantt(r: Comparison) -> go.Figure:
+def comparison_gantt(r: Comparison, recorded: str = "") -> go.Figure:
     """The two configurations of a comparison, A above B, on one time axis."""
-    return gantt_figure([r.a, r.b], [f"A: {r.a.config.label}", f"B: {r.b.config.label}"])
+    return gantt_figure([r.a, r.b], [f"A: {r.a.config.label}", f"B: {r.b.config.label}"], recorded)
 
 
-def epochs_gantt(r: EpochRuns) -> go.Figure:
+def epochs_gantt(r: EpochRuns, recorded: str = "") -> go.Figure:
     """Two epochs with persistent_workers off, above the same two epochs with it on."""
-    return gantt_figure([r.off, r.on], ["persistent_workers=False", "persistent_workers=True"])
+    return gantt_figure([r.off, r.on], ["persistent_workers=False", "persistent_workers=True"], recorded)
 
 
 def stream_figure(r: StreamRun) -> go.Figure:

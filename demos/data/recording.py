@@ -66,6 +66,11 @@ def default_runs(path: str | None = str(RECORDING)) -> DefaultRuns:
     return from_json(record() if path is None else json.loads(Path(path).read_text()))
 
 
+def recorded_on(p: dict) -> str:
+    """The provenance in a few words, for the figure itself: a shared screen shows it with the timeline."""
+    return f"recorded {p['date']} on host {p['host']}, not on this server"
+
+
 def provenance(command: str, comparison: Comparison) -> dict:
     """Where and how a recording was made, printed beside its figures."""
     return {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "host": socket.gethostname(),
