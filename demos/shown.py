@@ -32,6 +32,7 @@ class Script(str):
 
     origins: tuple[Any, ...] = ()
     entry: str = ""
+    cuda_only: tuple[Any, ...] = ()  # origins that run only where CUDA is present (the snippet runs them there)
 
 
 ENTRIES: dict[str, Callable] = {}  # qualified name -> registered entry point
@@ -108,14 +109,15 @@ def settings_block(settings: dict[str, Any], width: int = 120) -> str:
 
 
 def script(*objects: Callable | type | types.ModuleType, imports: str = "import torch",
-           settings: dict[str, Any] | None = None, run: str = "") -> Script:
+           settings: dict[str, Any] | None = None, run: str = "", cuda_only: tuple = ()) -> Script:
     """A script: imports, the visitor's settings, the source of each object in order, then the line(s) in `run`.
 
-    For a module shown whole, pass imports="" (its own imports come with it) and call its entry point in `run`."""
+    For a module shown whole, pass imports="" (its own imports come with it) and call its entry point in `run`.
+    `cuda_only`: the objects among them that only a host with CUDA runs (a GPU copy timed with CUDA events)."""
     head = "\n\n".join(p for p in (imports.strip(), settings_block(settings or {})) if p)  # isort: one blank line
     parts = [head, *map(source, objects), textwrap.dedent(run).strip()]
     text = Script("\n\n\n".join(p for p in parts if p) + "\n")
-    text.origins = objects
+    text.origins, text.cuda_only = objects, tuple(cuda_only)
     return text
 
 

@@ -1,18 +1,20 @@
 """Data loading: real DataLoader timelines, epoch boundaries, IterableDataset sharding, samplers, collate, pinning."""
 
-from dataclasses import astuple
+from dataclasses import replace
 
 import streamlit as st
 
-from demos.data import figures
+from demos.data import figures, recording
 from demos.data.collate import bucketing, pad_batch
-from demos.data.pinning import MAX_MB, d2h_code, d2h_trap, d2h_verdict, pin_demo
+from demos.data.pinning import MAX_MB, d2h_demo, d2h_verdict, pin_demo
 from demos.data.questions import QUESTIONS
 from demos.data.samplers import distributed_partition, repeats_caption, sampler_orders, weighted_sampling
 from demos.data.streams import MAX_LENGTH, stream_demo
 from demos.data.timeline import (
     DEFAULT_A,
     DEFAULT_B,
+    EPOCH_DEFAULT,
+    EPOCH_SETUP_MS,
     MAX_BATCH,
     MAX_IO_MS,
     MAX_PREFETCH,
@@ -25,6 +27,7 @@ from demos.data.timeline import (
     Workload,
     compare,
     cores,
+    default_cases,
     default_samples,
     epoch_boundaries,
     sample_choices,
@@ -39,96 +42,15 @@ require_shell()  # a direct run (a fresh server's first deep link) runs the app 
 SLUG = "data-loading"
 
 
-# ---------- cached demo calls: plain parameters in, (frozen result, its figure) out ----------
-# st.cache_resource, because rebuilding (or unpickling, as st.cache_data would on every rerun) their plotly figures
-# would cost more than a warm rerun may; the cached results and figures are only read (ui.plot copies). The three
-# process runs show their default cases on every visit to their tab, so this matters most for them.
-
-@ui.cache_resource(max_entries=16, show_spinner=False)
-def cached_compare(workload: tuple, a: tuple, b: tuple):
-    r = compare(Workload(*workload), LoaderConfig(*a), LoaderConfig(*b))
-    return r, figures.gantt_figure([r.a, r.b], [f"A: {r.a.config.label}", f"B: {r.b.config.label}"])
-
-
-@ui.cache_resource(max_entries=16, show_spinner=False)
-def cached_epochs(workload: tuple, config: tuple):
-    r = epoch_boundaries(Workload(*workload), LoaderConfig(*config))
-    return r, figures.gantt_figure([r.off, r.on], ["persistent_workers=False", "persistent_workers=True"])
-
-
-@ui.cache_data(max_entries=1, show_spinner=False)
-def cached_d2h():
-    return d2h_trap()
-
-
-@ui.cache_resource(max_entries=16, show_spinner=False)
-def cached_streams(length: int, num_workers: int):
-    r = stream_demo(length, num_workers)
-    return r, figures.stream_figure(r.naive, r.sharded, r.num_workers)
-
-
-@ui.cache_resource(max_entries=32)
-def cached_orders(length: int, seed: int):
-    r = sampler_orders(length, seed)
-    return r, figures.order_figure(r.orders, length)
-
-
-@ui.cache_resource(max_entries=32)
-def cached_weighted(sizes_text: str, batch_size: int):
-    r = weighted_sampling(sizes_text, batch_size)
-    return r, figures.weighted_figure(r.class_sizes, r.drawn_plain, r.drawn_weighted)
-
-
-@ui.cache_resource(max_entries=32)
-def cached_distributed(length: int, ranks: int, shuffle: bool):
-    r = distributed_partition(length, ranks, shuffle)
-    return r, figures.distributed_figure(r.epochs, r.length)
-
-
-@ui.cache_resource(max_entries=32)
-def cached_pad(lengths_text: str):
-    r = pad_batch(lengths_text)
-    return r, figures.pad_figure(r.padded, r.mask)
-
-
-@ui.cache_resource(max_entries=32)
-def cached_buckets(sequences: int, batch_size: int):
-    r = bucketing(sequences, batch_size)
-    return r, figures.bucket_figure(r.random_max_lengths, r.bucketed_max_lengths, r.random_padding,
-                                    r.bucketed_padding)
-
-
-@ui.cache_resource(max_entries=8)
-def cached_pin(megabytes: int):
-    return pin_demo(megabytes)
-
-
 # ---------- widgets ----------
 
-EPOCH_WORKERS = 2  # the epoch-boundary section's default num_workers
-EPOCH_BATCH = 4  # its default batch_size
-EPOCH_SETUP_MS = 300  # its default per-worker setup: well above a worker's start-up from the warm fork server
 EPOCH_PREFETCH = 2
 STREAM_LENGTH, STREAM_WORKERS = 12, 3  # the IterableDataset section's defaults
 
-
-def default_workload() -> tuple:
-    """What workload_ui returns when nothing was moved: the default Workload, with as many of its samples as fit."""
-    w = Workload()
-    smallest = min(DEFAULT_A.batch_size, DEFAULT_B.batch_size, EPOCH_BATCH)
-    samples = default_samples(sample_choices(w.io_ms, w.transform_ms, w.step_ms, smallest))
-    return samples, w.io_ms, w.transform_ms, w.step_ms
-
-
-def epoch_params(workload: tuple, workers: int, batch: int, setup_ms: int) -> tuple:
-    """The epoch-boundary run's parameters: the workload with its setup, and a non-persistent loader config."""
-    return workload + (float(setup_ms),), (workers, batch, EPOCH_PREFETCH, False, False)
-
-
-# The three process-backed demos run these cases without a press when their tab opens (once per server, shared by
-# every visitor), so each tab opens on its timelines; every other setting waits for its button.
-DEFAULT_TIMELINE = (default_workload(), astuple(DEFAULT_A), astuple(DEFAULT_B))
-DEFAULT_EPOCHS = epoch_params(default_workload(), EPOCH_WORKERS, EPOCH_BATCH, EPOCH_SETUP_MS)
+# The Workers tab opens on a recording of its two default runs (demos/data/recording.py: real runs of the same demos,
+# with where and when they ran shown beside the figures); the IterableDataset tab runs its default case, once per
+# server, when it opens. Every other setting, and the defaults again here, wait for their button.
+DEFAULT_TIMELINE, DEFAULT_EPOCHS = default_cases()
 DEFAULT_STREAMS = (STREAM_LENGTH, STREAM_WORKERS)
 
 
@@ -141,7 +63,18 @@ def batch_before_drawn(key: str, default: int) -> int:
     return min(max(value, 1), MAX_BATCH)
 
 
-def workload_ui() -> tuple:
+OFFERED = "dl_offered_samples"  # session state: the sample counts the Samples slider offered on its last draw
+
+
+def offered_samples(io_ms: float, transform_ms: float, step_ms: float) -> tuple[int, ...]:
+    """Only sample counts whose run without workers fits the budget, at the smallest batch size of the tab."""
+    smallest = min(batch_before_drawn(k, d) for k, d in (("dl_a_batch", DEFAULT_A.batch_size),
+                                                          ("dl_b_batch", DEFAULT_B.batch_size),
+                                                          ("dl_epoch_batch", EPOCH_DEFAULT.batch_size)))
+    return sample_choices(io_ms, transform_ms, step_ms, smallest)
+
+
+def workload_ui() -> Workload:
     st.markdown("**The workload** (shared by both configurations)")
     c1, c2, c3, c4 = st.columns(4)
     default = Workload()
@@ -154,18 +87,14 @@ def workload_ui() -> tuple:
     step_ms = c4.slider("Training step per batch (ms)", 0, MAX_STEP_MS, int(default.step_ms), 5, key="dl_step",
                         bind="query-params",
                         help="The main process sleeps this long, like a CPU waiting for a GPU step.")
-    # only sample counts whose run without workers fits the budget, at the smallest batch size below
-    smallest = min(batch_before_drawn(k, d) for k, d in (("dl_a_batch", DEFAULT_A.batch_size),
-                                                          ("dl_b_batch", DEFAULT_B.batch_size),
-                                                          ("dl_epoch_batch", EPOCH_BATCH)))
-    choices = sample_choices(io_ms, transform_ms, step_ms, smallest)
+    choices = st.session_state[OFFERED] = offered_samples(io_ms, transform_ms, step_ms)
     samples = c1.select_slider("Samples", choices, value=default_samples(choices), key="dl_samples",
                                bind="query-params", help=f"Counts whose run without workers stays under "
                                f"{SERIAL_BUDGET_MS / 1000:g} s with these costs: up to {choices[-1]} now.")
-    return samples, float(io_ms), float(transform_ms), float(step_ms)
+    return Workload(samples, float(io_ms), float(transform_ms), float(step_ms))
 
 
-def config_ui(prefix: str, title: str, default: LoaderConfig, workers_box) -> tuple:
+def config_ui(prefix: str, title: str, default: LoaderConfig, workers_box) -> LoaderConfig:
     """A loader's settings; its num_workers, the one a presenter changes while talking, goes in `workers_box`."""
     num_workers = workers_box.slider(f"{prefix.upper()}: num_workers", 0, MAX_WORKERS, default.num_workers,
                                      key=f"dl_{prefix}_workers", bind="query-params")
@@ -179,21 +108,15 @@ def config_ui(prefix: str, title: str, default: LoaderConfig, workers_box) -> tu
     persistent = left.toggle("persistent_workers", default.persistent_workers, key=f"dl_{prefix}_persistent",
                              bind="query-params", disabled=num_workers == 0)
     pin = right.toggle("pin_memory", default.pin_memory, key=f"dl_{prefix}_pin", bind="query-params")
-    return num_workers, batch_size, prefetch, persistent, pin
+    return LoaderConfig(num_workers, batch_size, prefetch, persistent, pin)
 
 
-def with_status(label: str, fn, *args):
-    """Run a process-backed demo inside st.status so the visitor sees it working. Once this session has seen the
-    result it is cached, and later reruns skip the status (st.status pauses every rerun 50 ms)."""
-    shown = st.session_state.setdefault("dl_shown_runs", set())
-    if (label, args) in shown:
-        return ui.queued(fn, *args)
-    line = st.empty()  # the place in line, if the run waits, above the folded status
-    with st.status(label, expanded=False) as status:
-        result = ui.queued(fn, *args, notice=line)
-        status.update(label=f"{label} done", state="complete")
-    shown.add((label, args))
-    return result
+def recorded_note(runs, button: str) -> None:
+    """Where the recording shown was made, beside its figure, and how to run it here instead."""
+    p = runs.provenance
+    st.caption(f":material/history: **Recorded**, not run on this server: this app's own code ran these settings "
+               f"with `{p['command']}` on {p['date']}, host `{p['host']}` ({p['cpu']}, {p['cores']} cores), torch "
+               f"{p['torch']}. Press **{button}** to run them here.")
 
 
 # ---------- sections ----------
@@ -214,10 +137,10 @@ def intro() -> None:
 def workers_section() -> None:
     """The headline timeline and the epoch boundary below it: the second runs the workload set in the first."""
     ui.legend(figures.GANTT_LEGEND)  # the colours of both timelines
-    epochs_section(timeline_section())
+    epochs_part(timeline_section())
 
 
-def timeline_section() -> tuple:
+def timeline_section() -> Workload:
     st.subheader("Timeline: who waits for whom")
     ui.steps([
         "Workers run `__getitem__` for the indices the sampler hands out and collate them into batches.",
@@ -238,21 +161,36 @@ def timeline_section() -> tuple:
     params = (workload, a, b)
     with ui.input_errors():
         for cfg in (a, b):
-            validate(Workload(*workload), LoaderConfig(*cfg))
+            validate(workload, cfg)
         with run_box:
-            pressed = ui.run_button("Run both loaders", "dl_timeline", params, default=DEFAULT_TIMELINE,
-                                    type="primary")
-        if not pressed:
+            shown = ui.run_button(RUN_BOTH, "dl_timeline", params, default=DEFAULT_TIMELINE, type="primary")
+        if not shown:
             st.info(f"Press the button to run both DataLoaders (a few seconds on an idle host: the workload "
                     f"without workers is capped at {SERIAL_BUDGET_MS / 1000:g} s, and every run has a time limit).",
                     icon=":material/play_circle:")
             return workload
-        result, fig = with_status("Running real DataLoaders", cached_compare, *params)
-        show_comparison(result, fig)
+        if ui.ran_with("dl_timeline") == params:
+            result, recorded = ui.queued_status(RUNNING_BOTH, finished(RUNNING_BOTH), compare, *params,
+                                                key="dl_timeline"), ""
+        else:  # the defaults, not pressed: the recording
+            runs = ui.compute(recording.default_runs)
+            result, recorded = runs.comparison, recording.recorded_on(runs.provenance)
+            recorded_note(runs, RUN_BOTH)
+        show_comparison(result, recorded)
     return workload
 
 
-def show_comparison(result, fig) -> None:
+RUN_BOTH, RUN_EPOCHS = "Run both loaders", "Run two epochs, off and on"  # the buttons
+RUNNING_BOTH, RUNNING_EPOCHS, RUNNING_STREAMS = ("Running real DataLoaders", "Running two epochs twice",
+                                                 "Loading streams with real workers")  # their runs' status labels
+
+
+def finished(label: str):
+    """The label of a run's status once it is done."""
+    return lambda _result: f"{label} done"
+
+
+def show_comparison(result, recorded: str) -> None:
     cols = st.columns(2, gap="large")
     for col, name, run in ((cols[0], "A", result.a), (cols[1], "B", result.b)):
         with col:
@@ -268,7 +206,7 @@ def show_comparison(result, fig) -> None:
             st.caption(f"Median transform {run.median_transform_ms:.1f} ms per sample as measured where it ran.")
             for note in run.warnings:
                 st.caption(f"torch says: {note}")
-    ui.plot(fig, key="dl_gantt")
+    ui.plot(ui.compute(figures.comparison_gantt, result, recorded), key="dl_gantt")
     busy = result.load_average > result.cores
     server = (f"The fork server (torch imported once, {result.fork_server_s:.2f} s) was started before the clock "
               "and stopped after the run." if result.fork_server_s else "No worker process was needed.")
@@ -281,7 +219,8 @@ def show_comparison(result, fig) -> None:
     ui.show_code(result.code, key="dl_timeline_code", file_name="dataloader_timeline.py")
 
 
-def epochs_section(workload: tuple) -> None:
+@st.fragment  # its own key row: a change reruns this part alone (the workload comes from the timeline above)
+def epochs_part(workload: Workload) -> None:
     st.subheader("Epoch boundaries: persistent_workers")
     ui.prose("Without `persistent_workers`, every `iter(loader)` (every epoch) starts new workers, and each new "
              "worker pays whatever its dataset sets up once per process (opening files, connecting to storage, "
@@ -290,28 +229,36 @@ def epochs_section(workload: tuple) -> None:
              "the slider below sets.")
     with ui.key_controls("dl_epochs"):  # stays just above its own figure: the timeline's row is the one moved
         c1, c2, c3, run_box = st.columns([1, 1, 1, 1.4], vertical_alignment="bottom")  # the button label whole
-    workers = c1.slider("num_workers", 1, MAX_WORKERS, EPOCH_WORKERS, key="dl_epoch_workers", bind="query-params")
-    batch = c2.slider("batch_size", 1, MAX_BATCH, EPOCH_BATCH, key="dl_epoch_batch", bind="query-params")
+    workers = c1.slider("num_workers", 1, MAX_WORKERS, EPOCH_DEFAULT.num_workers, key="dl_epoch_workers",
+                        bind="query-params")
+    batch = c2.slider("batch_size", 1, MAX_BATCH, EPOCH_DEFAULT.batch_size, key="dl_epoch_batch", bind="query-params")
+    if offered_samples(workload.io_ms, workload.transform_ms, workload.step_ms) != st.session_state.get(OFFERED):
+        st.rerun()  # this batch size changes which sample counts the workload above may offer: redraw the tab
     setup = c3.slider("Per-worker setup (ms)", 0, MAX_SETUP_MS, EPOCH_SETUP_MS, 50, key="dl_epoch_setup",
                       bind="query-params", help="Slept once per process, on its first sample, inside the dataset.")
-    params = epoch_params(workload, workers, batch, setup)
+    params = (replace(workload, setup_ms=float(setup)), LoaderConfig(workers, batch, EPOCH_PREFETCH, False, False))
     with ui.input_errors():
-        validate(Workload(*params[0]), LoaderConfig(*params[1]))
+        validate(*params)
         with run_box:
-            pressed = ui.run_button("Run two epochs, off and on", "dl_epochs", params, default=DEFAULT_EPOCHS,
-                                    type="primary")
-        if not pressed:
+            shown = ui.run_button(RUN_EPOCHS, "dl_epochs", params, default=DEFAULT_EPOCHS, type="primary")
+        if not shown:
             st.info("Uses the workload above; press the button to run two epochs twice.",
                     icon=":material/play_circle:")
             return
-        r, fig = with_status("Running two epochs twice", cached_epochs, *params)
+        if ui.ran_with("dl_epochs") == params:
+            r, recorded = ui.queued_status(RUNNING_EPOCHS, finished(RUNNING_EPOCHS), epoch_boundaries, *params,
+                                           key="dl_epochs"), ""
+        else:  # the defaults, not pressed: the recording
+            runs = ui.compute(recording.default_runs)
+            r, recorded = runs.epochs, recording.recorded_on(runs.provenance)
+            recorded_note(runs, RUN_EPOCHS)
         off, on = r.off, r.on
         c1, c2 = st.columns(2)
         c1.metric("epoch 1 first batch, persistent off", f"{1000 * off.epoch_startup_s[1]:.0f} ms")
         c2.metric("epoch 1 first batch, persistent on", f"{1000 * on.epoch_startup_s[1]:.0f} ms",
                   delta=f"{1000 * (on.epoch_startup_s[1] - off.epoch_startup_s[1]):+.0f} ms", delta_color="inverse")
         st.markdown(r.sentence())
-        ui.plot(fig, key="dl_epochs_fig")
+        ui.plot(ui.compute(figures.epochs_gantt, r, recorded), key="dl_epochs_fig")
         ui.show_code(r.code, key="dl_epochs_code", file_name="persistent_workers.py")
 
 
@@ -332,11 +279,11 @@ def streams_section() -> None:
             st.info("Press the button to load the unsharded and the sharded stream with real workers.",
                     icon=":material/play_circle:")
             return
-        r, fig = with_status("Loading streams with real workers", cached_streams, *params)
+        r = ui.queued_status(RUNNING_STREAMS, finished(RUNNING_STREAMS), stream_demo, *params, key="dl_streams")
         trap, right = st.columns(2)
         trap.metric("without sharding: samples (duplicates)", f"{len(r.naive)} ({r.naive_duplicates})")
         right.metric("sharded: samples (duplicates)", f"{len(r.sharded)} ({r.sharded_duplicates})")
-        ui.plot(fig, key="dl_streams_fig")
+        ui.plot(ui.compute(figures.stream_figure, r), key="dl_streams_fig")
         ui.show_code(r.code, key="dl_streams_code", file_name="iterable_sharding.py")
 
 
@@ -344,18 +291,28 @@ def samplers_section() -> None:
     ui.prose("A sampler yields the indices a map-style dataset is read at; `shuffle=True` is just a "
              "`RandomSampler`. A `BatchSampler` groups indices into batches, a `WeightedRandomSampler` draws by "
              "weight, and a `DistributedSampler` gives each rank its own slice. All drawn by torch now.")
+    order_part()
+    weighted_part()
+    distributed_part()
+
+
+@st.fragment  # each part below has its own key row: a change reruns that part alone
+def order_part() -> None:
     st.subheader("Order: sequential, random, random with replacement")
     with ui.key_controls("dl_order"):
         c1, c2 = st.columns(2)
         length = c1.slider("Dataset length", 4, 24, 10, key="dl_order_len", bind="query-params")
         seed = c2.number_input("Seed", 0, 10_000, 0, key="dl_order_seed", bind="query-params")
     with ui.input_errors():
-        orders, fig = cached_orders(length, int(seed))
-        ui.plot(fig, key="dl_order_fig")
+        orders = ui.compute(sampler_orders, length, int(seed))
+        ui.plot(ui.compute(figures.order_figure, orders), key="dl_order_fig")
         st.caption(repeats_caption(orders.orders) + " BatchSampler then groups indices: "
                    + "; ".join(f"`{k}` → {v}" for k, v in orders.batches.items()))
         ui.show_code(orders.code, key="dl_order_code", file_name="samplers.py")
 
+
+@st.fragment
+def weighted_part() -> None:
     st.subheader("WeightedRandomSampler on an imbalanced dataset")
     with ui.key_controls("dl_weighted"):  # this and the next row stay just above their own figures
         c1, c2 = st.columns([2, 1])
@@ -363,13 +320,16 @@ def samplers_section() -> None:
                               help="2 to 8 whole numbers, each 1 to 10000.")
         batch = c2.slider("Batch size", 1, 256, 32, key="dl_weighted_batch", bind="query-params")
     with ui.input_errors():
-        w, fig = cached_weighted(sizes, batch)
-        ui.plot(fig, key="dl_weighted_fig")
+        w = ui.compute(weighted_sampling, sizes, batch)
+        ui.plot(ui.compute(figures.weighted_figure, w), key="dl_weighted_fig")
         st.caption(f"Batches holding the rarest class: {w.batches_with_rarest[0]:.0%} with shuffle=True, "
                    f"{w.batches_with_rarest[1]:.0%} weighted. The price: with replacement, a weighted epoch sees "
                    f"only {w.unique_fraction:.0%} distinct samples (rare ones repeat, common ones are skipped).")
         ui.show_code(w.code, key="dl_weighted_code", file_name="weighted_sampler.py")
 
+
+@st.fragment
+def distributed_part() -> None:
     st.subheader("DistributedSampler across simulated ranks")
     with ui.key_controls("dl_dist"):
         c1, c2, c3 = st.columns(3)
@@ -377,8 +337,8 @@ def samplers_section() -> None:
         ranks = c2.slider("Ranks (world size)", 1, 8, 4, key="dl_dist_ranks", bind="query-params")
         shuffle = c3.toggle("shuffle", True, key="dl_dist_shuffle", bind="query-params")
     with ui.input_errors():
-        d, fig = cached_distributed(d_len, ranks, shuffle)
-        ui.plot(fig, key="dl_dist_fig")
+        d = ui.compute(distributed_partition, d_len, ranks, shuffle)
+        ui.plot(ui.compute(figures.distributed_figure, d), key="dl_dist_fig")
         same = d.epochs["epoch 0"] == d.epochs["epoch 1 without set_epoch"]
         st.caption(f"Padding: {d.padding} repeated index(es) (red) so every rank gets {len(d.epochs['epoch 0'][0])}. "
                    f"Epoch 1 without set_epoch is {'identical to' if same else 'different from'} epoch 0; "
@@ -388,19 +348,22 @@ def samplers_section() -> None:
 
 def batches_section() -> None:
     """How a batch is built (collate_fn, bucketing) and handed to the device (pin_memory)."""
-    collate_section()
-    pinning_section()
-
-
-def collate_section() -> None:
     st.subheader("collate_fn: variable-length sequences")
     ui.prose("`collate_fn` turns a list of samples into one batch. The default stacks tensors, which needs equal "
              "shapes; sequences need padding to the longest one and a mask that says which positions are real.")
+    pad_part()
+    bucket_part()
+    pinning_part()
+    d2h_section()
+
+
+@st.fragment  # each part below has its own key row: a change reruns that part alone
+def pad_part() -> None:
     with ui.key_controls("dl_pad"):
         lengths = st.text_input("Sequence lengths in one batch", "5, 3, 8, 2", key="dl_lengths",
                                 bind="query-params", help="2 to 12 whole numbers, each 1 to 48.")
     with ui.input_errors():
-        p, pad_fig = cached_pad(lengths)
+        p = ui.compute(pad_batch, lengths)
         trap, correct = st.columns(2, gap="large")
         with trap:
             st.markdown("**The trap: default_collate**")
@@ -410,25 +373,29 @@ def collate_section() -> None:
                 st.success("All lengths are equal, so default_collate stacks them.", icon=":material/check_circle:")
         with correct:
             st.markdown(f"**A padding collate: batch {p.shape}, {p.padding_fraction:.0%} padding**")
-            ui.plot(pad_fig, key="dl_pad_fig")
+            ui.plot(ui.compute(figures.pad_figure, p), key="dl_pad_fig")
         ui.show_code(p.code, key="dl_pad_code", file_name="pad_collate.py")
 
+
+@st.fragment
+def bucket_part() -> None:
     st.subheader("Bucketing by length")
     with ui.key_controls("dl_bucket"):  # this and pin_memory's row stay in place, below the first figure
         c1, c2 = st.columns(2)
         sequences = c1.slider("Sequences", 64, 4096, 1024, 64, key="dl_bucket_n", bind="query-params")
         batch = c2.slider("Batch size", 2, 128, 32, key="dl_bucket_batch", bind="query-params")
     with ui.input_errors():
-        bk, fig = cached_buckets(sequences, batch)
+        bk = ui.compute(bucketing, sequences, batch)
         m1, m2 = st.columns(2)
         m1.metric("padding, shuffled batches", f"{bk.random_padding:.1%}")
         m2.metric("padding, bucketed by length", f"{bk.bucketed_padding:.1%}",
                   delta=f"{100 * (bk.bucketed_padding - bk.random_padding):+.1f} points", delta_color="inverse")
-        ui.plot(fig, key="dl_bucket_fig")
+        ui.plot(ui.compute(figures.bucket_figure, bk), key="dl_bucket_fig")
         ui.show_code(bk.code, key="dl_bucket_code", file_name="bucketing.py")
 
 
-def pinning_section() -> None:
+@st.fragment
+def pinning_part() -> None:
     st.subheader("pin_memory")
     ui.prose("Pinned (page-locked) host memory cannot be paged out, so the GPU's DMA engine can read it directly: "
              "`x.to('cuda', non_blocking=True)` from pinned memory returns at once and the copy overlaps compute. "
@@ -437,7 +404,7 @@ def pinning_section() -> None:
     with ui.key_controls("dl_pin"):
         megabytes = st.slider("Tensor size (MiB)", 1, MAX_MB, 16, key="dl_pin_mb", bind="query-params")
     with ui.input_errors():
-        r = cached_pin(megabytes)
+        r = ui.compute(pin_demo, megabytes)
         c1, c2, c3 = st.columns(3)
         c1.metric("accelerator", r.accelerator or "none")
         c2.metric(f"host copy of {megabytes} MiB (ms)", f"{r.copy_ms:.2f}",
@@ -452,7 +419,6 @@ def pinning_section() -> None:
             st.caption("Host-to-device copy speed pinned vs pageable is measured only where CUDA is present; the code "
                        "below measures it on a CUDA machine.")
         ui.show_code(r.code, key="dl_pin_code", file_name="pinned_copy.py")
-    d2h_section()
 
 
 def d2h_section() -> None:
@@ -461,7 +427,8 @@ def d2h_section() -> None:
              "memory that the GPU is still writing. Reading it before `torch.cuda.synchronize()` (or an event's "
              "`synchronize()`) can see part of the old contents, with no error. Host-to-device copies are safe "
              "to issue this way because later kernels on the same stream wait for them; the host does not.")
-    d = cached_d2h()
+    view = ui.compute(d2h_demo)
+    d = view.trap
     if d is None:
         st.info("No CUDA GPU here: a device-to-host copy is only asynchronous on a GPU, so this trap cannot run on "
                 "this host. The snippet below runs it on yours and prints both reads.", icon=":material/memory:")
@@ -472,9 +439,10 @@ def d2h_section() -> None:
         right.metric("sum read after synchronize", f"{d.read_after_sync:,.0f}",
                      delta=f"{d.read_after_sync - d.expected:+,.0f} vs the GPU's", delta_color="off")
         st.caption(d2h_verdict(d))
-    ui.show_code(d2h_code(), key="dl_d2h_code", file_name="d2h_non_blocking.py")
+    ui.show_code(view.code, key="dl_d2h_code", file_name="d2h_non_blocking.py")
 
 
 intro()
-ui.section_tabs(SLUG, "dl_tab", (workers_section, streams_section, samplers_section, batches_section))
+ui.sections(SLUG, "dl_tab", {"Workers & epochs": workers_section, "IterableDataset": streams_section,
+                             "Samplers": samplers_section, "collate_fn & pin_memory": batches_section})
 ui.interview_corner(SLUG, QUESTIONS)

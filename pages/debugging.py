@@ -10,42 +10,6 @@ from pages.shell.entry import require_shell
 require_shell()  # a direct run (a fresh server's first deep link) runs the app shell instead
 
 
-
-@ui.cache_data(max_entries=16)
-def cached_nan(source: str):
-    return nan_trace.trace_nan(source)
-
-
-@ui.cache_data(max_entries=16, show_spinner="Training four times…")
-def cached_seeds(steps: int, seed: int):
-    return repro.seeded_runs(steps, seed)
-
-
-@ui.cache_data(max_entries=1)
-def cached_determinism():
-    return repro.determinism_checks()
-
-
-@ui.cache_data(max_entries=1, show_spinner=False)
-def cached_workers():
-    return workers.worker_seeds()
-
-
-@ui.cache_data(max_entries=16, show_spinner="Running the loops…")
-def cached_leaks(steps: int):
-    return leaks.leaks(steps)
-
-
-@ui.cache_data(max_entries=16, show_spinner="Running the tests…")
-def cached_tests(bug: str):
-    return model_tests.run_model_tests(bug)
-
-
-@ui.cache_data(max_entries=16, show_spinner="Profiling one step…")
-def cached_profile(width: int, batch: int):
-    return profiling.profile_step(width, batch)
-
-
 def nan_section() -> None:
     ui.prose(
         "A loss that turns NaN is found in two complementary ways. **Forward hooks** on every module report the "
@@ -60,12 +24,13 @@ def nan_section() -> None:
         source = st.selectbox("NaN source", nan_trace.SOURCES, format_func=nan_trace.SOURCE_LABELS.get,
                               key="dbg_nan_src", bind="query-params")
     with ui.input_errors():
-        r = cached_nan(source)
-        ui.graph(figures.nan_graph(r))
+        r = ui.compute(nan_trace.trace_nan, source)
+        ui.graph(ui.compute(figures.nan_graph, r))
+        planted, fix = ui.compute(nan_trace.planted_sources, source)
         broken, fixed = st.columns(2, gap="large")
         with broken:
             st.markdown("**The planted op**")
-            st.code(nan_trace.PLANTED_LINE[source], language="python", wrap_lines=True)
+            st.code(planted, language="python", wrap_lines=True)
             st.markdown(f"loss = `{r.loss}`. Forward-hook tracer: first non-finite output in "
                         f"**`{r.first_bad or 'none'}`**.")
             ui.table([{"module": h.module, "type": h.kind, "finite": h.finite, "non-finite": h.nonfinite}
@@ -83,7 +48,7 @@ def nan_section() -> None:
                 st.info(why, icon=":material/lightbulb:")
         with fixed:
             st.markdown("**The fix**")
-            st.code(nan_trace.FIX_LINE[source], language="python", wrap_lines=True)
+            st.code(fix, language="python", wrap_lines=True)
             st.markdown(f"loss = `{r.fixed_loss:.6g}`; every gradient finite: **{r.fixed_grads_finite}**.")
             st.markdown(FIX_NOTES[source])
         ui.show_code(r.code, key="dbg_nan_code", file_name="nan_trace.py")
@@ -112,6 +77,13 @@ def seeds_ui() -> tuple[int, int]:
 
 
 def repro_section() -> None:
+    seeds_part()
+    workers_part()
+    determinism_part()
+
+
+@st.fragment  # its own key row: a change reruns this part alone
+def seeds_part() -> None:
     st.subheader("Seeds: the same code, four runs")
     ui.prose(
         "Initialization, data order and dropout all draw from torch's global generator. Without a seed every "
@@ -121,20 +93,19 @@ def repro_section() -> None:
     with ui.input_errors():
         with ui.key_controls("dbg_seeds"):
             steps, seed = seeds_ui()
-        r = cached_seeds(steps, seed)
+        with st.spinner("Training four times…"):
+            r = ui.compute(repro.seeded_runs, steps, seed)
         a, b, c = st.columns(3)
         a.metric("Unseeded runs identical", str(r.unseeded_equal))
         b.metric("Seeded runs identical (bit for bit)", str(r.seeded_equal))
         c.metric("Largest unseeded loss gap", f"{r.unseeded_max_diff:.3g}")
         left, right = st.columns([3, 2])
         with left:
-            ui.plot(figures.seed_figure(r), key="dbg_seed_fig")
+            ui.plot(ui.compute(figures.seed_figure, r), key="dbg_seed_fig")
         with right:
             ui.table([{"run": x.label, "final loss": x.losses[-1], "sha256 of final weights": x.digest}
                       for x in r.runs], hide_index=True)
         ui.show_code(r.code, key="dbg_seed_code", file_name="seeds.py")
-    workers_part()
-    determinism_part()
 
 
 def _worker_table(rows) -> list[dict]:
@@ -142,6 +113,7 @@ def _worker_table(rows) -> list[dict]:
              "global np.random": round(r[4], 6), "torch.rand": round(r[5], 6)} for r in rows.rows]
 
 
+@st.fragment  # its button reruns this part alone
 def workers_part() -> None:
     st.subheader("DataLoader workers and NumPy randomness")
     ui.prose(
@@ -157,14 +129,14 @@ def workers_part() -> None:
     if start:
         line = st.empty()  # the place in line, if the run waits, above the folded status
         with ui.input_errors(), st.status("Starting worker processes…") as status:
-            ui.queued(cached_workers, notice=line)
+            ui.queued(workers.worker_seeds, notice=line)
             st.session_state["dbg_workers_done"] = True
             status.update(label="Workers finished and shut down", state="complete")
     if not _workers_cached():
         st.caption("Starting workers takes a few seconds on this host, so it waits for the button.")
         return
     with ui.input_errors():
-        w = cached_workers()
+        w = ui.compute(workers.worker_seeds)
         st.markdown(f"**Bug** — {w.bug.duplicates} of {len(w.bug.rows)} 'random' values repeat: worker 1 draws "
                     "exactly what worker 0 draws")
         ui.table(_worker_table(w.bug), hide_index=True)
@@ -189,7 +161,7 @@ def determinism_part() -> None:
         "read of uninitialized memory is the same every run. On CUDA also set `CUBLAS_WORKSPACE_CONFIG=:4096:8` "
         "and `torch.backends.cudnn.benchmark = False`."
     )
-    d = cached_determinism()
+    d = ui.compute(repro.determinism_checks)
     a, b = st.columns(2)
     a.markdown(f"`torch.empty(4)`, flag off: `{d.empty_default}`")
     b.markdown(f"flag on: `{d.empty_deterministic}`")
@@ -216,20 +188,20 @@ def leaks_section() -> None:
     with ui.key_controls("dbg_leaks"):
         steps = st.slider("Steps", 1, leaks.MAX_STEPS, 30, key="dbg_leak_steps", bind="query-params")
     with ui.input_errors():
-        r = cached_leaks(steps)
-        ui.plot(figures.leak_figure(r), key="dbg_leaks")
+        with st.spinner("Running the loops…"):
+            r = ui.compute(leaks.leaks, steps)
+        ui.plot(ui.compute(figures.leak_figure, r), key="dbg_leaks")
         per = (r.nodes.leak[-1] - r.nodes.leak[0]) / max(r.steps - 1, 1)
         st.caption(f"`total_loss += loss` adds {per:.0f} autograd nodes per step; the `.item()` version keeps "
                    f"{r.nodes.fixed[-1]}. Backward already freed the training graph's saved tensors; the "
                    f"validation loop without `no_grad` keeps {r.saved_bytes.leak[-1] / 1024:.0f} KiB of "
                    f"activations after {r.steps} steps.")
+        trap_code, fix_code = ui.compute(leaks.trap_and_fix_sources)  # what the loops above called
         trap, fix = st.columns(2)
         trap.markdown("**Trap**")
-        trap.code("total_loss += loss\noutputs.append(out)\nfor step ...:\n    model.register_forward_hook(log)",
-                  language="python")
+        trap.code(trap_code, language="python", wrap_lines=True)
         fix.markdown("**Fix**")
-        fix.code("total_loss += loss.item()\noutputs.append(out.detach())\nhandle = model.register_forward_hook(log)"
-                 "\n...\nhandle.remove()", language="python")
+        fix.code(fix_code, language="python", wrap_lines=True)
         ui.show_code(r.code, key="dbg_leak_code", file_name="leaks.py")
 
 
@@ -243,15 +215,15 @@ def tests_section() -> None:
         bug = st.selectbox("Planted bug", model_tests.BUGS[1:], format_func=model_tests.BUG_LABELS.get,
                            key="dbg_bug", bind="query-params")
     with ui.input_errors():
-        good, bad = cached_tests("none"), cached_tests(bug)
+        with st.spinner("Running the tests…"):
+            good, bad = ui.compute(model_tests.run_model_tests, "none"), ui.compute(model_tests.run_model_tests, bug)
         left, right = st.columns(2)
         for col, rep, title in ((left, good, "Correct model"), (right, bad, model_tests.BUG_LABELS[bug])):
             with col:
                 st.markdown(f"**{title}**: {rep.passed} of {len(rep.rows)} passed")
                 ui.table([{"test": t.test, "result": "pass" if t.passed else "FAIL", "detail": t.detail,
                            "ms": round(t.ms, 1)} for t in rep.rows], whole=True)
-        ui.plot(figures.overfit_figure((good, bad), ("correct model", model_tests.BUG_LABELS[bug])),
-                key="dbg_overfit")
+        ui.plot(ui.compute(figures.overfit_figure, good, bad), key="dbg_overfit")
         ui.show_code(bad.code, key="dbg_tests_code", file_name="model_tests.py", label="Show the tests")
 
 
@@ -268,21 +240,25 @@ def profiler_section() -> None:
     batch = b.select_slider("Batch size", [8, 32, 64, 128, 256, profiling.MAX_BATCH], 64, key="dbg_prof_batch",
                             bind="query-params")
     with ui.input_errors():
-        r = cached_profile(width, batch)
+        with st.spinner("Profiling one step…"):
+            r = ui.compute(profiling.profile_step, width, batch)
         cols = st.columns(3)
         for col, phase in zip(cols, profiling.PHASES, strict=True):
             col.metric(f"{phase} (record_function)", f"{r.phase_us.get(phase, 0) / 1000:.2f} ms")
-        ui.plot(figures.gantt_figure(r), key="dbg_gantt")
+        ui.plot(ui.compute(figures.gantt_figure, r), key="dbg_gantt")
         ui.table([{"op": o.name, "self CPU (µs)": round(o.self_us, 1), "total CPU (µs)": round(o.total_us, 1),
                    "calls": o.calls} for o in r.top_ops], hide_index=True)
         with ui.settings("dbg_trace", label="Chrome trace for Perfetto"):
-            st.download_button("Download the Chrome trace (JSON)", r.trace_json, file_name="train_step_trace.json",
-                               mime="application/json", key="dbg_trace_download", on_click="ignore",
-                               icon=":material/download:")
+            # the trace (tens of KiB) is handed over when the button is pressed, not stored on every rerun
+            st.download_button("Download the Chrome trace (JSON)", lambda: r.trace_json,
+                               file_name="train_step_trace.json", mime="application/json", key="dbg_trace_download",
+                               on_click="ignore", icon=":material/download:")
         ui.show_code(r.code, key="dbg_prof_code", file_name="profile_step.py")
 
 
 ui.page_header("debugging")
-SECTIONS = (nan_section, repro_section, leaks_section, tests_section, profiler_section)
-ui.section_tabs("debugging", "dbg_tab", SECTIONS)  # only the open section computes
+ui.sections("debugging", "dbg_tab", {  # only the open section computes
+    "NaN tracing": nan_section, "Reproducibility": repro_section, "Memory leaks": leaks_section,
+    "Unit tests for models": tests_section, "Profiler": profiler_section,
+})
 ui.interview_corner("debugging", QUESTIONS)

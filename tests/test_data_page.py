@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch.utils.data import RandomSampler
 
+from demos.data import recording, timeline
 from demos.data.timeline import sample_choices
 from tests.conftest import assert_clean, open_page
 
@@ -22,7 +23,7 @@ BATCHES = {"dl_tab": "collate_fn & pin_memory"}
 
 @pytest.fixture(scope="module")
 def at():
-    """The page at its defaults (the Workers tab): its two process-backed demos run their default cases."""
+    """The page at its defaults (the Workers tab): it opens on the recording of its two default runs."""
     return open_page(PAGE)
 
 
@@ -32,15 +33,50 @@ def streams():
     return open_page(PAGE, query=STREAMS)
 
 
-def test_defaults_open_on_every_chart_without_a_press(at):
+def recorded_notes(at) -> list[str]:
+    return [c.value for c in at.caption if c.value.startswith(":material/history: **Recorded**")]
+
+
+def test_defaults_open_on_the_recorded_runs_with_their_provenance_without_a_press(at):
+    """A fresh server opens the tab at once: both default runs are read from the recording that this app's own code
+    made (demos/data/recording.py), each figure with where and when it ran, and nothing runs until a press."""
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 2, "worker Gantt and two epochs; the other tabs are not drawn"
     assert not any("Press the button" in i.value for i in at.info)
     assert not [k for k in ("dl_timeline", "dl_epochs") if k in at.session_state], "nothing pressed"
-    assert [s.label for s in at.status] == ["Running real DataLoaders done", "Running two epochs twice done"]
+    assert not at.status, "no run: the recording"
+    p = recording.default_runs().provenance
+    notes = recorded_notes(at)
+    assert len(notes) == 2 and all(f"`{p['command']}` on {p['date']}, host `{p['host']}`" in n for n in notes)
+    assert [n.endswith(f"Press **{button}** to run them here.") for n, button in zip(
+        notes, ("Run both loaders", "Run two epochs, off and on"), strict=True)] == [True, True]
+    axes = [json.loads(c.proto.spec)["layout"]["xaxis2"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert axes == [f"time since the run started (ms) · {recording.recorded_on(p)}"] * 2, "on the figures too"
     assert {m.label for m in at.metric} >= {"samples/s", "starved", "speedup", "epoch 1 first batch, persistent off"}
     said = next(m.value for m in at.markdown if m.value.startswith("Epoch 1's first batch came after"))
     assert "persistent_workers=False: 2 new workers started and ran the dataset's 300 ms setup again" in said
+
+
+RAN: list = []  # the arguments compare() was called with by the page, below
+
+
+def compare_recorded(*args):
+    """Stands in for compare(): the recorded comparison, and a note that the page asked for a run."""
+    RAN.append(args)
+    return recording.default_runs().comparison
+
+
+def test_a_press_at_the_defaults_runs_them_instead_of_the_recording(monkeypatch):
+    monkeypatch.setattr(timeline, "compare", compare_recorded)  # the real run: test_buttons_run_real_workers...
+    at = open_page(PAGE)
+    at.button(key="dl_timeline_button").click().run()
+    assert_clean(at)
+    assert RAN == [timeline.default_cases()[0]] and at.session_state["dl_timeline"] == RAN[0]
+    assert [s.label for s in at.status] == ["Running real DataLoaders done"]
+    assert len(recorded_notes(at)) == 1 and recorded_notes(at)[0].endswith("Run two epochs, off and on** to run "
+                                                                          "them here."), "the epochs: still recorded"
+    axis = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["xaxis2"]["title"]["text"]
+    assert axis == "time since the run started (ms)", "a run here is not marked as recorded"
 
 
 def test_the_streams_tab_opens_on_its_default_run(streams):
@@ -55,12 +91,12 @@ def test_the_streams_tab_opens_on_its_default_run(streams):
 def test_a_changed_setting_waits_for_its_button(at, streams):
     at.slider(key="dl_epoch_setup").set_value(250).run()
     assert_clean(at)
-    assert len(at.get("plotly_chart")) == 1 and not at.status, "shown before in this session: no status pause"
+    assert len(at.get("plotly_chart")) == 1 and not at.status
     assert [i.value for i in at.info if "press the button" in i.value] == [
         "Uses the workload above; press the button to run two epochs twice."]
     at.slider(key="dl_epoch_setup").set_value(300).run()
     assert_clean(at)
-    assert len(at.get("plotly_chart")) == 2, "back at the defaults: their cached runs, without a press"
+    assert len(at.get("plotly_chart")) == 2, "back at the defaults: their recording, without a press"
     streams.slider(key="dl_stream_len").set_value(7).run()
     assert len(streams.get("plotly_chart")) == 0 and [i.value for i in streams.info] == [
         "Press the button to load the unsharded and the sharded stream with real workers."]
@@ -188,13 +224,12 @@ def test_the_device_to_host_trap_says_what_this_host_can_run():
 
 def test_on_a_gpu_the_trap_shows_both_reads_and_a_sentence_true_of_them(monkeypatch):
     """The CUDA branch on any host: the measured reads (patched in) become two metrics and a sentence true of them."""
-    import streamlit as st
-
     from demos.data import pinning
+    from pages.ui.compute import clear
 
     total, early = 16_777_216.0, 12_000_000.0
-    st.cache_data.clear()  # the page caches the trap's result; this host's (None) may be in it
-    monkeypatch.setattr(pinning, "d2h_trap", lambda: pinning.D2HResult(total, early, total))
+    clear()  # the page caches the trap's result; this host's (None) may be in it
+    monkeypatch.setattr(pinning, "d2h_trap", lambda megabytes: pinning.D2HResult(total, early, total))
     at = open_page(PAGE, query=BATCHES)
     assert_clean(at)
     values = {m.label: m.value for m in at.metric}
@@ -203,7 +238,7 @@ def test_on_a_gpu_the_trap_shows_both_reads_and_a_sentence_true_of_them(monkeypa
     said = next(c.value for c in at.caption if "early read" in c.value)
     assert said.startswith("The early read summed 12,000,000 of 16,777,216: 28.5% of the values had not arrived")
     assert not any(i.value.startswith("No CUDA GPU here") for i in at.info)
-    st.cache_data.clear()
+    clear()
 
 
 def test_the_trap_sentence_when_the_early_read_won_the_race():

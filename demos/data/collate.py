@@ -8,7 +8,7 @@ from torch.utils.data import DataLoader
 
 from demos.errors import InputError
 from demos.parsing import parse_numbers, whole_in_range
-from demos.shown import print_each, script
+from demos.shown import entry, print_each, script
 
 MAX_LEN = 48
 MAX_BATCH_ITEMS = 12
@@ -70,6 +70,7 @@ def pad_both(lengths: tuple[int, ...]) -> dict:
             "padding_fraction": 1 - mask.sum().item() / mask.numel()}
 
 
+@entry("5, 3, 8, 2")
 def pad_batch(lengths_text: str) -> PadResult:
     """pad_both for the visitor's lengths, with the code that ran."""
     lengths = parse_lengths(lengths_text)
@@ -106,6 +107,7 @@ def shuffled_vs_bucketed(sequences: int, batch_size: int, seed: int) -> dict:
             "bucketed_max_lengths": bucket_max}
 
 
+@entry(64, 8, 2)
 def bucketing(sequences: int, batch_size: int, seed: int = 0) -> BucketResult:
     """shuffled_vs_bucketed at the visitor's settings, with the code that ran."""
     if not 16 <= sequences <= MAX_CORPUS:

@@ -3,8 +3,10 @@
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from demos.data.samplers import repeats
-from demos.data.timeline import MAIN, MAIN_LOADING, LoaderRun
+from demos.data.collate import BucketResult, PadResult
+from demos.data.samplers import DistributedResult, OrderResult, WeightedResult, repeats
+from demos.data.streams import StreamRun
+from demos.data.timeline import MAIN, MAIN_LOADING, Comparison, EpochRuns, LoaderRun
 from demos.style import COLORS, SERIES, base_layout, category_scale, cell_text
 
 # Gantt series: a read (I/O) = data, CPU transform = activation, training step = parameter,
@@ -59,8 +61,9 @@ def _add_gantt(fig: go.Figure, run: LoaderRun, row: int, shown: set) -> None:
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(_rows(run))), row=row, col=1)
 
 
-def gantt_figure(runs: list[LoaderRun], titles: list[str]) -> go.Figure:
-    """One Gantt panel per run on a shared time axis (ms): a row per worker, one for the main process."""
+def gantt_figure(runs: list[LoaderRun], titles: list[str], recorded: str = "") -> go.Figure:
+    """One Gantt panel per run on a shared time axis (ms): a row per worker, one for the main process. `recorded`:
+    where and when the runs were recorded, if they were (written under the time axis)."""
     heights = [len(_rows(r)) + 1 for r in runs]
     fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=titles,
                         row_heights=heights, vertical_spacing=0.12)
@@ -68,13 +71,25 @@ def gantt_figure(runs: list[LoaderRun], titles: list[str]) -> go.Figure:
     for i, run in enumerate(runs, 1):
         _add_gantt(fig, run, i, shown)
     fig.update_layout(barmode="overlay", bargap=0.25)
-    fig.update_xaxes(title="time since the run started (ms)", row=len(runs), col=1)
+    fig.update_xaxes(title="time since the run started (ms)" + (f" · {recorded}" if recorded else ""),
+                     row=len(runs), col=1)
     height = 160 + 34 * sum(heights)
     return _legend_below(base_layout(fig, height=height), height)
 
 
-def stream_figure(naive, sharded, num_workers: int) -> go.Figure:
+def comparison_gantt(r: Comparison, recorded: str = "") -> go.Figure:
+    """The two configurations of a comparison, A above B, on one time axis."""
+    return gantt_figure([r.a, r.b], [f"A: {r.a.config.label}", f"B: {r.b.config.label}"], recorded)
+
+
+def epochs_gantt(r: EpochRuns, recorded: str = "") -> go.Figure:
+    """Two epochs with persistent_workers off, above the same two epochs with it on."""
+    return gantt_figure([r.off, r.on], ["persistent_workers=False", "persistent_workers=True"], recorded)
+
+
+def stream_figure(r: StreamRun) -> go.Figure:
     """Which worker produced which sample id: unsharded (every worker replays) vs sharded by worker id."""
+    naive, sharded, num_workers = r.naive, r.sharded, r.num_workers
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=(
         f"No sharding: {len(naive)} samples, {len(naive) - len({i for i, _ in naive})} duplicates",
         f"Sharded by get_worker_info(): {len(sharded)} samples, {len(sharded) - len({i for i, _ in sharded})} "
@@ -90,8 +105,9 @@ def stream_figure(naive, sharded, num_workers: int) -> go.Figure:
     return _legend_below(base_layout(fig, height=height), height)
 
 
-def order_figure(orders: dict, length: int) -> go.Figure:
+def order_figure(r: OrderResult) -> go.Figure:
     """Each sampler's index order as a row of cells; a draw of an index already drawn earlier is marked."""
+    orders, length = r.orders, r.length
     names = list(orders)
     z, text = [], []
     for name in names:
@@ -108,8 +124,9 @@ def order_figure(orders: dict, length: int) -> go.Figure:
     return base_layout(fig, height=240)
 
 
-def weighted_figure(sizes, drawn_plain, drawn_weighted) -> go.Figure:
+def weighted_figure(r: WeightedResult) -> go.Figure:
     """Class shares: the dataset, one epoch with shuffle=True, one epoch with WeightedRandomSampler."""
+    sizes, drawn_plain, drawn_weighted = r.class_sizes, r.drawn_plain, r.drawn_weighted
     labels = [f"class {i}" for i in range(len(sizes))]
     total = sum(sizes)
     fig = go.Figure()
@@ -121,8 +138,9 @@ def weighted_figure(sizes, drawn_plain, drawn_weighted) -> go.Figure:
     return base_layout(fig, height=340)
 
 
-def distributed_figure(epochs: dict, length: int) -> go.Figure:
+def distributed_figure(r: DistributedResult) -> go.Figure:
     """Each rank's indices per epoch; a padded (repeated) index is marked in the error colour."""
+    epochs = r.epochs
     fig = make_subplots(rows=1, cols=len(epochs), subplot_titles=list(epochs), shared_yaxes=True,
                         horizontal_spacing=0.04)
     kinds = {"first time": COLORS["communication"], "padding (repeat)": COLORS["error"]}
@@ -147,8 +165,9 @@ def distributed_figure(epochs: dict, length: int) -> go.Figure:
     return base_layout(fig, height=160 + 32 * len(next(iter(epochs.values()))))
 
 
-def pad_figure(padded, mask) -> go.Figure:
+def pad_figure(r: PadResult) -> go.Figure:
     """The padded batch: real tokens coloured, padding grey, token ids written in the cells."""
+    padded, mask = r.padded, r.mask
     z, text = [[1 if m else 0 for m in row] for row in mask], [[str(t) for t in row] for row in padded]
     kinds, seqs = {"padding": COLORS["idle"], "token": COLORS["data"]}, [f"seq {i}" for i in range(len(padded))]
     fig = go.Figure(go.Heatmap(
@@ -160,8 +179,10 @@ def pad_figure(padded, mask) -> go.Figure:
     return base_layout(fig, height=120 + 34 * len(padded))
 
 
-def bucket_figure(random_max, bucketed_max, random_pad: float, bucketed_pad: float) -> go.Figure:
+def bucket_figure(r: BucketResult) -> go.Figure:
     """Padded width of every batch: shuffled batches vs length buckets."""
+    random_max, bucketed_max, random_pad, bucketed_pad = (r.random_max_lengths, r.bucketed_max_lengths,
+                                                          r.random_padding, r.bucketed_padding)
     fig = go.Figure()
     fig.add_bar(y=list(random_max), name=f"shuffled batches: {random_pad:.0%} padding", marker_color=COLORS["error"])
     fig.add_bar(y=list(bucketed_max), name=f"bucketed by length: {bucketed_pad:.0%} padding",

@@ -13,7 +13,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from demos.errors import InputError
-from demos.shown import Script, print_each, script
+from demos.shown import Script, entry, print_each, script
 
 MAX_MB = 64
 
@@ -54,12 +54,13 @@ def pin_and_copy(megabytes: int) -> dict:
             "h2d_pinned_gbps": pinned_speed}
 
 
+@entry(1, entries=8)
 def pin_demo(megabytes: int) -> PinResult:
-    """pin_and_copy at the visitor's size, with the code that ran."""
+    """pin_and_copy at the visitor's size, with the code that ran (the copy speeds only where CUDA is present)."""
     if not 1 <= megabytes <= MAX_MB:
         raise InputError(f"Tensor size must be between 1 and {MAX_MB} MiB; got {megabytes}.")
     code = script(_best_ms, _loader_pinning, _h2d_gbps, pin_and_copy, imports=IMPORTS,
-                  settings={"megabytes": megabytes}, run=print_each("pin_and_copy(megabytes)"))
+                  settings={"megabytes": megabytes}, run=print_each("pin_and_copy(megabytes)"), cuda_only=(_h2d_gbps,))
     return PinResult(megabytes, **pin_and_copy(megabytes), code=code)
 
 
@@ -123,9 +124,21 @@ def d2h_trap(megabytes: int = 64) -> D2HResult | None:
 
 
 def d2h_code(megabytes: int = 64) -> Script:
-    """The code of d2h_trap, as the page runs it."""
+    """The code of d2h_trap, as the page runs it (without CUDA it stops before making a D2HResult)."""
     return script(D2HResult, d2h_trap, imports="from dataclasses import dataclass\n\nimport torch",
-                  settings={"megabytes": megabytes}, run=D2H_RUN)
+                  settings={"megabytes": megabytes}, run=D2H_RUN, cuda_only=(D2HResult,))
+
+
+@dataclass(frozen=True)
+class D2HView:
+    trap: D2HResult | None  # None without CUDA: the trap cannot run here
+    code: Script
+
+
+@entry()
+def d2h_demo(megabytes: int = 64) -> D2HView:
+    """d2h_trap on this host, with the code that ran."""
+    return D2HView(d2h_trap(megabytes), d2h_code(megabytes))
 
 
 D2H_RUN = """print(d2h_trap(megabytes) or "No CUDA GPU here: a device-to-host copy is only asynchronous on a GPU.")"""

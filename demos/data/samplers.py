@@ -14,7 +14,7 @@ from torch.utils.data import (
 
 from demos.errors import InputError
 from demos.parsing import parse_numbers, whole_in_range
-from demos.shown import print_each, script
+from demos.shown import entry, print_each, script
 
 MAX_ORDER_LENGTH = 24
 MAX_CLASS_SIZE = 10_000
@@ -85,6 +85,7 @@ def orders_and_batches(length: int, seed: int) -> dict:
     return {"orders": orders, "batches": batches}
 
 
+@entry(10, 3)
 def sampler_orders(length: int, seed: int) -> OrderResult:
     """orders_and_batches at the visitor's settings, with the code that ran."""
     _check("Dataset length", length, 2, MAX_ORDER_LENGTH)
@@ -122,6 +123,7 @@ def draw_both(sizes: tuple[int, ...], batch_size: int, seed: int) -> dict:
             "unique_fraction": len(set(list(sampler))) / len(labels)}  # the same generator state replays: a fresh draw
 
 
+@entry("900, 90, 10", 32)
 def weighted_sampling(class_sizes_text: str, batch_size: int, seed: int = 0) -> WeightedResult:
     """draw_both for the visitor's class sizes, with the code that ran."""
     sizes = parse_class_sizes(class_sizes_text)
@@ -150,6 +152,7 @@ def partition(length: int, ranks: int, shuffle: bool, seed: int) -> dict:
     return {"epochs": epochs, "padding": samplers[0].total_size - length}
 
 
+@entry(10, 4, True)
 def distributed_partition(length: int, ranks: int, shuffle: bool = True, seed: int = 0) -> DistributedResult:
     """partition at the visitor's settings, with the code that ran."""
     _check("Dataset length", length, 1, MAX_DIST_LENGTH)

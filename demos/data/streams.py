@@ -6,7 +6,7 @@ from torch.utils.data import DataLoader
 
 from demos.data.workers import NaiveStream, ShardedStream
 from demos.errors import InputError
-from demos.shown import script
+from demos.shown import entry, script
 from demos.worker_runs import worker_run
 
 MAX_LENGTH = 48
@@ -42,6 +42,7 @@ def read_streams(length: int, num_workers: int, loader=DataLoader, iterate=iter)
     return seen
 
 
+@entry(6, 2, entries=16)
 def stream_demo(length: int, num_workers: int, time_limit_s: float = 10.0) -> StreamRun:
     """read_streams with real workers, with the code that ran."""
     if not 1 <= num_workers <= MAX_WORKERS:

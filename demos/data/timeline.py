@@ -9,7 +9,7 @@ from functools import cache
 
 from demos.data.workers import TimedDataset, transform
 from demos.errors import InputError
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.worker_runs import RunTimeout, worker_run
 
 MAX_WORKERS = 4
@@ -61,6 +61,8 @@ class LoaderConfig:
 
 DEFAULT_A = LoaderConfig(num_workers=0, batch_size=4)  # the page's default pair: the problem...
 DEFAULT_B = LoaderConfig(num_workers=4, batch_size=4, prefetch_factor=2)  # ...and the fix
+EPOCH_DEFAULT = LoaderConfig(num_workers=2, batch_size=4, prefetch_factor=2)  # the epoch-boundary section's loader
+EPOCH_SETUP_MS = 300  # its per-worker setup: well above a worker's start-up from the warm fork server
 
 
 @dataclass(frozen=True)
@@ -239,6 +241,20 @@ def default_samples(choices: tuple[int, ...], wanted: int = Workload.samples) ->
     return min(wanted, choices[-1])
 
 
+def default_workload() -> Workload:
+    """The page's workload when nothing was moved: the default Workload, with as many of its samples as fit at the
+    smallest default batch size."""
+    w = Workload()
+    smallest = min(DEFAULT_A.batch_size, DEFAULT_B.batch_size, EPOCH_DEFAULT.batch_size)
+    return replace(w, samples=default_samples(sample_choices(w.io_ms, w.transform_ms, w.step_ms, smallest)))
+
+
+def default_cases() -> tuple[tuple[Workload, LoaderConfig, LoaderConfig], tuple[Workload, LoaderConfig]]:
+    """The arguments of the Workers tab's two default runs: compare(*first) and epoch_boundaries(*second)."""
+    w = default_workload()
+    return (w, DEFAULT_A, DEFAULT_B), (replace(w, setup_ms=float(EPOCH_SETUP_MS)), EPOCH_DEFAULT)
+
+
 def serial_estimate_ms(w: Workload, batch_size: int) -> float:
     batches = -(-w.samples // batch_size)
     return w.samples * (w.io_ms + w.transform_ms) + batches * w.step_ms  # setup_ms: once, at most 0.5 s
@@ -361,6 +377,8 @@ def record_run(w: Workload, c: LoaderConfig, epochs: int = 1, time_limit_s: floa
         return _record(run, w, c, epochs, fail_at=fail_at, hang_at=hang_at)
 
 
+@entry(Workload(samples=8, io_ms=5, transform_ms=1, step_ms=5), LoaderConfig(), LoaderConfig(num_workers=2),
+       entries=16)
 def compare(w: Workload, a: LoaderConfig, b: LoaderConfig, time_limit_s: float = COMPARE_LIMIT_S,
             budget_ms: float = SERIAL_BUDGET_MS) -> Comparison:
     """Two configurations on one workload, plus the 0-worker baseline each speedup is measured against."""
@@ -400,6 +418,7 @@ class EpochRuns:
                        "workers from a warm fork server costs little, and the difference is noise.")
 
 
+@entry(Workload(samples=8, io_ms=5, transform_ms=1, step_ms=5, setup_ms=50), LoaderConfig(num_workers=2), entries=16)
 def epoch_boundaries(w: Workload, c: LoaderConfig, time_limit_s: float = COMPARE_LIMIT_S) -> EpochRuns:
     """Two epochs with persistent_workers off, then on: the start-up gap at the epoch boundary."""
     if c.num_workers == 0:

@@ -51,10 +51,11 @@ class TimedDataset(Dataset):
 
     def __getitem__(self, i: int) -> dict:
         s0 = s1 = 0.0
-        if not self.ready:  # this process's first sample: set up once
-            s0 = time.perf_counter()
-            time.sleep(self.setup_ms / 1000)
-            s1 = time.perf_counter()
+        if not self.ready:  # this process's first sample: set up once (no setup, no span: even sleep(0) takes time)
+            if self.setup_ms:
+                s0 = time.perf_counter()
+                time.sleep(self.setup_ms / 1000)
+                s1 = time.perf_counter()
             self.ready = True
         t0 = time.perf_counter()
         if i == self.fail_at:

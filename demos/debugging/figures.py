@@ -4,7 +4,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from demos.debugging.leaks import LeakResult
-from demos.debugging.model_tests import TestReport
+from demos.debugging.model_tests import BUG_LABELS, TestReport
 from demos.debugging.profiling import PHASES, ProfileResult
 from demos.debugging.repro import SeedResult
 from demos.style import COLORS, SERIES, base_layout
@@ -51,10 +51,11 @@ def leak_figure(r: LeakResult) -> go.Figure:
     return layout(fig, height=560)
 
 
-def overfit_figure(reports: tuple[TestReport, ...], labels: tuple[str, ...]) -> go.Figure:
-    """Loss of the overfit-one-batch test for each model, log scale."""
+def overfit_figure(good: TestReport, bad: TestReport) -> go.Figure:
+    """Loss of the overfit-one-batch test for the correct model and the one with a planted bug, log scale."""
     fig = go.Figure()
-    for rep, label, colour in zip(reports, labels, (COLORS["activation"], COLORS["error"]), strict=False):
+    for rep, label, colour in ((good, "correct model", COLORS["activation"]),
+                               (bad, BUG_LABELS[bad.bug], COLORS["error"])):
         fig.add_scatter(y=list(rep.overfit_losses), name=label, line=dict(color=colour))
     fig.update_yaxes(type="log", title="loss on the one batch (log)", exponentformat="power")
     fig.update_xaxes(title="Adam step")

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from demos.errors import InputError, quoted
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 
 BUGS = ("none", "unused_layer", "detached_branch", "squeeze_output", "softmax_before_ce", "dropout_always_on")
 BUG_LABELS = {
@@ -136,6 +136,7 @@ def four_tests(bug: str) -> dict:
     return {"rows": tuple(rows), "overfit_losses": tuple(losses)}
 
 
+@entry("squeeze_output")
 def run_model_tests(bug: str) -> TestReport:
     """four_tests for the chosen bug, with the code that ran."""
     if bug not in BUGS:

@@ -1,4 +1,6 @@
-"""NaN tracing: a planted NaN source, found by detect_anomaly (backward) and by forward hooks (forward)."""
+"""NaN tracing: a planted NaN source, found by detect_anomaly (backward) and by forward hooks (forward).
+
+Each planted op and its fix is a function of its own, so the page shows their source: the lines that ran."""
 
 import math
 import re
@@ -12,7 +14,8 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from demos.errors import InputError, quoted
-from demos.shown import print_each, script
+from demos.shown import entry, print_each, script
+from demos.shown import source as shown_source
 
 SOURCES = ("log_zero", "div_zero", "sqrt_negative", "fp16_overflow")
 SOURCE_LABELS = {
@@ -21,23 +24,55 @@ SOURCE_LABELS = {
     "sqrt_negative": "sqrt of a negative",
     "fp16_overflow": "fp16 overflow (exp)",
 }
-# The planted line and its fix, exactly as they appear in Planted.forward below (shown on the page).
-PLANTED_LINE = {
-    "log_zero": "out = h * torch.log(h)",
-    "div_zero": "out = h / h.sum(dim=1, keepdim=True)",
-    "sqrt_negative": "out = torch.sqrt(h - h.mean(dim=1, keepdim=True))",
-    "fp16_overflow": "e = torch.exp(h.half() * 100)  # float16 tops out at 65504\n"
-                     "            out = (e / e.sum(dim=1, keepdim=True)).float()",
-}
-FIX_LINE = {
-    "log_zero": "out = h * torch.log(h.clamp_min(1e-12))  # log never sees 0",
-    "div_zero": "out = h / h.sum(dim=1, keepdim=True).clamp_min(1e-12)",
-    "sqrt_negative": "out = torch.sqrt((h - h.mean(dim=1, keepdim=True)).clamp_min(0) + 1e-12)",
-    "fp16_overflow": "out = torch.softmax(h.float() * 100, dim=1)  # subtracts the max first, in float32",
-}
 EXPECTED_NODE = {"log_zero": "LogBackward0", "div_zero": "DivBackward0", "sqrt_negative": "SqrtBackward0",
                  "fp16_overflow": "DivBackward0"}
 _ANOMALY_LOCK = threading.Lock()  # anomaly mode is process-wide: one traced run at a time
+
+
+def log_zero(h):
+    return h * torch.log(h)
+
+
+def log_zero_fixed(h):
+    return h * torch.log(h.clamp_min(1e-12))  # log never sees 0
+
+
+def div_zero(h):
+    return h / h.sum(dim=1, keepdim=True)
+
+
+def div_zero_fixed(h):
+    return h / h.sum(dim=1, keepdim=True).clamp_min(1e-12)
+
+
+def sqrt_negative(h):
+    return torch.sqrt(h - h.mean(dim=1, keepdim=True))
+
+
+def sqrt_negative_fixed(h):
+    return torch.sqrt((h - h.mean(dim=1, keepdim=True)).clamp_min(0) + 1e-12)
+
+
+def fp16_overflow(h):
+    e = torch.exp(h.half() * 100)  # float16 tops out at 65504
+    return (e / e.sum(dim=1, keepdim=True)).float()
+
+
+def fp16_overflow_fixed(h):
+    return torch.softmax(h.float() * 100, dim=1)  # subtracts the max first, in float32
+
+
+PLANTED = {  # source -> (the planted op, its fix): the page shows the source of both
+    "log_zero": (log_zero, log_zero_fixed),
+    "div_zero": (div_zero, div_zero_fixed),
+    "sqrt_negative": (sqrt_negative, sqrt_negative_fixed),
+    "fp16_overflow": (fp16_overflow, fp16_overflow_fixed),
+}
+
+
+def planted_sources(source: str) -> tuple[str, str]:
+    """The source of the planted op and of its fix, as they run inside Planted.forward."""
+    return tuple(shown_source(fn) for fn in PLANTED[source])
 
 
 class Planted(nn.Module):
@@ -48,27 +83,8 @@ class Planted(nn.Module):
         self.source, self.fixed = source, fixed
 
     def forward(self, h):
-        if self.fixed:
-            return self.safe(h)
-        if self.source == "log_zero":
-            out = h * torch.log(h)
-        elif self.source == "div_zero":
-            out = h / h.sum(dim=1, keepdim=True)
-        elif self.source == "sqrt_negative":
-            out = torch.sqrt(h - h.mean(dim=1, keepdim=True))
-        else:
-            e = torch.exp(h.half() * 100)  # overflows: float16 tops out at 65504
-            out = (e / e.sum(dim=1, keepdim=True)).float()
-        return out
-
-    def safe(self, h):
-        if self.source == "log_zero":
-            return h * torch.log(h.clamp_min(1e-12))
-        if self.source == "div_zero":
-            return h / h.sum(dim=1, keepdim=True).clamp_min(1e-12)
-        if self.source == "sqrt_negative":
-            return torch.sqrt((h - h.mean(dim=1, keepdim=True)).clamp_min(0) + 1e-12)
-        return torch.softmax(h.float() * 100, dim=1)
+        planted, safe = PLANTED[self.source]
+        return safe(h) if self.fixed else planted(h)
 
 
 class NaNNet(nn.Module):
@@ -168,7 +184,8 @@ class _FirstNonFinite(TorchDispatchMode):
             bad = sum(int((~torch.isfinite(t)).sum()) for t in outs)
             if bad:
                 ins = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
-                frames = [f for f in traceback.extract_stack() if f.filename == __file__ and f.name == "forward"]
+                frames = [f for f in traceback.extract_stack()  # the innermost line of this file that ran the op
+                          if f.filename == __file__ and f.name != "__torch_dispatch__"]
                 nan = sum(int(t.isnan().sum()) for t in outs)
                 self.first = OpRow(str(func), bad, nan, sum(t.numel() for t in outs),
                                    sum(int((~torch.isfinite(a)).sum()) for a in ins),
@@ -261,13 +278,16 @@ def find_nan(source: str) -> dict:
             "fixed_grads_finite": grads_ok and math.isfinite(fixed_loss.item())}
 
 
+@entry("fp16_overflow")
 def trace_nan(source: str) -> NaNTrace:
     """find_nan for one planted source, with the code that ran."""
     if source not in SOURCES:
         raise InputError(f"The NaN source must be one of {', '.join(SOURCES)}; got {quoted(source)}.")
-    code = script(Planted, NaNNet, HookRow, OpRow, make_batch, build, hook_trace, _FirstNonFinite, op_trace,
-                  _short_traceback, anomaly_run, find_nan, imports=IMPORTS, settings={"source": source},
-                  run=print_each("find_nan(source)"))
+    planted, fixed = PLANTED[source]
+    code = script(planted, fixed, Planted, NaNNet, HookRow, OpRow, make_batch, build, hook_trace, _FirstNonFinite,
+                  op_trace, _short_traceback, anomaly_run, find_nan, imports=IMPORTS, settings={"source": source},
+                  run=f"PLANTED = {{source: ({planted.__name__}, {fixed.__name__})}}  # the planted op and its fix\n\n"
+                  + print_each("find_nan(source)"))
     with _ANOMALY_LOCK:  # anomaly mode is process-wide
         return NaNTrace(**find_nan(source), code=code)
 

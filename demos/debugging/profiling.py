@@ -10,7 +10,7 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from demos.errors import InputError
-from demos.shown import script
+from demos.shown import entry, script
 
 PHASES = ("forward", "backward", "optimizer")
 MAX_WIDTH, MAX_BATCH, TOP = 1024, 512, 12
@@ -102,6 +102,7 @@ def profile_one_step(width: int, batch: int) -> dict:
             "trace_json": trace}
 
 
+@entry(16, 8, entries=8)
 def profile_step(width: int, batch: int) -> ProfileResult:
     """profile_one_step at the visitor's size, with the code that ran."""
     if not isinstance(width, int) or not 8 <= width <= MAX_WIDTH:

@@ -9,7 +9,7 @@ from torch import nn
 
 from demos.errors import InputError
 from demos.parsing import parse_int
-from demos.shown import print_each, script
+from demos.shown import entry, print_each, script
 
 MAX_STEPS = 50
 MAX_SEED = 2**31 - 1
@@ -77,6 +77,7 @@ def four_runs(steps: int, seed: int) -> dict:
             "unseeded_max_diff": max(abs(a - b) for a, b in zip(ua, ub, strict=True))}
 
 
+@entry(4, 7)
 def seeded_runs(steps: int, seed: int) -> SeedResult:
     """four_runs at the visitor's settings, with the code that ran."""
     if not isinstance(steps, int) or not 2 <= steps <= MAX_STEPS:
@@ -190,6 +191,7 @@ def deterministic_mode(cuda: bool) -> dict:
             "cuda_checks": gpu}
 
 
+@entry(entries=1)
 def determinism_checks() -> DeterminismResult:
     """deterministic_mode on this host, with the code that ran."""
     cuda = torch.cuda.is_available()

@@ -11,7 +11,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from demos.errors import InputError
-from demos.shown import script
+from demos.shown import entry, script
 from demos.worker_runs import worker_run
 
 ITEMS, WORKERS, TIMEOUT_S = 8, 2, 60
@@ -94,6 +94,7 @@ def _rows(label: str, rows: list[tuple]) -> WorkerRows:
     return WorkerRows(label, tuple(rows), len(values) - len(set(values)))
 
 
+@entry(entries=1)
 def worker_seeds(workers: int = WORKERS) -> WorkerResult:
     """Run the buggy and the fixed loader (the worker run holds the server-wide process slot)."""
     if workers != WORKERS:
