@@ -68,10 +68,10 @@ def onnx_figure_and_metrics(at) -> tuple[dict, dict]:
 def test_a_measurement_taken_again_gets_its_own_figure():
     """Once the result's cache entry is gone (evicted, or another server process), the new times are measured
     again: the shared figure must draw those, not the earlier run's."""
-    import streamlit as st
+    from pages.ui.compute import clear as clear_computed
 
     open_tab("ONNX")
-    st.cache_data.clear()  # the measurement goes; a figure cached beside it would stay
+    clear_computed()  # the measurement goes; a figure cached beside it would stay
     at = open_tab("ONNX")
     assert_clean(at)
     shown, metrics = onnx_figure_and_metrics(at)

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 
 from demos.memory.allocator import GiB, KiB, MiB, fmt_bytes
 from demos.memory.tracker import CATEGORIES
-from demos.memory.training import usable
+from demos.memory.training import CARDS, largest_fitting, usable
 from demos.style import COLORS, REFERENCE, SERIES, badge, base_layout, text_on
 
 # Tracker categories to the shared palette: the input batch is "data".
@@ -156,6 +156,13 @@ def sweep_figure(batches, peaks: dict, capacity: float, card: str, fits: dict) -
     fig.update_xaxes(title="batch size", type="linear", rangemode="tozero", tickvals=list(batches))
     fig.update_yaxes(title=f"peak reserved, allocator model ({unit})", rangemode="tozero")
     return base_layout(fig, height=420)
+
+
+def card_sweep_figure(batches: tuple[int, ...], peaks: dict, card: str) -> go.Figure:
+    """sweep_figure against `card`: each variant's largest fitting batch is read under the card's usable memory."""
+    capacity = CARDS[card]
+    fits = {name: largest_fitting(batches, values, usable(capacity)) for name, values in peaks.items()}
+    return sweep_figure(batches, peaks, capacity, card, fits)
 
 
 def allocator_figure(run) -> go.Figure:
