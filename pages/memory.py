@@ -235,8 +235,7 @@ def training_section() -> None:
             holders_table(t)
         peak_callout(spec, t, device)
         timeline_steps()
-        ui.show_code(ui.compute(training.timeline_code, t, card), key="mem_timeline_code",
-                     file_name="memory_timeline.py")
+        timeline_code_part(t, card)
         sweep_part(spec, card)
     trap_section()
 
@@ -257,6 +256,12 @@ def timeline_steps() -> None:
     ], key="mem_step_steps")
 
 
+@st.fragment  # opening the code panel reruns the panel alone, not the timeline above it
+def timeline_code_part(t, card: str) -> None:
+    ui.show_code(ui.compute(training.timeline_code, t, card), key="mem_timeline_code", file_name="memory_timeline.py")
+
+
+@st.fragment  # opening its code panel reruns this part alone, not the timeline above it
 def trap_section() -> None:
     st.subheader("Correct vs trap: a validation loop that keeps its graphs")
     trap = ui.compute(training.logging_trap)
