@@ -22,10 +22,10 @@ def table(rows) -> None:
 
 
 def state_dict_section() -> None:
-    r = ui.compute(state.state_dict_report)
     ui.prose("`state_dict()` is an ordered map from names to tensors: parameters **and** persistent buffers "
              "(BatchNorm's running statistics). It holds no code. The optimizer's own `state_dict()` keys its "
              "state by parameter *index*, so it only makes sense next to the same model.")
+    r = ui.compute(state.state_dict_report)  # after the text: a first visit reads it while this runs
     left, right = st.columns([3, 2])
     with left:
         st.markdown("**Model `state_dict()`** (a Linear, a BatchNorm, and a non-persistent buffer)")
