@@ -140,3 +140,15 @@ def test_a_warm_rerun_draws_the_finished_status_without_creating_a_new_one():
     at.run()
     assert not at.status and at.expander[0].label == "Exported, then run in onnxruntime"
     assert [m.value for m in at.metric] == shown, "the same cached result"
+
+
+def test_which_path_shows_its_three_runs_under_one_status_once_then_as_a_plain_expander():
+    """Which path? computes the export, ONNX and quantization results under one st.status (ui.queued_each); a rerun
+    takes them from the cache and draws the finished status as an expander with the same label."""
+    at = open_tab("Which path?")
+    assert_clean(at)
+    assert [s.label for s in at.status] == ["Each path measured"]
+    table = shown_table(at.table[-1])
+    at.run()
+    assert not at.status and [e.label for e in at.expander if e.label == "Each path measured"] == ["Each path measured"]
+    assert shown_table(at.table[-1]).equals(table), "the same cached results"
