@@ -5,26 +5,11 @@ import streamlit as st
 import torch
 
 from demos.errors import InputError
-from demos.isolated import run_isolated
-from demos.memory import stream_recorder
+from demos.memory import compiling, stream_recorder, streams, training
+from demos.memory import figures as figs
 from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import MAX_CAPACITY_MIB, MIN_CAPACITY_MIB, PRESETS, run_script
-from demos.memory.compiling import (
-    EXPLAIN_BUDGET_S,
-    dynamo_report,
-    parse_shapes,
-    time_compile,
-)
-from demos.memory.figures import (
-    allocator_figure,
-    blocks_figure,
-    category_legend,
-    compile_figure,
-    peak_figure,
-    streams_figure,
-    sweep_figure,
-    timeline_figure,
-)
+from demos.memory.compiling import EXPLAIN_BUDGET_S, parse_shapes
 from demos.memory.models import MODELS
 from demos.memory.questions import QUESTIONS
 from demos.memory.surprises import autocast_above, optimizer_peak, surprising_pairs, unfused_spec
@@ -42,15 +27,10 @@ from demos.memory.training import (
     SWEEP_STEPS,
     WORKSPACE_RESERVED,
     RunSpec,
-    batch_sweep,
     default_device,
     gpu_fit,
-    largest_fitting,
-    logging_trap,
     peak_phase,
     reserved_model_error,
-    simulate,
-    snippet,
     sweep_batches,
     usable,
     variant_spec,
@@ -65,61 +45,10 @@ COMPILE_SHAPES = "8; 16; 32"  # the torch.compile tab's default cases, run once 
 COMPILE_SIZE = 256
 
 
-@ui.cache_data(max_entries=32, show_spinner="Running the training steps under the tracker…")
-def cached_timeline(spec: RunSpec, device: str):
-    return simulate(spec, device)
-
-
 def timeline(spec: RunSpec, device: str):
     """A run of seconds waits for the server's run slot, showing its place in line (demos.memory.training)."""
-    return ui.queued(cached_timeline, spec, device)
-
-
-# Figures are built once per view and shared read-only: building a plotly figure costs more than a rerun should.
-@ui.cache_resource(max_entries=16, show_spinner=False)
-def timeline_figures(spec: RunSpec, device: str, card: str):
-    t = cached_timeline(spec, device)
-    return timeline_figure(t, CARDS[card], card), peak_figure(t)
-
-
-@ui.cache_resource(max_entries=16, show_spinner=False)
-def allocator_figures(text: str, capacity_mib: int, at: int):
-    classic, grown = cached_script(text, capacity_mib, False), cached_script(text, capacity_mib, True)
-    capacity = capacity_mib * 2**20
-    return (allocator_figure(classic),
-            blocks_figure(classic.snapshots[min(at, len(classic.snapshots) - 1)], capacity=capacity),
-            blocks_figure(grown.snapshots[min(at, len(grown.snapshots) - 1)], capacity=capacity))
-
-
-@ui.cache_data(max_entries=4)
-def cached_trap():
-    return logging_trap()
-
-
-@ui.cache_data(max_entries=32)
-def cached_script(text: str, capacity_mib: int, expandable: bool):
-    return run_script(text, capacity_mib, expandable)
-
-
-@ui.cache_data(max_entries=8, show_spinner=False)
-def cached_dynamo(shapes_text: str):
-    return run_isolated(dynamo_report, shapes_text)  # dynamo's state (about 110 MB) leaves with the child
-
-
-@ui.cache_data(max_entries=4, show_spinner=False)
-def cached_compile_timing(size: int):
-    return run_isolated(time_compile, size)  # inductor's compiler and caches leave with the child
-
-
-@ui.cache_resource(max_entries=4, show_spinner=False)
-def compile_chart(_timing, measured: tuple[float, float, float]):
-    """Built once per measurement (keyed on the times it draws) and shared read-only, as the other figures here."""
-    return compile_figure(_timing)
-
-
-@ui.cache_data(max_entries=1)
-def cached_recording():
-    return stream_recorder.load_recording()
+    with st.spinner("Running the training steps under the tracker…"):  # shown only if it takes half a second
+        return ui.queued(training.simulate, spec, device)
 
 
 # ---------------------------------------------------------------------------------------------- section 1
@@ -234,24 +163,26 @@ def holders_table(t) -> None:
     ui.table(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 
-def sweep_section(spec: RunSpec, card: str) -> None:
+@st.fragment  # its own key row: pressing the button reruns the sweep alone
+def sweep_part(spec: RunSpec, card: str) -> None:
     st.markdown("**Peak memory vs batch size**: the same steps at several batch sizes, with and without "
                 f"checkpointing and autocast, against the card (at most {SWEEP_BUDGET_S} s on 2 cores, one heavy "
                 "run at a time on this server).")
     with ui.key_controls("mem_sweep"):  # stays in place, just above the sweep's own figure
         pressed = ui.run_button("Run the batch sweep", "mem_sweep", spec)
-    if not pressed:
-        return
+    if pressed:
+        with ui.input_errors():
+            show_sweep(spec, card)
+
+
+def show_sweep(spec: RunSpec, card: str) -> None:
     batches = sweep_batches(spec)
-    line = st.empty()  # the place in line, if the run waits, above the folded status
-    with st.status("Sweeping batch sizes…", expanded=False) as status:
-        bar = st.progress(0.0)
-        peaks = ui.queued(batch_sweep, spec, batches, cached_timeline, notice=line,
-                          progress=lambda done: bar.progress(done / len(batches), text=f"batch {batches[done - 1]}"))
-        status.update(label="Sweep done", state="complete")
+    calls = tuple((training.sweep_point, spec, b) for b in batches)  # one cached point per batch size
+    points = ui.queued_each("Sweeping batch sizes…", "Sweep done", calls, key="mem_sweep",
+                            step=lambda i: f"batch {batches[i]}")
+    peaks = ui.compute(training.peaks_by_variant, spec, tuple(points))
+    ui.plot(ui.compute(figs.card_sweep_figure, batches, peaks, card), key="mem_sweep_fig")
     capacity = CARDS[card]
-    fits = {name: largest_fitting(batches, tuple(v), usable(capacity)) for name, v in peaks.items()}
-    ui.plot(sweep_figure(batches, peaks, capacity, card, fits), key="mem_sweep_fig")
     steps = min(spec.steps, SWEEP_STEPS)
     st.caption("Peak reserved (allocator model) is close to affine in batch size, so the largest batch that fits "
                f"under the card less the CUDA context and workspaces ({fmt_bytes(usable(capacity))}: "
@@ -289,41 +220,51 @@ def training_section() -> None:
     with ui.input_errors():
         t = timeline(spec, device)
         summary_metrics(t)
-        ui.legend(category_legend(t))
+        ui.legend(figs.category_legend(t))
         workspace = (f" workspace = cuDNN's convolution workspace, which no dispatch mode sees "
                      f"({CONV_WORKSPACE_SOURCE}).") if t.category_peaks["workspace"] else ""
         st.caption("input = the batch and its targets." + workspace)
-        timeline_fig, peak_fig = timeline_figures(spec, device, card)
-        ui.plot(timeline_fig, key="mem_timeline")
+        ui.plot(ui.compute(figs.timeline_figure, t, CARDS[card], card), key="mem_timeline")
         st.caption(headroom_caption(t, card))
         left, right = st.columns([2, 3])
         with left:
             st.markdown(f"**What holds the peak** (op {t.op_index[t.peak_event]}, {fmt_bytes(t.peak)})")
-            ui.plot(peak_fig, key="mem_peak")
+            ui.plot(ui.compute(figs.peak_figure, t), key="mem_peak")
         with right:
             st.markdown("**Largest tensors alive at the peak**")
             holders_table(t)
         peak_callout(spec, t, device)
-        ui.steps([
-            "Parameters exist before the first op; the input batch is next to them.",
-            "Forward: each op's output is allocated; what autograd saves for backward stays (activation), the rest "
-            "is freed as soon as Python drops it (temporary).",
-            "Backward frees saved activations as it consumes them and allocates gradients, which stay.",
-            "The first `step()` allocates the optimizer state (Adam: two tensors per parameter); it never goes away.",
-            "`zero_grad(set_to_none=True)` frees the gradients; with `set_to_none=False` they stay through the next "
-            "forward, raising its peak.",
-            "Checkpointing keeps only each block's input and recomputes the inside during backward: it helps where a "
-            "block saves much more than its input (transformer, conv blocks), not for the MLP's Linear + ReLU pairs, "
-            "which save one tensor each anyway.",
-        ], key="mem_step_steps")
-        ui.show_code(snippet(spec, card), key="mem_timeline_code", file_name="memory_timeline.py")
-        sweep_section(spec, card)
+        timeline_steps()
+        timeline_code_part(t, card)
+        sweep_part(spec, card)
     trap_section()
 
 
+@st.fragment  # a step shown in whiteboard mode redraws the steps alone, not the timeline above them
+def timeline_steps() -> None:
+    ui.steps([
+        "Parameters exist before the first op; the input batch is next to them.",
+        "Forward: each op's output is allocated; what autograd saves for backward stays (activation), the rest "
+        "is freed as soon as Python drops it (temporary).",
+        "Backward frees saved activations as it consumes them and allocates gradients, which stay.",
+        "The first `step()` allocates the optimizer state (Adam: two tensors per parameter); it never goes away.",
+        "`zero_grad(set_to_none=True)` frees the gradients; with `set_to_none=False` they stay through the next "
+        "forward, raising its peak.",
+        "Checkpointing keeps only each block's input and recomputes the inside during backward: it helps where a "
+        "block saves much more than its input (transformer, conv blocks), not for the MLP's Linear + ReLU pairs, "
+        "which save one tensor each anyway.",
+    ], key="mem_step_steps")
+
+
+@st.fragment  # opening the code panel reruns the panel alone, not the timeline above it
+def timeline_code_part(t, card: str) -> None:
+    ui.show_code(ui.compute(training.timeline_code, t, card), key="mem_timeline_code", file_name="memory_timeline.py")
+
+
+@st.fragment  # opening its code panel reruns this part alone, not the timeline above it
 def trap_section() -> None:
     st.subheader("Correct vs trap: a validation loop that keeps its graphs")
-    trap = cached_trap()
+    trap = ui.compute(training.logging_trap)
     left, right = st.columns(2)
     left.markdown("**Trap**: grad on, `total = total + loss`")
     left.metric("Live after 3 batches", fmt_bytes(trap.kept_graph[-1]),
@@ -363,35 +304,42 @@ def allocator_section() -> None:
     )
     script, capacity, _ = allocator_ui()
     with ui.input_errors():
-        classic = cached_script(script, capacity, False)
-        grown = cached_script(script, capacity, True)
-        at = st.session_state.get(f"mem_alloc_at_{len(classic.labels)}", len(classic.labels) - 1)
-        history_fig, classic_fig, grown_fig = allocator_figures(script, capacity, at)
-        ui.plot(history_fig, key="mem_alloc_fig")
+        classic = ui.compute(run_script, script, capacity, False)
+        grown = ui.compute(run_script, script, capacity, True)
+        ui.plot(ui.compute(figs.allocator_figure, classic), key="mem_alloc_fig")
         released = sum(classic.released)
         st.caption(f"empty_cache() and the allocator's own retry returned {fmt_bytes(released)} to the device in this "
                    "script (classic segments); only segments with no live block can be returned.")
-        with ui.key_controls("mem_alloc_at"):  # stays in place, just above the two cache drawings
-            st.select_slider("Draw the cache after", range(len(classic.labels)), len(classic.labels) - 1,
-                             format_func=lambda i: f"{i}: {classic.labels[i]}",
-                             key=f"mem_alloc_at_{len(classic.labels)}")
-        left, right = st.columns(2)
-        with left:
-            st.markdown("**Classic segments** (default)")
-            ui.plot(classic_fig, key="mem_blocks_classic")
-            _oom_or_ok(classic)
-        with right:
-            st.markdown("**expandable_segments:True**")
-            ui.plot(grown_fig, key="mem_blocks_expand")
-            _oom_or_ok(grown)
-        ui.steps([
-            "A block freed in the middle of a segment can only be reused by a request that fits inside it.",
-            "When no free block fits and the device is full, the allocator frees entirely empty segments and "
-            "retries; if that is not enough, it raises OOM although 'reserved but unallocated' may be large.",
-            "Expandable segments map physical pages into one growing virtual range per pool: a large request is "
-            "appended at the end, and pages with nothing allocated can be unmapped to pay for it.",
-        ], key="mem_alloc_steps")
+        cache_drawings_part(classic, grown, capacity)
+        allocator_steps()
         ui.show_code(classic.code, key="mem_alloc_code", file_name="allocator_script.py")
+
+
+@st.fragment  # its own key row: moving the slider redraws the two cache drawings alone
+def cache_drawings_part(classic, grown, capacity_mib: int) -> None:
+    actions = len(classic.labels)
+    with ui.key_controls("mem_alloc_at"):  # stays in place, just above the two cache drawings
+        at = st.select_slider("Draw the cache after", range(actions), actions - 1,
+                              format_func=lambda i: f"{i}: {classic.labels[i]}", key=f"mem_alloc_at_{actions}")
+    left, right = st.columns(2)
+    for column, run, title, key in ((left, classic, "**Classic segments** (default)", "mem_blocks_classic"),
+                                    (right, grown, "**expandable_segments:True**", "mem_blocks_expand")):
+        with column:
+            st.markdown(title)
+            blocks = run.snapshots[min(at, len(run.snapshots) - 1)]
+            ui.plot(ui.compute(figs.blocks_figure, blocks, capacity=capacity_mib * 2**20), key=key)
+            _oom_or_ok(run)
+
+
+@st.fragment  # a step shown in whiteboard mode redraws the steps alone
+def allocator_steps() -> None:
+    ui.steps([
+        "A block freed in the middle of a segment can only be reused by a request that fits inside it.",
+        "When no free block fits and the device is full, the allocator frees entirely empty segments and "
+        "retries; if that is not enough, it raises OOM although 'reserved but unallocated' may be large.",
+        "Expandable segments map physical pages into one growing virtual range per pool: a large request is "
+        "appended at the end, and pages with nothing allocated can be unmapped to pay for it.",
+    ], key="mem_alloc_steps")
 
 
 def _oom_or_ok(run) -> None:
@@ -420,7 +368,7 @@ def streams_section() -> None:
         st.warning(no_recording_text(), icon=":material/warning:")
     else:
         show_recording(recording, keys)
-    ui.show_code(stream_recorder.recorder_script(), key="mem_recorder_code", file_name="stream_recorder.py",
+    ui.show_code(ui.compute(streams.recorder_code), key="mem_recorder_code", file_name="stream_recorder.py",
                  label="Show the recorder")
 
 
@@ -430,7 +378,7 @@ def recording_ui(keys) -> dict | None:
         with st.status("Recording with CUDA events…"):
             st.session_state["mem_recording"] = stream_recorder.record(
                 command="page button: stream_recorder.record()")
-    return st.session_state.get("mem_recording") or cached_recording()
+    return st.session_state.get("mem_recording") or ui.compute(stream_recorder.load_recording)
 
 
 def no_recording_text() -> str:
@@ -450,11 +398,11 @@ def show_recording(recording: dict, keys) -> None:
     st.caption(f"Recorded on **{p['gpu']}**, driver {p['driver']}, torch {p['torch']} (CUDA {p['cuda']}), "
                f"{p['date']}, with `{p['command']}`. {recording_method(recording)}")
     scenario = keys.selectbox("Scenario", recording["scenarios"], key="mem_scenario", bind="query-params")
-    steady = stream_recorder.steady(recording)
-    ui.plot(streams_figure(steady, scenario), key="mem_streams_fig")
-    rows = stream_recorder.summarize(recording)
+    steady = ui.compute(stream_recorder.steady, recording)
+    ui.plot(ui.compute(figs.streams_figure, steady, scenario), key="mem_streams_fig")
+    rows = ui.compute(stream_recorder.summarize, recording)
     ui.table(pd.DataFrame(rows).round(3), hide_index=True, width="stretch")
-    lessons = stream_recorder.lessons(rows)
+    lessons = ui.compute(stream_recorder.lessons, rows)
     if lessons:
         st.markdown("**In this recording:**\n" + "\n".join(f"- {line}" for line in lessons))
 
@@ -502,15 +450,14 @@ def compile_section() -> None:
     with ui.input_errors():
         if run_dynamo:
             reports, recompiles, strict = ui.queued_status("Running torch._dynamo.explain…", lambda _: "Dynamo done",
-                                                           cached_dynamo, shapes, key="mem_dynamo")
+                                                           compiling.dynamo_in_child, shapes, key="mem_dynamo")
             _show_breaks(reports)
             _show_recompiles(recompiles)
             _show_strict(strict, reports)
         if run_inductor:
             timing = ui.queued_status("Compiling with inductor…", lambda t: f"Compiled in {t.compile_s:.1f} s",
-                                      cached_compile_timing, int(size), key="mem_inductor")
-            measured = (timing.eager_ms, timing.compiled_ms, timing.compile_s)
-            ui.plot(compile_chart(timing, measured), key="mem_compile_fig")
+                                      compiling.compile_timing_in_child, int(size), key="mem_inductor")
+            ui.plot(ui.compute(figs.compile_figure, timing), key="mem_compile_fig")
             st.caption(f"Largest difference between eager and compiled outputs: {timing.max_abs_diff:.2e}.")
             ui.show_code(timing.code, key="mem_compile_code", file_name="compile_timing.py")
 
@@ -563,5 +510,8 @@ def recompile_limit_sentence(s) -> str:
 
 
 ui.page_header("memory")
-ui.section_tabs("memory", "mem_tab", (training_section, allocator_section, streams_section, compile_section))
+ui.sections("memory", "mem_tab", {
+    "Training step": training_section, "Caching allocator": allocator_section,
+    "Streams & transfers": streams_section, "torch.compile": compile_section,
+})
 ui.interview_corner("memory", QUESTIONS)

@@ -3,24 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from demos.isolated import run_isolated
-from demos.saving.checkpoint import checkpoint_code, checkpoint_contents, crash_during_save
-from demos.saving.export import export_demo, trace_vs_script
-from demos.saving.figures import (
-    checkpoint_figure,
-    onnx_latency_figure,
-    paths_figure,
-    quant_figure,
-    scales_figure,
-    state_bytes_figure,
-)
-from demos.saving.onnx_export import onnx_roundtrip
-from demos.saving.quant import quant_report
+from demos.saving import checkpoint, export, onnx_export, quant, state, targets, trace_sweep, traps
+from demos.saving import figures as figs
 from demos.saving.questions import QUESTIONS
-from demos.saving.state import state_dict_report
-from demos.saving.targets import deployment_table
-from demos.saving.trace_sweep import trace_sweep, trace_sweep_figure
-from demos.saving.traps import best_weights, strict_false
 from pages import ui
 from pages.shell.entry import require_shell
 
@@ -32,98 +17,22 @@ ONNX_SIZE = (64, 2)  # (width, hidden layers) of each tab's default case, run on
 QUANT_SIZE = (256, 2)
 
 
-@ui.cache_data(max_entries=1)
-def cached_traps() -> dict:
-    return {"strict": strict_false(), "best": best_weights()}
-
-
-@ui.cache_data(max_entries=1)
-def cached_state():
-    return state_dict_report()
-
-
-@ui.cache_data(max_entries=16)
-def cached_crash(fraction: float, width: int):
-    return crash_during_save(fraction, width)
-
-
-@ui.cache_data(max_entries=8)
-def cached_contents(width: int):
-    return checkpoint_contents(width)
-
-
-@ui.cache_data(max_entries=16)
-def cached_trace(test_value: float):
-    return trace_vs_script(test_value)
-
-
-@ui.cache_resource(max_entries=1, show_spinner=False)
-def shared_sweep():
-    """Run once per server and shared read-only (a frozen dataclass: nothing to copy on a rerun)."""
-    return trace_sweep()
-
-
-@ui.cache_resource(max_entries=16, show_spinner=False)
-def sweep_chart(test_value: float):
-    """Built once per test input and shared read-only: a warm rerun does not rebuild the figure."""
-    return trace_sweep_figure(shared_sweep(), test_value)
-
-
-@ui.cache_data(max_entries=1)
-def cached_export():
-    return run_isolated(export_demo)  # the default case runs on open: torch.export's state leaves with the child
-
-
-@ui.cache_data(max_entries=8)
-def cached_onnx(width: int, depth: int):
-    return run_isolated(onnx_roundtrip, width, depth)  # onnx and onnxruntime leave with the child
-
-
-@ui.cache_data(max_entries=8)
-def cached_quant(width: int, depth: int):
-    return run_isolated(quant_report, width, depth)  # torchao's imports (about 120 MB) leave with the child
-
-
-# Figures are built once per measurement and shared read-only: building them costs more than a warm rerun may.
-# Each is keyed on the timings it draws, so a result measured again (its cache entry evicted) gets its own figure.
-@ui.cache_resource(max_entries=8, show_spinner=False)
-def onnx_chart(_onnx, width: int, depth: int, timings: tuple[float, ...]):
-    return onnx_latency_figure(_onnx, width, depth)
-
-
-def timings_of(onnx, quant=None) -> tuple[float, ...]:
-    """The measured times a figure draws: onnx's eager and onnxruntime medians, and the quantized rows' latency."""
-    rows = quant.rows if quant is not None else ()
-    return (onnx.eager_ms, onnx.ort_ms, *(r["latency ms (batch 256)"] for r in rows))
-
-
-@ui.cache_resource(max_entries=8, show_spinner=False)
-def quant_charts(width: int, depth: int):
-    s = cached_quant(width, depth)[1]
-    return quant_figure(s), scales_figure(s)
-
-
-@ui.cache_resource(show_spinner=False)
-def state_bytes_chart():
-    return state_bytes_figure(cached_state().model_rows)
-
-
 def table(rows) -> None:
     ui.table(pd.DataFrame(list(rows)), whole=True)  # cells hold sentences: shown whole, wrapped
 
 
 def state_dict_section() -> None:
-    r = cached_state()
     ui.prose("`state_dict()` is an ordered map from names to tensors: parameters **and** persistent buffers "
              "(BatchNorm's running statistics). It holds no code. The optimizer's own `state_dict()` keys its "
              "state by parameter *index*, so it only makes sense next to the same model.")
+    r = ui.compute(state.state_dict_report)  # after the text: a first visit reads it while this runs
     left, right = st.columns([3, 2])
     with left:
         st.markdown("**Model `state_dict()`** (a Linear, a BatchNorm, and a non-persistent buffer)")
         table(r.model_rows)
         st.caption(f"On the module but not saved: {', '.join(r.hidden)} (registered with persistent=False).")
     with right:
-        ui.plot(state_bytes_chart(), key="sv_state_bytes")
+        ui.plot(ui.compute(figs.state_bytes_figure, r.model_rows), key="sv_state_bytes")
     c1, c2 = st.columns(2)
     with c1:
         st.markdown("**Optimizer `state_dict()['state']`** after one Adam step")
@@ -156,9 +65,8 @@ def state_dict_section() -> None:
         st.markdown(f"Inside `torch.serialization.safe_globals([TrainingConfig])` it loads: `{r.safe_globals_config}`.")
     ui.show_code(r.code, key="sv_state_code", file_name="state_dict_anatomy.py")
     st.subheader("Traps")
-    traps = cached_traps()
-    ui.trap_pair(traps["strict"], key="sv_trap_strict")
-    ui.trap_pair(traps["best"], key="sv_trap_best")
+    ui.trap_pair(ui.compute(traps.strict_false), key="sv_trap_strict")
+    ui.trap_pair(ui.compute(traps.best_weights), key="sv_trap_best")
 
 
 def checkpoint_section() -> None:
@@ -167,20 +75,25 @@ def checkpoint_section() -> None:
              "checkpoint: write a temporary file, then `os.replace` it over the old one.")
     with ui.key_controls("sv_ckpt"):
         width = st.select_slider("Model width", WIDTHS, value=128, key="sv_ckpt_width", bind="query-params")
-    contents = cached_contents(width)
+    contents = ui.compute(checkpoint.checkpoint_contents, width)
     left, right = st.columns([2, 3])
     with left:
         table(contents.rows)
     with right:
-        ui.plot(checkpoint_figure(contents.rows), key="sv_ckpt_fig")
+        ui.plot(ui.compute(figs.checkpoint_figure, contents.rows), key="sv_ckpt_fig")
+    crash_part(width)
+
+
+@st.fragment  # its own key row: moving the crash point reruns this part alone
+def crash_part(width: int) -> None:
     st.subheader("A crash in the middle of torch.save")
     with ui.key_controls("sv_crash"):  # after the first figure: stays in place, above the two outcomes
         fraction = st.slider("The process dies after this fraction of the new file is written", 0.05, 0.95, 0.5,
                              0.05, key="sv_crash_at", bind="query-params")
     with ui.input_errors():
-        results = cached_crash(fraction, width)
+        demo = ui.compute(checkpoint.checkpoint_demo, width, fraction)
         cols = st.columns(2)
-        for col, res in zip(cols, results, strict=True):
+        for col, res in zip(cols, demo.crashes, strict=True):
             with col.container(border=True):
                 st.markdown(f"**{res.strategy}**")
                 st.markdown(f"File on disk after the crash: {res.bytes_on_disk:,} of the new checkpoint's "
@@ -189,7 +102,7 @@ def checkpoint_section() -> None:
                     st.success(f"torch.load: {res.load_outcome}", icon=":material/check_circle:")
                 else:  # the trap being demonstrated, not an input error
                     st.warning(f"torch.load: {res.load_outcome}", icon=":material/broken_image:")
-    ui.show_code(checkpoint_code(width, fraction), key="sv_ckpt_code", file_name="atomic_checkpoint.py")
+        ui.show_code(demo.code, key="sv_ckpt_code", file_name="atomic_checkpoint.py")
 
 
 def export_section() -> None:
@@ -202,9 +115,9 @@ def export_section() -> None:
         value = st.number_input("Test input: every entry equals", -100.0, 100.0, TRACE_X, 1.0, key="sv_trace_x",
                                 bind="query-params")
     with ui.input_errors():
-        r = cached_trace(float(value))
-        sweep = shared_sweep()
-        ui.plot(sweep_chart(float(value)), key="sv_trace_sweep_fig")
+        r = ui.compute(export.trace_vs_script, float(value))
+        sweep = ui.compute(trace_sweep.trace_sweep)
+        ui.plot(ui.compute(trace_sweep.trace_sweep_figure, sweep, float(value)), key="sv_trace_sweep_fig")
         st.caption(f"Traced once on an all-ones input, then run on {len(sweep.values)} inputs from "
                    f"{sweep.values[0]:g} to {sweep.values[-1]:g}: the traced model differs from eager on "
                    f"{len(sweep.traced_wrong)} of them (every input whose sum is not positive, where eager and "
@@ -219,21 +132,31 @@ def export_section() -> None:
         b.markdown("**scripted.code**: the `if` survives")
         b.code(r.scripted_code, language="python")
         ui.show_code(r.code, key="sv_trace_code", file_name="trace_vs_script.py")
+    export_part()
+
+
+@st.fragment  # its own key row: the button reruns this part alone
+def export_part() -> None:
     st.subheader("torch.export, dynamic shapes and torch.cond")
     with ui.key_controls("sv_export"):  # after the first figure: stays in place, above what it runs
         exported = ui.run_button("Run torch.export (a few seconds)", "sv_export", default=())  # no inputs: runs on open
     if exported:
-        with st.spinner("Exporting…"):
-            e = ui.queued(cached_export)
-        st.markdown("`torch.export.export` on the model with the Python `if`:")
-        st.code(e.branch_error, language="text", wrap_lines=True)
-        st.markdown(f"With `torch.cond` and `Dim('batch', min=1, max=64)` it exports in {e.seconds:.1f} s; the "
-                    "ExportedProgram's graph holds both branches:")
-        st.code(e.graph_code, language="python")
-        table(e.checks)
-        st.markdown("A batch of 65, outside the declared range, is refused by the program's guard:")
-        st.code(e.dynamic_error, language="text", wrap_lines=True)
-        ui.show_code(e.code, key="sv_export_code", file_name="export_cond.py")
+        with ui.input_errors():  # a run refused (too long a wait in line, or past its time limit) is a sentence
+            show_export()
+
+
+def show_export() -> None:
+    with st.spinner("Exporting…"):
+        e = ui.queued(export.export_in_child)
+    st.markdown("`torch.export.export` on the model with the Python `if`:")
+    st.code(e.branch_error, language="text", wrap_lines=True)
+    st.markdown(f"With `torch.cond` and `Dim('batch', min=1, max=64)` it exports in {e.seconds:.1f} s; the "
+                "ExportedProgram's graph holds both branches:")
+    st.code(e.graph_code, language="python")
+    table(e.checks)
+    st.markdown("A batch of 65, outside the declared range, is refused by the program's guard:")
+    st.code(e.dynamic_error, language="text", wrap_lines=True)
+    ui.show_code(e.code, key="sv_export_code", file_name="export_cond.py")
 
 
 def sized_run(prefix: str, default: tuple[int, int], label: str) -> tuple[int, int, bool]:
@@ -251,23 +174,29 @@ def onnx_section() -> None:
              "operators, and can keep the batch axis symbolic. onnxruntime then runs it without PyTorch.")
     width, depth, shown = sized_run("sv_onnx", ONNX_SIZE, "Export to ONNX and run onnxruntime")
     if shown:
-        r = ui.queued_status("Exporting with the dynamo exporter, then running onnxruntime…",
-                             lambda _: "Exported, then run in onnxruntime", cached_onnx, width, depth, key="sv_onnx")
-        c = st.columns(4)
-        c[0].metric("export time", f"{r.export_s:.1f} s")
-        c[1].metric(".onnx file", f"{r.file_bytes:,} B")
-        c[2].metric("eager, batch 32", f"{r.eager_ms:.3f} ms")
-        c[3].metric("onnxruntime, batch 32", f"{r.ort_ms:.3f} ms")
-        ui.plot(onnx_chart(r, width, depth, timings_of(r)), key="sv_onnx_latency_fig")
-        st.markdown(f"onnxruntime reports the input shape as `{r.input_shape}`: the batch axis is symbolic.")
-        table(r.checks)
-        left, right = st.columns([1, 2])
-        with left:
-            ui.graph(r.dot)
-        with right:
-            table([{"op_type": n["op_type"], "inputs": ", ".join(n["inputs"]), "outputs": ", ".join(n["outputs"])}
-                   for n in r.nodes])
-        ui.show_code(r.code, key="sv_onnx_code", file_name="onnx_roundtrip.py")
+        with ui.input_errors():  # a run refused (too long a wait in line, or past its time limit) is a sentence
+            show_onnx(width, depth)
+
+
+def show_onnx(width: int, depth: int) -> None:
+    r = ui.queued_status("Exporting with the dynamo exporter, then running onnxruntime…",
+                         lambda _: "Exported, then run in onnxruntime", onnx_export.onnx_in_child, width, depth,
+                         key="sv_onnx")
+    c = st.columns(4)
+    c[0].metric("export time", f"{r.export_s:.1f} s")
+    c[1].metric(".onnx file", f"{r.file_bytes:,} B")
+    c[2].metric("eager, batch 32", f"{r.eager_ms:.3f} ms")
+    c[3].metric("onnxruntime, batch 32", f"{r.ort_ms:.3f} ms")
+    ui.plot(ui.compute(figs.onnx_latency_figure, r, width, depth), key="sv_onnx_latency_fig")
+    st.markdown(f"onnxruntime reports the input shape as `{r.input_shape}`: the batch axis is symbolic.")
+    table(r.checks)
+    left, right = st.columns([1, 2])
+    with left:
+        ui.graph(r.dot)
+    with right:
+        table([{"op_type": n["op_type"], "inputs": ", ".join(n["inputs"]), "outputs": ", ".join(n["outputs"])}
+               for n in r.nodes])
+    ui.show_code(r.code, key="sv_onnx_code", file_name="onnx_roundtrip.py")
 
 
 def quant_section() -> None:
@@ -278,20 +207,24 @@ def quant_section() -> None:
              "they lose less than one scale for the whole tensor.")
     width, depth, shown = sized_run("sv_quant", QUANT_SIZE, "Train, quantize and measure")
     if shown:
-        q, s = ui.queued_status("Training for 150 steps, quantizing, timing…",
-                                lambda _: "Trained for 150 steps, quantized, timed", cached_quant, width, depth,
-                                key="sv_quant")
-        table(q.rows)
-        st.markdown(f"The torchao int8 file is **{q.size_ratio:.1f}x smaller**. Latency is measured, not assumed: "
-                    "int8 is only faster where the runtime has int8 kernels for this CPU.")
-        st.caption(f"torch.ao.quantization says: “{q.legacy_warning}”")
-        errors_fig, scales_fig = quant_charts(width, depth)
-        ui.plot(errors_fig, key="sv_quant_fig")
-        st.markdown(f"Per-tensor: one scale {s.tensor_scale:.2e}, zero point {s.tensor_zero_point}. Per-channel: "
-                    f"{len(s.channel_scales)} scales from {min(s.channel_scales):.2e} to "
-                    f"{max(s.channel_scales):.2e}.")
-        ui.plot(scales_fig, key="sv_scales_fig")
-        ui.show_code(q.code, key="sv_quant_code", file_name="quantize_torchao.py")
+        with ui.input_errors():  # a run refused (too long a wait in line, or past its time limit) is a sentence
+            show_quant(width, depth)
+
+
+def show_quant(width: int, depth: int) -> None:
+    q, s = ui.queued_status("Training for 150 steps, quantizing, timing…",
+                            lambda _: "Trained for 150 steps, quantized, timed", quant.quant_in_child, width,
+                            depth, key="sv_quant")
+    table(q.rows)
+    st.markdown(f"The torchao int8 file is **{q.size_ratio:.1f}x smaller**. Latency is measured, not assumed: "
+                "int8 is only faster where the runtime has int8 kernels for this CPU.")
+    st.caption(f"torch.ao.quantization says: “{q.legacy_warning}”")
+    ui.plot(ui.compute(figs.quant_figure, s), key="sv_quant_fig")
+    st.markdown(f"Per-tensor: one scale {s.tensor_scale:.2e}, zero point {s.tensor_zero_point}. Per-channel: "
+                f"{len(s.channel_scales)} scales from {min(s.channel_scales):.2e} to "
+                f"{max(s.channel_scales):.2e}.")
+    ui.plot(ui.compute(figs.scales_figure, s), key="sv_scales_fig")
+    ui.show_code(q.code, key="sv_quant_code", file_name="quantize_torchao.py")
 
 
 def targets_section() -> None:
@@ -302,32 +235,31 @@ def targets_section() -> None:
     this tab could not carry it.
     """
     onnx_size, quant_size = ui.ran_with("sv_onnx_run") or ONNX_SIZE, ui.ran_with("sv_quant_run") or QUANT_SIZE
-    export, onnx, (quant, _) = ui.queued_status(
-        "Measuring each path (once per server)…", lambda _: "Each path measured", measured_paths, onnx_size,
-        quant_size, key="sv_paths")
-    ui.plot(paths_chart(onnx, quant, onnx_size, quant_size, timings_of(onnx, quant)), key="sv_paths_fig")
+    with ui.input_errors():  # a run refused (too long a wait in line, or past its time limit) is a sentence
+        show_paths(onnx_size, quant_size)
+
+
+def show_paths(onnx_size: tuple[int, int], quant_size: tuple[int, int]) -> None:
+    calls = ((export.export_in_child,), (onnx_export.onnx_in_child, *onnx_size),
+             (quant.quant_in_child, *quant_size))  # cache hits once their tabs ran
+    exported, onnx, (quantized, _) = ui.queued_each("Measuring each path (once per server)…", "Each path measured",
+                                                    calls, key="sv_paths")
+    ui.plot(ui.compute(figs.paths_figure, onnx, onnx_size, quantized, quant_size), key="sv_paths_fig")
     st.caption(f"ONNX bars: MLP width {onnx_size[0]}, {onnx_size[1]} hidden layers; quantization bars: MLP width "
                f"{quant_size[0]}, {quant_size[1]} hidden layers, trained here. Different models and batches: compare "
                "bars within one model, not across. int8 is faster only where this CPU has int8 kernels.")
-    table(deployment_table(state=cached_state(), trace=cached_trace(TRACE_X), export=export, onnx=onnx, quant=quant))
+    table(ui.compute(targets.deployment_table, state=ui.compute(state.state_dict_report),
+                     trace=ui.compute(export.trace_vs_script, TRACE_X), export=exported, onnx=onnx, quant=quantized))
     st.caption(f"TorchScript row: the trace example and a test input of {TRACE_X:g}, which takes the other branch. "
                "The other rows and the bars quote the last run of each tab's button in this session, or that tab's "
                "default case.")
 
 
-def measured_paths(onnx_size: tuple[int, int], quant_size: tuple[int, int]):
-    """The export, ONNX and quantization results the Which path? tab quotes (cache hits once their tabs ran)."""
-    return cached_export(), cached_onnx(*onnx_size), cached_quant(*quant_size)
-
-
-@ui.cache_resource(max_entries=8, show_spinner=False)
-def paths_chart(_onnx, _quant, onnx_size: tuple[int, int], quant_size: tuple[int, int], timings: tuple[float, ...]):
-    return paths_figure(_onnx, onnx_size, _quant, quant_size)
-
-
 ui.page_header("saving")
 ui.prose("What to save for recovery, what to ship for serving, and which export path fits which target. Every "
          "export below really runs; every claim of equivalence is a measured difference.")
-SECTIONS = (state_dict_section, checkpoint_section, export_section, onnx_section, quant_section, targets_section)
-ui.section_tabs("saving", "sv_tab", SECTIONS)
+ui.sections("saving", "sv_tab", {
+    "state_dict": state_dict_section, "Checkpoints": checkpoint_section, "TorchScript vs export": export_section,
+    "ONNX": onnx_section, "Quantization": quant_section, "Which path?": targets_section,
+})
 ui.interview_corner("saving", list(QUESTIONS))

@@ -3,12 +3,12 @@ from the start of the run (the cuBLAS workspaces left out), runs hold the lock t
 need, and a configuration that does not fit the GPU's free memory runs on meta tensors with the reason said."""
 
 import pytest
-import streamlit as st
 import torch
 
 from demos.memory import stream_recorder, training
 from demos.memory.allocator import GiB, MiB, fmt_bytes
 from demos.memory.training import RunSpec, gpu_fit, simulate
+from pages.ui.compute import clear as clear_computed
 from tests.conftest import assert_clean, open_page
 
 TINY = RunSpec("Transformer tiny (2 x 128)", 2, 32, steps=1)
@@ -93,11 +93,16 @@ def test_streams_tab_on_a_gpu_keeps_this_sessions_recording_across_reruns(monkey
                for c in at.caption)
 
 
+def no_recording(path=stream_recorder.DEFAULT_OUT) -> None:
+    """load_recording where none has been made yet (a module-level function: pages compute only those)."""
+    return None
+
+
 def test_streams_tab_without_a_recording_on_a_gpu_does_not_say_there_is_no_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(stream_recorder, "load_recording", lambda *a: None)
-    st.cache_data.clear()
+    monkeypatch.setattr(stream_recorder, "load_recording", no_recording)
+    clear_computed()
     at = open_page("pages/memory.py", query={"mem_tab": "Streams & transfers"})
-    st.cache_data.clear()  # the next page run must read the shipped recording again
+    clear_computed()  # the next page run must read the shipped recording again
     said = " ".join(w.value for w in at.warning)
     assert "No recording exists yet. Press **Record on this GPU now**" in said and "no CUDA GPU" not in said

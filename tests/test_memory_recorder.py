@@ -124,9 +124,12 @@ def test_lessons_are_built_from_the_summary_numbers():
 
 def test_streams_figure_draws_one_bar_per_interval():
     fig = streams_figure(synthetic(), "s")
-    assert len(fig.data) == 5
-    kinds = {r["kind"] for r in synthetic()["intervals"] if r["scenario"] == "s"}
-    legend = [b.name for b in fig.data if b.showlegend]
+    intervals = [r for r in synthetic()["intervals"] if r["scenario"] == "s"]
+    drawn = sorted((lane, base, base + width) for bars in fig.data for lane, base, width in zip(
+        bars.y, bars.base, bars.x, strict=True))
+    assert len(intervals) == 5 and drawn == sorted((r["lane"], r["start_ms"], r["end_ms"]) for r in intervals)
+    kinds = {r["kind"] for r in intervals}
+    legend = [b.name for b in fig.data if b.showlegend is not False]
     assert len(legend) == len(set(legend)) == len(kinds), "one legend entry per kind of interval (copy, kernel...)"
 
 

@@ -68,10 +68,10 @@ def onnx_figure_and_metrics(at) -> tuple[dict, dict]:
 def test_a_measurement_taken_again_gets_its_own_figure():
     """Once the result's cache entry is gone (evicted, or another server process), the new times are measured
     again: the shared figure must draw those, not the earlier run's."""
-    import streamlit as st
+    from pages.ui.compute import clear as clear_computed
 
     open_tab("ONNX")
-    st.cache_data.clear()  # the measurement goes; a figure cached beside it would stay
+    clear_computed()  # the measurement goes; a figure cached beside it would stay
     at = open_tab("ONNX")
     assert_clean(at)
     shown, metrics = onnx_figure_and_metrics(at)
@@ -140,3 +140,15 @@ def test_a_warm_rerun_draws_the_finished_status_without_creating_a_new_one():
     at.run()
     assert not at.status and at.expander[0].label == "Exported, then run in onnxruntime"
     assert [m.value for m in at.metric] == shown, "the same cached result"
+
+
+def test_which_path_shows_its_three_runs_under_one_status_once_then_as_a_plain_expander():
+    """Which path? computes the export, ONNX and quantization results under one st.status (ui.queued_each); a rerun
+    takes them from the cache and draws the finished status as an expander with the same label."""
+    at = open_tab("Which path?")
+    assert_clean(at)
+    assert [s.label for s in at.status] == ["Each path measured"]
+    table = shown_table(at.table[-1])
+    at.run()
+    assert not at.status and [e.label for e in at.expander if e.label == "Each path measured"] == ["Each path measured"]
+    assert shown_table(at.table[-1]).equals(table), "the same cached results"

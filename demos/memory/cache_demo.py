@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from demos.errors import InputError, quoted
 from demos.memory.allocator import BlockView, CachingAllocator, OutOfMemory, fmt_bytes
 from demos.parsing import MAX_TEXT
-from demos.shown import script
+from demos.shown import entry, script
 
 MAX_ACTIONS = 40
 MAX_SCRIPT = 40 * MAX_TEXT // 10
@@ -118,6 +118,7 @@ def play(actions: tuple[Action, ...], capacity_mib: int, expandable: bool) -> di
             "snapshots": tuple(snaps), "released": tuple(released), "oom": oom}
 
 
+@entry(PRESETS["Fragmentation"], 128, False)
 def run_script(text: str, capacity_mib: int, expandable: bool) -> AllocatorRun:
     """Parse the visitor's script and play it through the allocator model, with the code that ran."""
     actions = parse_script(text)

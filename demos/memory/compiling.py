@@ -15,9 +15,9 @@ import torch
 
 from demos.errors import InputError, quoted
 from demos.guests import process_slot
-from demos.isolated import compiler_in_use
+from demos.isolated import compiler_in_use, run_isolated
 from demos.parsing import count_range, format_shape, parse_shape, text_field
-from demos.shown import print_each, script
+from demos.shown import entry, print_each, script
 from demos.timing import median_ms
 
 MAX_SIZE = 1024
@@ -156,6 +156,7 @@ def recompile_counts(shapes: tuple[tuple[int, ...], ...]) -> dict:
     return {"compiles": compiles, "graphs": graphs}
 
 
+@entry("8; 16")
 def count_recompiles(shapes_text: str) -> Recompiles:
     """recompile_counts for the visitor's shapes, with the code that ran."""
     shapes = parse_shapes(shapes_text)
@@ -213,6 +214,7 @@ def fullgraph_and_limit(shapes: tuple[tuple[int, ...], ...]) -> dict:
             "compiled": compiled}
 
 
+@entry("8; 16")
 def strict_compile(shapes_text: str) -> Strict:
     """fullgraph_and_limit for the visitor's shapes, with the code that ran."""
     shapes = parse_shapes(shapes_text)
@@ -261,6 +263,7 @@ def eager_vs_compiled(size: int, repeats: int) -> dict:
             "compile_s": compile_s, "max_abs_diff": float((expected - got).abs().max())}
 
 
+@entry(16, 3)
 def time_compile(size: int, repeats: int = 20) -> CompileTiming:
     """eager_vs_compiled at the visitor's size, with the code that ran."""
     if not 16 <= size <= MAX_SIZE:
@@ -282,6 +285,16 @@ def dynamo_report(shapes_text: str) -> tuple[tuple[BreakReport, ...], Recompiles
     it): explain() on the planted functions, then recompiles and fullgraph=True for the shapes."""
     parse_shapes(shapes_text)  # bad text is answered before any compiling
     return explain_breaks(), count_recompiles(shapes_text), strict_compile(shapes_text)
+
+
+def dynamo_in_child(shapes_text: str) -> tuple[tuple[BreakReport, ...], Recompiles, Strict]:
+    """dynamo_report in a child process: dynamo's state (about 110 MB) leaves with it."""
+    return run_isolated(dynamo_report, shapes_text)
+
+
+def compile_timing_in_child(size: int) -> CompileTiming:
+    """time_compile in a child process: inductor's compiler and caches leave with it."""
+    return run_isolated(time_compile, size)
 
 
 BENCH_CASES = {

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 
 from demos.memory.allocator import GiB, KiB, MiB, fmt_bytes
 from demos.memory.tracker import CATEGORIES
-from demos.memory.training import usable
+from demos.memory.training import CARDS, largest_fitting, usable
 from demos.style import COLORS, REFERENCE, SERIES, badge, base_layout, text_on
 
 # Tracker categories to the shared palette: the input batch is "data".
@@ -158,6 +158,13 @@ def sweep_figure(batches, peaks: dict, capacity: float, card: str, fits: dict) -
     return base_layout(fig, height=420)
 
 
+def card_sweep_figure(batches: tuple[int, ...], peaks: dict, card: str) -> go.Figure:
+    """sweep_figure against `card`: each variant's largest fitting batch is read under the card's usable memory."""
+    capacity = CARDS[card]
+    fits = {name: largest_fitting(batches, values, usable(capacity)) for name, values in peaks.items()}
+    return sweep_figure(batches, peaks, capacity, card, fits)
+
+
 def allocator_figure(run) -> go.Figure:
     """Allocated vs reserved after each scripted action."""
     top = max(max(run.reserved, default=0), 1)
@@ -222,18 +229,19 @@ def blocks_figure(blocks, title: str = "", capacity: int | None = None) -> go.Fi
 
 
 def streams_figure(recording: dict, scenario: str) -> go.Figure:
-    """Gantt of one recorded scenario: host calls and GPU intervals on their lanes (ms from the start event)."""
+    """Gantt of one recorded scenario: host calls and GPU intervals on their lanes (ms from the start event), one bar
+    per interval; the bars of one kind are one trace (one legend entry, one colour), so the figure carries each
+    style once, not once per bar."""
     rows = [r for r in recording["intervals"] if r["scenario"] == scenario]
     color = {"copy": COLORS["data"], "kernel": COLORS["activation"], "host": COLORS["idle"], "sync": COLORS["error"]}
     label = {"copy": "copy (host ↔ GPU)", "kernel": "kernel", "host": "host call", "sync": "synchronize"}
-    fig, shown = go.Figure(), set()
-    for r in rows:
-        kind = r["kind"]
-        fig.add_bar(y=[r["lane"]], x=[max(r["end_ms"] - r["start_ms"], 1e-3)], base=[r["start_ms"]],
-                    orientation="h", marker_color=color.get(kind, COLORS["idle"]), name=label.get(kind, kind),
-                    legendgroup=kind, showlegend=kind not in shown,  # one legend entry per colour
-                    hovertemplate=f"{r['name']}<br>{r['start_ms']:.3f} → {r['end_ms']:.3f} ms<extra></extra>")
-        shown.add(kind)
+    fig = go.Figure()
+    for kind in dict.fromkeys(r["kind"] for r in rows):  # in order of first appearance, as the legend reads
+        bars = [r for r in rows if r["kind"] == kind]
+        fig.add_bar(y=[r["lane"] for r in bars], x=[max(r["end_ms"] - r["start_ms"], 1e-3) for r in bars],
+                    base=[r["start_ms"] for r in bars], orientation="h", marker_color=color.get(kind, COLORS["idle"]),
+                    name=label.get(kind, kind), customdata=[[r["name"], r["start_ms"], r["end_ms"]] for r in bars],
+                    hovertemplate="%{customdata[0]}<br>%{customdata[1]:.3f} → %{customdata[2]:.3f} ms<extra></extra>")
     fig.update_xaxes(title="time (ms)")
     fig.update_layout(barmode="overlay")
     return base_layout(fig, height=260)

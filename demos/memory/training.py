@@ -18,7 +18,7 @@ from demos.memory.allocator import CachingAllocator, GiB, MiB, fmt_bytes, round_
 from demos.memory.autocast import SimulatedAutocast
 from demos.memory.models import MODELS, build_model, loss_of, make_batch
 from demos.memory.tracker import CATEGORIES, StorageTracker
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 
 # cuDNN allocates a workspace inside each convolution (forward and backward) that no dispatch mode sees; its size
 # depends on the algorithm cuDNN picks at run time. Estimate, fitted to one measurement: the Small CNN at batch
@@ -144,7 +144,7 @@ class Timeline:
     first_optimizer_state_op: int | None
     # CUDA only: (phase, op, allocated, reserved, max allocated), each minus its value when the run started
     measured: tuple[tuple[str, int, int, int, int], ...]
-    code: str
+    code: Script
     baseline: tuple[int, int] = (0, 0)  # CUDA only: (allocated, reserved) when the run started, workspaces included
 
     @property
@@ -337,6 +337,7 @@ def peak_phase(t: "Timeline") -> str:
     return next((name for name, first, last in t.phases if first < op <= last), "setup")
 
 
+@entry(RunSpec(model="MLP (4 x 2048)", batch=16, steps=1), "meta", entries=16)  # a timeline holds megabytes
 def simulate(spec: RunSpec, device: str = "meta", conv_workspace_estimate: bool | None = None) -> Timeline:
     """Run the steps on `device` ("meta": no memory used; "cpu"/"cuda": real tensors) and build the timeline."""
     validate(spec)
@@ -424,22 +425,33 @@ def variant_spec(spec: RunSpec, name: str, batch: int) -> RunSpec:
                    min(spec.steps, SWEEP_STEPS))
 
 
+def sweep_point(spec: RunSpec, batch: int, run=simulate) -> tuple[int, ...]:
+    """Peak reserved bytes (allocator model) of each of the sweep's four variants of spec at one batch size, in
+    sweep_variants' order. Reserved, not allocated: segments are what fills the card. Holds the server's run slot.
+
+    A page computes one point per batch size, so its progress bar follows the sweep and each point is kept."""
+    validate(spec)
+    with process_slot():
+        return tuple(max(run(variant_spec(spec, name, batch), "meta").reserved) for name in sweep_variants(spec))
+
+
+def peaks_by_variant(spec: RunSpec, points: tuple[tuple[int, ...], ...]) -> dict[str, tuple[int, ...]]:
+    """The sweep's points (one per batch size, as sweep_point returns them) as one line per variant."""
+    return {name: tuple(point[i] for point in points) for i, name in enumerate(sweep_variants(spec))}
+
+
 def batch_sweep(spec: RunSpec, batches: tuple[int, ...], run=simulate,
                 progress=lambda done: None) -> dict[str, tuple[int, ...]]:
     """Peak reserved bytes (allocator model) per batch size for four variants of spec: as chosen, +checkpointing,
-    +autocast, +both. Reserved, not allocated: segments are what fills the card.
-
-    run(spec, "meta") makes each Timeline (a page passes its cached simulate, so a later look at one point is
-    free); progress(batch sizes done) after each size. The whole sweep holds the server's run slot.
-    """
+    +autocast, +both: sweep_point at each size, progress(batch sizes done) after each. The whole sweep holds the
+    server's run slot."""
     validate(spec)
-    peaks: dict[str, list[int]] = {name: [] for name in sweep_variants(spec)}
+    points = []
     with process_slot():
         for done, b in enumerate(batches, 1):
-            for name, values in peaks.items():
-                values.append(max(run(variant_spec(spec, name, b), "meta").reserved))
+            points.append(sweep_point(spec, b, run))
             progress(done)
-    return {name: tuple(values) for name, values in peaks.items()}
+    return peaks_by_variant(spec, tuple(points))
 
 
 def sweep_batches(spec: RunSpec) -> tuple[int, ...]:
@@ -470,6 +482,14 @@ def snippet(spec: RunSpec, card: str = next(iter(CARDS))) -> Script:
     then the allocator model's replay and the headroom the peak leaves on `card`."""
     return script(run_steps, _replay, imports=TIMELINE_IMPORTS, settings={"spec": spec, "card": card},
                   run=TIMELINE_RUN)
+
+
+def timeline_code(t: Timeline, card: str) -> Script:
+    """The snippet of the run `t`, with the headroom read on `card`: the code that ran (simulate's own snippet, its
+    entry point's), one setting changed."""
+    code = snippet(t.spec, card)
+    code.entry = t.code.entry
+    return code
 
 
 TIMELINE_IMPORTS = """# Run from the repository root: it uses this app's storage tracker and allocator model.
@@ -516,6 +536,7 @@ def live_after_batches(model_name: str, batch: int, batches: int, grad: bool) ->
     return tuple(live)
 
 
+@entry("MLP (4 x 2048)", 32, 2)
 def logging_trap(model_name: str = "MLP (4 x 2048)", batch: int = 256, batches: int = 3) -> LoggingTrap:
     """A validation loop that sums loss tensors with grad on keeps every batch's graph; under no_grad it does not."""
     validate(RunSpec(model=model_name, batch=batch))

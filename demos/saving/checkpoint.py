@@ -13,7 +13,7 @@ import torch
 from demos.errors import InputError
 from demos.saving.models import MLP
 from demos.saving.state import saved_bytes
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 
 CRASH_FRACTIONS = (0.1, 0.9)
 
@@ -148,6 +148,20 @@ def checkpoint_code(width: int, fraction: float) -> Script:
     return script(
         MLP, saved_bytes, checkpoint_items, CrashingFile, atomic_save, naive_save, _checkpoint, crash_both_ways,
         _load_outcome, imports=IMPORTS, settings={"width": width, "fraction": fraction}, run=RUN)
+
+
+@dataclass(frozen=True)
+class CheckpointDemo:
+    contents: CheckpointContents
+    crashes: tuple[CrashResult, CrashResult]
+    code: Script
+
+
+@entry(16, 0.3)
+def checkpoint_demo(width: int, fraction: float) -> CheckpointDemo:
+    """The Checkpoints tab's two measurements at the visitor's width and crash point, with the code of both."""
+    return CheckpointDemo(checkpoint_contents(width), crash_during_save(fraction, width),
+                          checkpoint_code(width, fraction))
 
 
 IMPORTS = """import io

@@ -9,9 +9,9 @@ import torch
 
 from demos.errors import InputError
 from demos.guests import process_slot
-from demos.isolated import compiler_in_use
+from demos.isolated import compiler_in_use, run_isolated
 from demos.saving.models import Branchy, BranchyCond
-from demos.shown import print_each, script
+from demos.shown import entry, print_each, script
 
 MAX_ABS_INPUT = 100.0
 
@@ -64,6 +64,7 @@ def trace_and_script(test_value: float) -> dict:
             "traced_code": traced.code, "scripted_code": scripted.code}
 
 
+@entry(-3.0)
 def trace_vs_script(test_value: float) -> TraceScriptResult:
     """trace_and_script at the visitor's input, with the code that ran."""
     if not -MAX_ABS_INPUT <= test_value <= MAX_ABS_INPUT:
@@ -121,6 +122,7 @@ def export_with_cond() -> dict:
             "dynamic_error": dynamic_error}
 
 
+@entry()
 @process_slot()  # seconds of CPU: one heavy run at a time on the server (demos.guests)
 def export_demo() -> ExportResult:
     """export_with_cond, with the code that ran."""
@@ -128,6 +130,11 @@ def export_demo() -> ExportResult:
                   imports=EXPORT_IMPORTS, run=print_each("export_with_cond()"))
     with compiler_in_use():  # a fork for an isolated run waits until export is done (demos/isolated.py)
         return ExportResult(**export_with_cond(), code=code)
+
+
+def export_in_child() -> ExportResult:
+    """export_demo in a child process: torch.export's state leaves with it."""
+    return run_isolated(export_demo)
 
 
 TRACE_IMPORTS = """import warnings

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import torch
 
+from demos.isolated import run_isolated
 from demos.saving.models import MLP, check_size
-from demos.shown import print_each, script
+from demos.shown import entry, print_each, script
 from demos.timing import median_ms
 
 LATENCY_RUNS = 50
@@ -80,6 +81,7 @@ def export_and_run(width: int, depth: int) -> dict:
             "export_s": export_s, "input_shape": str(session.get_inputs()[0].shape)}
 
 
+@entry(16, 1)
 def onnx_roundtrip(width: int = 64, depth: int = 2) -> OnnxResult:
     """export_and_run at the visitor's size, with its graph drawn and the code that ran."""
     check_size(width, depth)
@@ -87,6 +89,11 @@ def onnx_roundtrip(width: int = 64, depth: int = 2) -> OnnxResult:
                   run=print_each("export_and_run(width, depth)"))
     result = export_and_run(width, depth)
     return OnnxResult(**result, dot=_node_dot(result["nodes"]), code=code)
+
+
+def onnx_in_child(width: int, depth: int) -> OnnxResult:
+    """onnx_roundtrip in a child process: onnx and onnxruntime leave with it."""
+    return run_isolated(onnx_roundtrip, width, depth)
 
 
 IMPORTS = """import statistics

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 import torch
 
 from demos.guests import process_slot
+from demos.isolated import run_isolated
 from demos.saving.models import MLP, accuracy, check_size, synthetic_task, train_mlp
 from demos.saving.state import saved_bytes
-from demos.shown import Script, script
+from demos.shown import Script, entry, script
 from demos.timing import median_ms
 
 QMIN, QMAX = -128, 127
@@ -146,6 +147,12 @@ print(f"per-channel: {len(s['channel_scales'])} scales from {min(s['channel_scal
       f"{max(s['channel_scales']):.2e}, mean |error| {s['channel_mae']:.3e}")"""
 
 
+@entry(16, 1)
 def quant_report(width: int = 256, depth: int = 2) -> tuple[QuantResult, SchemeResult]:
     """The Quantization tab's two runs in one go, for a child process (torchao's imports leave with it)."""
     return quantize_and_measure(width, depth), scale_schemes(width, depth)
+
+
+def quant_in_child(width: int, depth: int) -> tuple[QuantResult, SchemeResult]:
+    """quant_report in a child process: torchao's imports (about 120 MB) leave with it."""
+    return run_isolated(quant_report, width, depth)

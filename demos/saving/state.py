@@ -9,7 +9,7 @@ from torch import nn
 from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
 
 from demos.saving.models import WithBuffer
-from demos.shown import print_each, script
+from demos.shown import entry, print_each, script
 
 
 @dataclass
@@ -191,6 +191,7 @@ def state_dict_anatomy() -> dict:
     }
 
 
+@entry()
 def state_dict_report() -> StateDictReport:
     """Everything the state_dict section shows, with the code that read it."""
     code = script(

@@ -17,7 +17,7 @@ from pages.ui.layout import (
     steps,
     whiteboard_on,
 )
-from pages.ui.queue import queued, queued_status
+from pages.ui.queue import queued, queued_each, queued_status
 from pages.ui.quiz import interview_corner, predict_then_run
 from pages.ui.runs import ran_with, run_button
 from pages.ui.tables import table
@@ -39,6 +39,7 @@ __all__ = [
     "predict_then_run",
     "prose",
     "queued",
+    "queued_each",
     "queued_status",
     "ran_with",
     "run_button",

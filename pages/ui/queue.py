@@ -66,3 +66,30 @@ def queued_status(label: str, done: Callable[[Any], str], fn, *args, key: str):
         status.update(label=done(value), state="complete")
     shown.add(token)
     return value
+
+
+def queued_each(label: str, done: str, calls: tuple[tuple, ...], key: str,
+                step: Callable[[int], str] | None = None) -> list:
+    """queued(fn, *args) for each `(fn, *args)` of `calls`, in order, under one folded st.status labelled `label`
+    while they run and `done` after; with `step`, a progress bar in it reads step(i) once call i is done.
+
+    For a run made of several computations, each cached on its own (a sweep's points, results other views also
+    show). As queued_status, a session that has shown these results draws the finished status as a plain expander.
+    """
+    shown = st.session_state.setdefault(_SHOWN_KEY, set())
+    token = (key, calls)
+    line = st.empty()
+    if token in shown:
+        values = [queued(fn, *args, notice=line) for fn, *args in calls]
+        st.expander(done, icon=":material/check:")
+        return values
+    with st.status(label, expanded=False) as status:
+        bar = st.progress(0.0) if step else None
+        values = []
+        for i, (fn, *args) in enumerate(calls):
+            values.append(queued(fn, *args, notice=line))
+            if bar is not None:
+                bar.progress((i + 1) / len(calls), text=step(i))
+        status.update(label=done, state="complete")
+    shown.add(token)
+    return values
