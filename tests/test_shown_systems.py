@@ -1,4 +1,4 @@
-"""Systems pages (Saving, Debugging, Memory, Data loading, Distributed): each snippet a page shows is the source of
+"""Systems pages (Saving, Debugging, Memory, Data loading): each snippet a page shows is the source of
 the code that drew its figure (every shown function ran) and, run alone as a visitor would run it, prints the
 figure's numbers.
 
@@ -24,8 +24,6 @@ from demos.debugging.nan_trace import trace_nan
 from demos.debugging.profiling import profile_step
 from demos.debugging.repro import determinism_checks, seeded_runs
 from demos.debugging.workers import worker_seeds
-from demos.distributed.pipeline import pipeline_schedule
-from demos.distributed.runs import run_demo
 from demos.memory import stream_recorder
 from demos.memory.allocator import fmt_bytes
 from demos.memory.cache_demo import PRESETS, run_script
@@ -65,9 +63,6 @@ TESTED_BY = {
         "dl_weighted_code": "test_weighted_sampler", "dl_dist_code": "test_distributed_sampler",
         "dl_pad_code": "test_pad_collate", "dl_bucket_code": "test_bucketing", "dl_pin_code": "test_pinned_copy",
         "dl_d2h_code": "test_device_to_host_trap",
-    },
-    "pages/distributed.py": {
-        "{key}_{run.demo}_code": "test_distributed_ranks_script", "dist_pp_code": "test_pipeline_schedule",
     },
 }
 
@@ -353,24 +348,6 @@ def test_persistent_workers(tmp_path, snippet_server):
     r = assert_shows_what_ran(epoch_boundaries, workload, LoaderConfig(num_workers=2))
     loader_lines(printed(r.code, tmp_path, snippet_server), (r.off, r.on))
     assert "persistent_workers=True" in r.code and r.on.config.persistent_workers
-
-
-def test_pipeline_schedule(tmp_path, snippet_server):
-    r = assert_shows_what_ran(pipeline_schedule, 4, 6, "1F1B")
-    shown = fields(printed(r.code, tmp_path, snippet_server))
-    for name in ("tasks", "makespan", "bubble", "formula", "peak_in_flight"):
-        assert shown[name] == str(getattr(r, name)), name
-
-
-def test_distributed_ranks_script(tmp_path, snippet_server):
-    """The ranks run in their own processes, so no provenance here: the script is the workers' own source (read from
-    demos/distributed/workers.py), and under torchrun it prints every rank's indices the live run returned."""
-    run = run_demo("sampler", 2, dataset=10, shuffle=True, drop_last=False, seed=3)
-    # not linted: its header is every import of the workers' module, of which one demo uses some
-    out = printed(run.code, tmp_path, snippet_server, lint=False)
-    for rank, result in enumerate(run.ranks):
-        for indices in (*result["epochs"], result["epoch1_without_set_epoch"]):
-            assert f"  rank {rank}: {indices}" in out
 
 
 def test_stream_recorder_shows_its_own_file():
