@@ -11,8 +11,8 @@ from demos.registry import ROOT, by_file, by_slug, registered
 
 
 def section_tabs_calls(page_file: str) -> set[tuple[str, str]]:
-    """(slug, key) of every ui.section_tabs call in a page's source; a Name argument is read from the module's
-    top-level assignment of it (SLUG = "...")."""
+    """(slug, key) of every ui.sections (or ui.section_tabs) call in a page's source; a Name argument is read from
+    the module's top-level assignment of it (SLUG = "...")."""
     tree = ast.parse((ROOT / page_file).read_text())
     assigns = [n for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)]
     constants = {t.id: n.value.value for n in assigns for t in n.targets if isinstance(t, ast.Name)}
@@ -21,7 +21,7 @@ def section_tabs_calls(page_file: str) -> set[tuple[str, str]]:
         return arg.value if isinstance(arg, ast.Constant) else constants[arg.id]
 
     return {(value(c.args[0]), value(c.args[1])) for c in ast.walk(tree)
-            if isinstance(c, ast.Call) and getattr(c.func, "attr", None) == "section_tabs"}
+            if isinstance(c, ast.Call) and getattr(c.func, "attr", None) in ("section_tabs", "sections")}
 
 
 @pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
