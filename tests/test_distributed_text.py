@@ -101,6 +101,9 @@ def test_the_page_draws_the_sentences_from_its_own_tables():
     at = open_page(PAGE, query={"dist_tab": "DDP"})
     at.button(key="dist_ddp_button").click().run()
     assert_clean(at)
+    assert not [d for d in at.dataframe if "bytes − cap" in d.value.columns], "folded, the bucket tables are not sent"
+    at.session_state["dist_ddp_buckets"] = True  # open the bucket tables' expander
+    at.run()
     steps = next(m.value for m in at.markdown if m.value.startswith("1. DDP hooks"))
     tables = [d.value for d in at.dataframe if "bytes − cap" in d.value.columns]
     first, last = tables
