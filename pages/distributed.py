@@ -3,8 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from demos.distributed import core
+from demos.distributed import calculators, pipeline, runs, stories, views
 from demos.distributed import figures as figs
+from demos.distributed.params import BUCKET_MB, feature_choices, micro_batch_choices, nearest_choice, validate_params
 from demos.distributed.questions import QUESTIONS
 from pages import ui
 from pages.shell.entry import require_shell
@@ -14,60 +15,13 @@ require_shell()  # a direct run (a fresh server's first deep link) runs the app 
 SLUG = "distributed"
 
 
-@ui.cache_data(max_entries=48, show_spinner=False)
-def cached_run(demo: str, world: int, params: tuple) -> core.DistRun:
-    return core.run_demo(demo, world, **dict(params))
+def collective_figure(run: runs.DistRun, op: str):
+    """Every rank's tensor before and after `op`, computed once per run and collective."""
+    return ui.compute(figs.collective_figure, ui.compute(views.collective_view, run, op))
 
 
-@ui.cache_data(max_entries=8, show_spinner=False)
-def cached_file(data: bytes, name: str) -> core.DistRun:
-    return core.from_file(data, name)
-
-
-@ui.cache_data(max_entries=32)
-def cached_schedule(stages: int, micro: int, kind: str) -> core.Schedule:
-    return core.pipeline_schedule(stages, micro, kind)
-
-
-@ui.cache_resource(max_entries=32)
-def pipeline_figure(stages: int, micro: int):
-    """Shared read-only figure (ui.plot copies before enlarging it in whiteboard mode)."""
-    return figs.pipeline_figure([cached_schedule(stages, micro, kind) for kind in ("GPipe", "1F1B")])
-
-
-@ui.cache_resource(max_entries=32)
-def zero_figure(params: int, precision: str, world: int):
-    return figs.zero_figure(core.zero_table(params, precision), world)
-
-
-# A run's plotly figures by name: building one costs more than a warm rerun may, so each is built once per run.
-RUN_FIGURES = {
-    "collective": lambda run, op: figs.collective_figure(core.collective_view(run, op)),
-    "ring": lambda run: figs.ring_figure(core.ring_rows(run)),
-    "ddp": lambda run, picks: figs.ddp_timeline_figure(core.ddp_view(run), picks),
-    "sampler": lambda run, label: figs.sampler_figure(core.sampler_view(run), label),
-    "fsdp_shards": lambda run: figs.fsdp_shard_figure(core.fsdp_view(run)),
-    "fsdp_memory": lambda run: figs.memory_figure(core.fsdp_view(run)),
-}
-
-
-@ui.cache_resource(max_entries=64, show_spinner=False)
-def live_run_figure(source: str, _run: core.DistRun, name: str, *args):
-    """Shared read-only figure of the live run named by `source` (its pids and duration: one run's own)."""
-    return RUN_FIGURES[name](_run, *args)
-
-
-def run_figure(run: core.DistRun, name: str, *args):
-    """A figure of a run: a live run's is built once; a loaded file's is drawn each time (its source line names the
-    file, not its content)."""
-    if run.wall_s is None:
-        return RUN_FIGURES[name](run, *args)
-    return live_run_figure(run.source, run, name, *args)
-
-
-@ui.cache_data(max_entries=32)
-def cached_param_count(preset: str, layers: int, width: int) -> tuple[int, str]:
-    return core.model_param_count(preset, layers, width)
+def sampler_figure(run: runs.DistRun, label: str):
+    return ui.compute(figs.sampler_figure, ui.compute(views.sampler_view, run), label)
 
 
 DEFAULT_WORLD = 2
@@ -86,10 +40,10 @@ DEFAULTS = {
 
 def button_params(demo: str, world: int, raw: dict) -> tuple:
     """What a run of `demo` is cached on: the world size and the validated parameters."""
-    return world, tuple(sorted(core.validate_params(demo, world, raw).items()))
+    return world, tuple(sorted(validate_params(demo, world, raw).items()))
 
 
-def run_button(demo: str, world: int, raw: dict, label: str, place) -> core.DistRun | None:
+def run_button(demo: str, world: int, raw: dict, label: str, place) -> runs.DistRun | None:
     """Validate now; run the tab's default case at once, any other setting when the button is pressed, and show
     that run until its inputs change. The button goes in `place` (beside its key inputs), the run's lines below."""
     params = button_params(demo, world, raw)
@@ -104,12 +58,12 @@ def run_button(demo: str, world: int, raw: dict, label: str, place) -> core.Dist
         return None
     shown = st.session_state.setdefault("dist_shown_runs", set())
     if (demo, params) in shown:  # cached since this session saw it: a line, not st.status (which pauses 50 ms)
-        run = ui.queued(cached_run, demo, *params)
+        run = ui.queued(runs.run_demo, demo, *params)
         st.caption(f"{label}: {run.source}")
     else:
         line = st.empty()  # the place in line, if the run waits, above the status
         with st.status(f"{label}: starting {world} gloo ranks…") as status:
-            run = ui.queued(cached_run, demo, *params, notice=line)
+            run = ui.queued(runs.run_demo, demo, *params, notice=line)
             status.update(label=f"{label}: {run.source}", state="complete")
         shown.add((demo, params))
     if run.scaled:
@@ -119,59 +73,57 @@ def run_button(demo: str, world: int, raw: dict, label: str, place) -> core.Dist
 
 # ---- renderers (used for live runs and for loaded result files) ---------------------------------------------
 
-def show_collectives(run: core.DistRun, key: str) -> None:
-    # Its eleven choices take the whole key row and wrap onto two lines there; on the whiteboard its label's line
-    # would make the row too tall (the figure names the collective shown).
-    label = "collapsed" if ui.whiteboard_on() else "visible"
-    with ui.key_controls(key):
-        op = st.segmented_control("Collective", list(core.OPS), default="all_reduce_sum", key=f"{key}_op", wrap=True,
-                                  label_visibility=label,
-                                  bind="query-params" if key == "dist_live" else None) or "all_reduce_sum"
-    view = core.collective_view(run, op)
-    st.markdown(f"**{op}** — {view['about']}")
-    ui.plot(run_figure(run, "collective", op), key=f"{key}_coll_fig")
-    ui.legend(figs.collective_legend(run.world_size))
-    st.caption("Block colour = the rank the value came from (rank 0 blue, rank 1 orange, rank 2 green, rank 3 red); "
-               "pink = mixed from every rank by a reduction; grey ? = undefined: after reduce a non-root rank's "
-               "buffer holds whatever the backend left there.")
+def show_collectives(run: runs.DistRun, key: str) -> None:
+    collective_part(run, key)
     st.subheader("The trap: reduce is not all_reduce")
     left, right = st.columns(2)
     with left:
         st.markdown("**all_reduce(SUM)**: every rank holds the sum.")
-        ui.plot(run_figure(run, "collective", "all_reduce_sum"), key=f"{key}_trap_ok")
+        ui.plot(collective_figure(run, "all_reduce_sum"), key=f"{key}_trap_ok")
     with right:
         st.markdown("**reduce(dst=0)**: only rank 0's buffer is the sum; rank 1's is undefined scratch (grey), "
                     "so reading it there is wrong.")
-        ui.plot(run_figure(run, "collective", "reduce"), key=f"{key}_trap_bad")
+        ui.plot(collective_figure(run, "reduce"), key=f"{key}_trap_bad")
     st.subheader("Ring all_reduce: bytes sent per rank")
-    rows = core.ring_rows(run)
-    ui.prose(core.ring_summary(run, rows))
-    ui.plot(run_figure(run, "ring"), key=f"{key}_ring_fig")
+    rows = ui.compute(views.ring_rows, run)
+    ui.prose(ui.compute(stories.ring_summary, run, rows))
+    ui.plot(ui.compute(figs.ring_figure, rows), key=f"{key}_ring_fig")
     ui.table(pd.DataFrame(rows), hide_index=True)
 
 
-def show_ddp(run: core.DistRun, key: str) -> None:
-    view = core.ddp_view(run)
+@st.fragment  # its own key row: choosing a collective reruns this part alone
+def collective_part(run: runs.DistRun, key: str) -> None:
+    # Its eleven choices take the whole key row and wrap onto two lines there; on the whiteboard its label's line
+    # would make the row too tall (the figure names the collective shown).
+    label = "collapsed" if ui.whiteboard_on() else "visible"
+    with ui.key_controls(key):
+        op = st.segmented_control("Collective", list(views.OPS), default="all_reduce_sum", key=f"{key}_op", wrap=True,
+                                  label_visibility=label,
+                                  bind="query-params" if key == "dist_live" else None) or "all_reduce_sum"
+    st.markdown(f"**{op}** — {views.OPS[op]}")
+    ui.plot(collective_figure(run, op), key=f"{key}_coll_fig")
+    ui.legend(figs.collective_legend(run.world_size))
+    st.caption("Block colour = the rank the value came from (rank 0 blue, rank 1 orange, rank 2 green, rank 3 red); "
+               "pink = mixed from every rank by a reduction; grey ? = undefined: after reduce a non-root rank's "
+               "buffer holds whatever the backend left there.")
+
+
+def show_ddp(run: runs.DistRun, key: str) -> None:
+    view = ui.compute(views.ddp_view, run)
     last = len(view["iterations"]) - 1
     first_it, last_it = view["iterations"][0], view["iterations"][last]
     a, b, c, d = st.columns(4)
     a.metric("buckets, iteration 1", len(first_it["buckets"]))
     b.metric(f"buckets, iteration {last + 1}", len(last_it["buckets"]))
-    c.metric(f"overlap in iteration {last + 1}", f"{core.overlap_ms(last_it):.2f} ms",
+    c.metric(f"overlap in iteration {last + 1}", f"{views.overlap_ms(last_it):.2f} ms",
              help="Time bucket all_reduces ran while some layer's backward was still running.")
     d.metric("max |DDP grad − 1-process grad|", f"{view['max_diff_vs_single']:.1e}",
              help=f"Across ranks, gradients differ by at most {view['max_diff_across_ranks']:.1e}.")
-    ui.plot(run_figure(run, "ddp", (0, last)), key=f"{key}_timeline")
+    ui.plot(ui.compute(figs.ddp_timeline_figure, view, (0, last)), key=f"{key}_timeline")
     ui.legend(figs.DDP_LEGEND)
-    ui.steps(core.ddp_story(view, float(run.params["bucket_cap_mb"])), key=f"{key}_steps")
-    cap = core.bucket_cap_bytes(float(run.params["bucket_cap_mb"]))
-    with st.expander("Buckets: size and parameters, first vs last iteration"):
-        for label, it in (("iteration 1", first_it), (f"iteration {last + 1}", last_it)):
-            st.markdown(f"**{label}** (cap {cap:,} B)")
-            ui.table(pd.DataFrame([{"bucket": bk["index"], "bytes": bk["bytes"], "bytes − cap": bk["bytes"] - cap,
-                                    "parameters": ", ".join(bk["params"]),
-                                    "all_reduce start ms": round(bk["start"], 3), "end ms": round(bk["end"], 3)}
-                                   for bk in it["buckets"]]), hide_index=True)
+    cap_mb = float(run.params["bucket_cap_mb"])
+    ddp_steps_part(ui.compute(stories.ddp_story, view, cap_mb), key)
+    buckets_part(view, views.bucket_cap_bytes(cap_mb), key)
     st.subheader("Gradient accumulation: no_sync() vs syncing every micro-batch")
     acc = view["accumulation"]
     left, right = st.columns(2)
@@ -179,8 +131,8 @@ def show_ddp(run: core.DistRun, key: str) -> None:
                 acc["all_reduces"]["no_sync"])
     right.metric("all_reduces when every micro-batch syncs (the trap)", acc["all_reduces"]["every_step"],
                  delta=acc["all_reduces"]["every_step"] - acc["all_reduces"]["no_sync"], delta_color="inverse")
-    st.caption(core.accumulation_caption(acc))
-    ui.trap_pair(core.no_sync_trap(run), key=f"{key}_trap_no_sync")
+    st.caption(stories.accumulation_caption(acc))
+    ui.trap_pair(ui.compute(stories.no_sync_trap, run), key=f"{key}_trap_no_sync")
     st.subheader("find_unused_parameters")
     ok, bad = view["unused"]["True"], view["unused"]["False"]
     left, right = st.columns(2)
@@ -197,31 +149,52 @@ def show_ddp(run: core.DistRun, key: str) -> None:
             st.code(f"RuntimeError: {ok['error']}", language="text", wrap_lines=True)
 
 
-def show_sampler(run: core.DistRun, key: str) -> None:
-    view = core.sampler_view(run)
+@st.fragment  # a step shown in whiteboard mode reruns the steps alone
+def ddp_steps_part(steps: list[str], key: str) -> None:
+    ui.steps(steps, key=f"{key}_steps")
+
+
+@st.fragment  # opening the tables reruns this part alone; closed, they are not sent
+def buckets_part(view: dict, cap: int, key: str) -> None:
+    panel = st.expander("Buckets: size and parameters, first vs last iteration", key=f"{key}_buckets",
+                        on_change="rerun")
+    if not panel.open:
+        return
+    last = len(view["iterations"]) - 1
+    with panel:
+        for label, it in (("iteration 1", view["iterations"][0]), (f"iteration {last + 1}", view["iterations"][last])):
+            st.markdown(f"**{label}** (cap {cap:,} B)")
+            ui.table(pd.DataFrame([{"bucket": bk["index"], "bytes": bk["bytes"], "bytes − cap": bk["bytes"] - cap,
+                                    "parameters": ", ".join(bk["params"]),
+                                    "all_reduce start ms": round(bk["start"], 3), "end ms": round(bk["end"], 3)}
+                                   for bk in it["buckets"]]), hide_index=True)
+
+
+def show_sampler(run: runs.DistRun, key: str) -> None:
+    view = ui.compute(views.sampler_view, run)
     e0 = view["views"]["epoch 0"]
     a, b, c, d = st.columns(4)
     a.metric("dataset", view["dataset"])
     b.metric("samples per rank", view["num_samples"])
     c.metric("padding repeats", e0["padding"], help="Indices read twice so every rank gets the same count.")
     d.metric("indices dropped", e0["dropped"], help="With drop_last=True the tail that does not divide evenly.")
-    ui.plot(run_figure(run, "sampler", "epoch 0"), key=f"{key}_s0")
+    ui.plot(sampler_figure(run, "epoch 0"), key=f"{key}_s0")
     st.caption(f"Disjoint apart from padding and covering the dataset: {e0['covered']}. A red outline marks an index "
                "repeated to pad every rank to the same length (drop_last=False).")
     left, right = st.columns(2)
     with left:
-        ui.plot(run_figure(run, "sampler", "epoch 1 after set_epoch(1)"), key=f"{key}_s1")
+        ui.plot(sampler_figure(run, "epoch 1 after set_epoch(1)"), key=f"{key}_s1")
     with right:
-        ui.plot(run_figure(run, "sampler", "epoch 1, set_epoch forgotten"), key=f"{key}_s1bad")
+        ui.plot(sampler_figure(run, "epoch 1, set_epoch forgotten"), key=f"{key}_s1bad")
     st.caption("Right: without `sampler.set_epoch(epoch)` the shuffle is seeded the same every epoch, so every epoch "
                "repeats epoch 0's order.")
 
 
-def show_fsdp(run: core.DistRun, key: str) -> None:
-    view = core.fsdp_view(run)
+def show_fsdp(run: runs.DistRun, key: str) -> None:
+    view = ui.compute(views.fsdp_view, run)
     st.markdown(f"Every parameter is a DTensor sharded on dim 0; the local shards partition it exactly: "
                 f"**{view['exact']}** (each local tensor equals its rows of the full parameter).")
-    ui.plot(run_figure(run, "fsdp_shards"), key=f"{key}_shards")
+    ui.plot(ui.compute(figs.fsdp_shard_figure, view), key=f"{key}_shards")
     ui.table(pd.DataFrame([{"parameter": n, "full shape": str(tuple(view["shards"][n][0]["full"])),
                                 **{f"rank {r}": str(tuple(s["local"])) for r, s in enumerate(view["shards"][n])}}
                                for n in view["names"]]), hide_index=True)
@@ -233,16 +206,16 @@ def show_fsdp(run: core.DistRun, key: str) -> None:
     ui.prose("All-gathers before each layer's forward rebuild the full weights (and free them after: "
              "`reshard_after_forward=True`), again before its backward; reduce-scatters after backward leave each "
              "rank only its shard of the gradient.")
-    for sentence in core.fsdp_story(view, run.world_size):
+    for sentence in ui.compute(stories.fsdp_story, view, run.world_size):
         ui.prose(sentence)
-    ui.plot(run_figure(run, "fsdp_memory"), key=f"{key}_memory")
+    ui.plot(ui.compute(figs.memory_figure, view), key=f"{key}_memory")
     ui.legend(figs.MEMORY_LEGEND)
 
 
-def show_tp(run: core.DistRun, key: str) -> None:
-    view = core.tp_view(run)
+def show_tp(run: runs.DistRun, key: str) -> None:
+    view = ui.compute(views.tp_view, run)
     first = view["ranks"][0]
-    ui.graph(figs.tp_dot(view, run.world_size))
+    ui.graph(ui.compute(figs.tp_dot, view, run.world_size))
     a, b, c = st.columns(3)
     a.metric("weight bytes per rank", first["weight_bytes_local"], help=f"full: {first['weight_bytes_full']} B")
     b.metric("max |column-parallel − full|", f"{first['column']['max_diff']:.1e}")
@@ -252,10 +225,10 @@ def show_tp(run: core.DistRun, key: str) -> None:
                "stays sharded between the two layers.")
 
 
-def show_env(run: core.DistRun, key: str) -> None:
-    rows = core.env_view(run)
+def show_env(run: runs.DistRun, key: str) -> None:
+    rows = ui.compute(views.env_view, run)
     live = run.wall_s is not None
-    ui.graph(figs.launch_dot(rows, figs.launch_label(live)), key=f"{key}_launch")
+    ui.graph(ui.compute(figs.launch_dot, rows, figs.launch_label(live)), key=f"{key}_launch")
     ui.legend(figs.launch_legend(len(rows)))
     if live:
         st.caption("Every value is what the rank read from its own environment and from torch.distributed. The "
@@ -269,7 +242,7 @@ RENDER = {"collectives": show_collectives, "ddp": show_ddp, "sampler": show_samp
           "tensor_parallel": show_tp, "env": show_env}
 
 
-def show_run(run: core.DistRun | None, key: str) -> None:
+def show_run(run: runs.DistRun | None, key: str) -> None:
     if run is None:
         return
     if run.wall_s is None:  # a live run's source is already on its status line
@@ -307,16 +280,16 @@ def model_ui(prefix: str, layers_place, width_place, per_rank_place) -> dict:
 def model_choice_ui(place) -> tuple[str, str]:
     """The model and precision of the memory calculators: the FSDP and Launch tabs share them (same keys)."""
     a, b = place.columns(2)
-    preset = a.selectbox("Model", list(core.PRESETS), key="dist_model", bind="query-params")
-    precision = b.selectbox("Precision and optimizer", list(core.PRECISIONS), key="dist_precision",
+    preset = a.selectbox("Model", list(calculators.PRESETS), key="dist_model", bind="query-params")
+    precision = b.selectbox("Precision and optimizer", list(calculators.PRECISIONS), key="dist_precision",
                             bind="query-params")
     return preset, precision
 
 
 def mlp_shape(preset: str) -> tuple[int, int]:
     """Layers and width of the chosen model; for the page's MLP, the FSDP tab's sliders, drawn here too."""
-    if core.PRESETS[preset] is not None:
-        return core.PRESETS[preset][:2]
+    if calculators.PRESETS[preset] is not None:
+        return calculators.PRESETS[preset][:2]
     a, b, _ = st.columns(3)
     return layers_slider(a, "dist_fsdp"), width_slider(b, "dist_fsdp")
 
@@ -350,10 +323,10 @@ def ddp_section() -> None:
     default = DEFAULTS["ddp"]
     raw["bucket_cap_mb"] = bucket.text_input("bucket_cap_mb", default["bucket_cap_mb"], key="dist_bucket",
                                              bind="query-params",
-                                             help=f"{core.BUCKET_MB[0]} to {core.BUCKET_MB[1]} MB")
-    micro = core.micro_batch_choices(raw["per_rank"])  # at most one micro-batch per sample
+                                             help=f"{BUCKET_MB[0]} to {BUCKET_MB[1]} MB")
+    micro = micro_batch_choices(raw["per_rank"])  # at most one micro-batch per sample
     raw["micro_batches"] = d.select_slider("Micro-batches (no_sync)", micro,
-                                           core.nearest_choice(micro, default["micro_batches"]), key="dist_micro",
+                                           nearest_choice(micro, default["micro_batches"]), key="dist_micro",
                                            bind="query-params")
     raw["head_first"] = head.toggle("Register the head first", default["head_first"], key="dist_head_first",
                                     bind="query-params",
@@ -393,23 +366,25 @@ def fsdp_section() -> None:
     raw["seed"] = 0
     with ui.input_errors():
         show_run(run_button("fsdp", world, raw, "FSDP", run), "dist_fsdp")
-    st.subheader("ZeRO stages: memory per rank")
     zero_calculator(world, raw["layers"], raw["width"])
 
 
+@st.fragment  # its own settings (model, precision): a change reruns this part alone
 def zero_calculator(world: int, layers: int, width: int) -> None:
+    st.subheader("ZeRO stages: memory per rank")
     preset, precision = model_choice_ui(ui.settings("dist_zero", label="Model and precision"))
     with ui.input_errors():
-        params, how = cached_param_count(preset, layers, width)
+        params, how = ui.compute(calculators.model_param_count, preset, layers, width)
         st.caption(f"Parameter count {params:,} from torch: {how}.")
-        ui.plot(zero_figure(params, precision, world), key="dist_zero_fig")
-        rows = [{"stage": core.STAGE_NAMES[s], **{k.replace("_", " "): core.human_bytes(v) for k, v in
-                 core.zero_bytes(params, world, s, precision).items()},
-                 "total per rank": core.human_bytes(sum(core.zero_bytes(params, world, s, precision).values()))}
-                for s in core.STAGE_NAMES]
+        zero = ui.compute(calculators.zero_table, params, precision)
+        ui.plot(ui.compute(figs.zero_figure, zero, world), key="dist_zero_fig")
+        bytes_of = {s: calculators.zero_bytes(params, world, s, precision) for s in calculators.STAGE_NAMES}
+        rows = [{"stage": name, **{k.replace("_", " "): calculators.human_bytes(v) for k, v in bytes_of[s].items()},
+                 "total per rank": calculators.human_bytes(sum(bytes_of[s].values()))}
+                for s, name in calculators.STAGE_NAMES.items()]
         st.markdown(f"**At {world} ranks** (weights + gradients + optimizer state; activations not included):")
         ui.table(pd.DataFrame(rows), hide_index=True)
-        st.caption(core.precision_note(precision))
+        st.caption(calculators.precision_note(precision))
 
 
 def tp_pp_section() -> None:
@@ -422,22 +397,27 @@ def tp_pp_section() -> None:
         world = ranks_ui()
     c = ui.settings("dist_tp", label="Batch")
     default = DEFAULTS["tensor_parallel"]
-    features = core.feature_choices(world)  # multiples of the world size: every rank gets an equal shard
-    raw = {"d_in": a.select_slider("Input features", features, core.nearest_choice(features, default["d_in"]),
+    features = feature_choices(world)  # multiples of the world size: every rank gets an equal shard
+    raw = {"d_in": a.select_slider("Input features", features, nearest_choice(features, default["d_in"]),
                                    key="dist_d_in", bind="query-params"),
-           "d_out": b.select_slider("Output features", features, core.nearest_choice(features, default["d_out"]),
+           "d_out": b.select_slider("Output features", features, nearest_choice(features, default["d_out"]),
                                     key="dist_d_out", bind="query-params"),
            "batch": c.slider("Batch", 1, 16, default["batch"], key="dist_batch", bind="query-params"),
            "seed": default["seed"]}
     with ui.input_errors():
         show_run(run_button("tensor_parallel", world, raw, "tensor parallel", run), "dist_tp")
+    pipeline_part()
+
+
+@st.fragment  # its own key row: a change reruns this part alone
+def pipeline_part() -> None:
     st.subheader("Pipeline parallel: GPipe vs 1F1B")
     a, b = ui.key_controls("dist_pp").columns(2)  # the second figure's own row, in place above it
     stages = a.slider("Stages p", 2, 8, 4, key="dist_stages", bind="query-params")
     micro = b.slider("Micro-batches m", 1, 16, 8, key="dist_pp_micro", bind="query-params")
     with ui.input_errors():
-        scheds = [cached_schedule(stages, micro, kind) for kind in ("GPipe", "1F1B")]
-        ui.plot(pipeline_figure(stages, micro), key="dist_pp_fig")
+        scheds = tuple(ui.compute(pipeline.pipeline_schedule, stages, micro, kind) for kind in ("GPipe", "1F1B"))
+        ui.plot(ui.compute(figs.pipeline_figure, scheds), key="dist_pp_fig")
         ui.legend(figs.PIPELINE_LEGEND)
         ui.table(pd.DataFrame([{"schedule": s.kind, "makespan (slots)": s.makespan,
                                     "bubble (measured)": round(s.bubble, 4), "(p-1)/(m+p-1)": round(s.formula, 4),
@@ -464,6 +444,12 @@ def launch_section() -> None:
     right.markdown("**torchrun**: the launcher sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, restarts "
                    "failed workers (`--max-restarts`), and spans nodes (`--nnodes`, rendezvous).")
     right.code(TORCHRUN_CODE, language="python", wrap_lines=True)
+    tradeoffs_part(world)
+    upload_part()
+
+
+@st.fragment  # its own settings (model, precision, tokens): a change reruns this part alone
+def tradeoffs_part(world: int) -> None:
     st.subheader("Trade-offs for the chosen model")
     tradeoffs = ui.settings("dist_tradeoffs", label="Model, precision and tokens per step")
     preset, precision = model_choice_ui(tradeoffs)
@@ -471,17 +457,20 @@ def launch_section() -> None:
         layers, width = mlp_shape(preset)
         tokens = st.slider("Tokens (samples) per step", 1, 8192, 2048, key="dist_tokens", bind="query-params")
     with ui.input_errors():
-        params, how = cached_param_count(preset, layers, width)
-        rows = core.tradeoff_rows(params, world, layers, width, tokens, precision)
-        for r in rows:
-            r["memory per rank"] = core.human_bytes(r["memory per rank"])
-            r["communication per step"] = core.human_bytes(r["communication per step"])
+        params, how = ui.compute(calculators.model_param_count, preset, layers, width)
+        rows = [{**r, "memory per rank": calculators.human_bytes(r["memory per rank"]),
+                 "communication per step": calculators.human_bytes(r["communication per step"])}
+                for r in ui.compute(calculators.tradeoff_rows, params, world, layers, width, tokens, precision)]
         st.markdown(f"{preset}: {params:,} parameters ({how}), {world} ranks, {precision}.")
         ui.table(pd.DataFrame(rows), whole=True)  # whole: the "what is sent" cells are sentences
-        st.caption(core.precision_note(precision))
+        st.caption(calculators.precision_note(precision))
         st.caption("Memory: weights, gradients and optimizer state per rank (activations excluded). Communication: "
                    "bytes one rank sends per step (with ring collectives every rank sends the same; in a pipeline, "
                    "a middle stage sends the most). The FSDP tab shares the model choice.")
+
+
+@st.fragment  # its own file: loading one reruns this part alone
+def upload_part() -> None:
     st.subheader("Load a result file from your own run")
     st.code("torchrun --nproc-per-node 8 -m demos.distributed.run --demo ddp --param width=256 --out result.json",
             language="bash", wrap_lines=True)
@@ -490,7 +479,7 @@ def launch_section() -> None:
                                   key="dist_upload", max_upload_size=1)
     if upload is not None:
         with ui.input_errors():
-            show_run(cached_file(upload.getvalue(), upload.name), "dist_file")
+            show_run(ui.compute(runs.from_file, upload.getvalue(), upload.name), "dist_file")
 
 
 SPAWN_CODE = '''import os
@@ -520,8 +509,10 @@ dist.destroy_process_group()
 
 ui.page_header(SLUG)
 ui.prose("Everything below runs in real `torch.distributed` process groups: 2–4 CPU processes on this server talking "
-         f"over gloo on 127.0.0.1. {core.backend_note()} The Launch tab loads the result file of a torchrun run. "
+         f"over gloo on 127.0.0.1. {runs.backend_note()} The Launch tab loads the result file of a torchrun run. "
          "One distributed run at a time per server; results are cached by their settings.")
-SECTIONS = (collectives_section, ddp_section, sampler_section, fsdp_section, tp_pp_section, launch_section)
-ui.section_tabs(SLUG, "dist_tab", SECTIONS)
+ui.sections(SLUG, "dist_tab", {
+    "Collectives": collectives_section, "DDP": ddp_section, "DistributedSampler": sampler_section,
+    "FSDP & ZeRO": fsdp_section, "Tensor & pipeline": tp_pp_section, "Launch": launch_section,
+})
 ui.interview_corner(SLUG, QUESTIONS)

@@ -1,10 +1,17 @@
 """Which functions ran: the check that a snippet's source is the code that drew the figure (demos/shown.py)."""
 
 import inspect
+import os
 import sys
+import tempfile
 import threading
 import types
 from contextlib import contextmanager
+from pathlib import Path
+
+# While calls are recorded this environment variable names a folder where a process this one starts may write the
+# code it ran, one `file<TAB>first line<TAB>name` line each (demos/distributed/launcher.py does for its ranks).
+CHILD_CALLS = "WB_CALLS_DIR"
 
 import torch
 
@@ -13,7 +20,8 @@ import torch
 def recording_calls():
     """Collect the code object of every Python function called in this process (all threads) while inside, and the
     class of every object a Python __init__ made: a DataLoader's dataset runs its methods in worker processes,
-    which this process cannot see, but it was made here."""
+    which this process cannot see, but it was made here. Processes that report what they ran (CHILD_CALLS) add
+    the (file, first line, name) of each function they ran."""
     called: set[types.CodeType | type] = set()
     # A thread the call started keeps this trace function after the block ends (threading.settrace(None) only
     # reaches new threads): the lock and flag stop it adding to `called` while the caller reads the set.
@@ -27,16 +35,33 @@ def recording_calls():
             if frame.f_code.co_name == "__init__" and frame.f_code.co_varnames[:1] == ("self",):
                 called.add(type(frame.f_locals["self"]))
 
-    old = sys.gettrace()
-    sys.settrace(trace)
-    threading.settrace(trace)
-    try:
-        yield called
-    finally:
-        sys.settrace(old)
-        threading.settrace(None)
-        with lock:
-            recording[0] = False
+    old, old_folder = sys.gettrace(), os.environ.get(CHILD_CALLS)
+    with tempfile.TemporaryDirectory(prefix="wb-calls-") as folder:
+        os.environ[CHILD_CALLS] = folder
+        sys.settrace(trace)
+        threading.settrace(trace)
+        try:
+            yield called
+        finally:
+            sys.settrace(old)
+            threading.settrace(None)
+            with lock:
+                recording[0] = False
+            if old_folder is None:
+                os.environ.pop(CHILD_CALLS, None)
+            else:
+                os.environ[CHILD_CALLS] = old_folder
+            called |= _reported_by_children(folder)
+
+
+def _reported_by_children(folder: str) -> set[tuple[str, int, str]]:
+    """The (file, first line, name) of each function that processes started meanwhile reported running."""
+    out = set()
+    for report in Path(folder).glob("*.calls"):
+        for line in report.read_text(encoding="utf-8").splitlines():
+            file, first, name = line.split("\t")
+            out.add((file, int(first), name))
+    return out
 
 
 def code_objects(obj) -> set[types.CodeType]:
@@ -64,9 +89,9 @@ def _where(code: types.CodeType) -> tuple[str, int, str]:
     return code.co_filename, code.co_firstlineno, code.co_name
 
 
-def origins_that_did_not_run(script, called: set[types.CodeType]) -> list[str]:
+def origins_that_did_not_run(script, called: set) -> list[str]:
     """Names of the script's origins of which no function ran (empty when every shown piece of code ran)."""
-    ran = {_where(c) for c in called if isinstance(c, types.CodeType)}
+    ran = {_where(c) for c in called if isinstance(c, types.CodeType)} | {c for c in called if isinstance(c, tuple)}
     return [getattr(o, "__qualname__", getattr(o, "__name__", repr(o))) for o in script.origins
             if o not in called and not {_where(c) for c in code_objects(o)} & ran]
 

@@ -13,12 +13,12 @@ DDP = {"layers": 3, "width": 32, "per_rank": 8, "bucket_cap_mb": "0.005", "micro
 
 @pytest.fixture(scope="module", params=[2, 3])
 def coll(request):
-    return runs.run_demo("collectives", request.param, **COLL)
+    return runs.run_demo("collectives", request.param, COLL)
 
 
 @pytest.fixture(scope="module")
 def ddp():
-    return runs.run_demo("ddp", 2, **DDP)
+    return runs.run_demo("ddp", 2, DDP)
 
 
 def inputs(world: int, rank: int, n: int, seed: int):
@@ -130,7 +130,7 @@ def test_unused_branch_needs_find_unused_parameters(ddp):
 
 @pytest.mark.parametrize("world,width", [(2, 5), (3, 4)])
 def test_fsdp_shards_partition_every_parameter(world, width):
-    run = runs.run_demo("fsdp", world, layers=2, width=width, per_rank=2, seed=0)
+    run = runs.run_demo("fsdp", world, dict(layers=2, width=width, per_rank=2, seed=0))
     view = views.fsdp_view(run)
     model = workers.Tower(2, width)
     full = dict(model.named_parameters())
@@ -149,7 +149,7 @@ def test_fsdp_shards_partition_every_parameter(world, width):
 
 
 def test_tensor_parallel_equals_the_full_linear():
-    run = runs.run_demo("tensor_parallel", 2, d_in=8, d_out=6, batch=3, seed=1)
+    run = runs.run_demo("tensor_parallel", 2, dict(d_in=8, d_out=6, batch=3, seed=1))
     for entry in run.ranks:
         assert entry["column"]["weight_local"] == [3, 8] and entry["row"]["weight_local"] == [6, 4]
         assert entry["column"]["max_diff"] < 1e-5 and entry["row"]["max_diff"] < 1e-5
@@ -159,7 +159,7 @@ def test_tensor_parallel_equals_the_full_linear():
 @pytest.mark.parametrize("dataset,drop_last", [(10, False), (11, True)])
 def test_sampler_matches_torch_and_partitions_the_dataset(dataset, drop_last):
     world = 3
-    run = runs.run_demo("sampler", world, dataset=dataset, shuffle=True, drop_last=drop_last, seed=2)
+    run = runs.run_demo("sampler", world, dict(dataset=dataset, shuffle=True, drop_last=drop_last, seed=2))
     data = list(range(dataset))
     for r, entry in enumerate(run.ranks):
         s = DistributedSampler(data, num_replicas=world, rank=r, shuffle=True, seed=2, drop_last=drop_last)

@@ -46,7 +46,7 @@ def test_gpt2_small_count_is_the_same_on_both_pages_and_equals_torch():
 @pytest.fixture(scope="module")
 def ddp_runs():
     """Real runs at the page's defaults, with the head registered first (the default) and last."""
-    return {flag: runs.run_demo("ddp", 2, **{**DEFAULTS, "head_first": flag}) for flag in (True, False)}
+    return {flag: runs.run_demo("ddp", 2, {**DEFAULTS, "head_first": flag}) for flag in (True, False)}
 
 
 def test_bucket_sentences_compare_each_real_bucket_with_the_cap(ddp_runs):
@@ -87,7 +87,7 @@ def test_iteration_one_is_one_bucket_and_registration_order_only_reorders_its_na
 
 
 def test_ring_prose_gives_two_n_minus_one_over_n_and_what_the_ranks_measured():
-    run = runs.run_demo("collectives", 3, length=2, ring_numel=100_000, seed=0)
+    run = runs.run_demo("collectives", 3, dict(length=2, ring_numel=100_000, seed=0))
     rows = views.ring_rows(run)
     text = stories.ring_summary(run, rows)
     assert "whatever N is" not in text
@@ -101,6 +101,9 @@ def test_the_page_draws_the_sentences_from_its_own_tables():
     at = open_page(PAGE, query={"dist_tab": "DDP"})
     at.button(key="dist_ddp_button").click().run()
     assert_clean(at)
+    assert not [d for d in at.dataframe if "bytes − cap" in d.value.columns], "folded, the bucket tables are not sent"
+    at.session_state["dist_ddp_buckets"] = True  # open the bucket tables' expander
+    at.run()
     steps = next(m.value for m in at.markdown if m.value.startswith("1. DDP hooks"))
     tables = [d.value for d in at.dataframe if "bytes − cap" in d.value.columns]
     first, last = tables

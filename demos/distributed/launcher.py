@@ -14,8 +14,11 @@ launcher reads it back through the validator in `results`, never through pickle.
 """
 
 import os
+import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +31,13 @@ from demos.processes import free_port
 MIN_WORLD, MAX_WORLD = 2, 4
 INIT_TIMEOUT_S = 30.0
 WORK_TIMEOUT_S = 60.0
-PRELOAD = ("torch", "demos.distributed.workers")  # torch, DDP, FSDP and dynamo, imported once in the fork server
+# Imported once in the fork server: torch, the workers, FSDP and dynamo (DDP and FSDP import dynamo when they first
+# run: importing it here saves ~0.6 s a run). The app itself imports the workers (to show their code) but not these.
+PRELOAD = ("torch", "torch._dynamo", "torch.distributed.fsdp", "demos.distributed.workers")
+# When this environment variable names a folder (tests/provenance.py sets it while it records which code ran), each
+# rank writes there the code of this repository's demos that it ran: a test can then see what ran in the ranks.
+CALLS_DIR = "WB_CALLS_DIR"
+_DEMOS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # demos/
 
 
 class RunFailed(InputError):
@@ -45,7 +54,8 @@ class RunInfo:
     wall_s: float
 
 
-def _rank_main(rank: int, world: int, port: int, demo: str, params: dict, out_path: str, err_dir: str) -> None:
+def _rank_main(rank: int, world: int, port: int, demo: str, params: dict, out_path: str, err_dir: str,
+               calls_dir: str | None = None) -> None:
     """Entry of one rank process: set torchrun's environment, run the worker, leave an error file on failure.
 
     The ranks meet through a FileStore in the run's temp folder, so no rank listens on a store port, and gloo's
@@ -63,12 +73,37 @@ def _rank_main(rank: int, world: int, port: int, demo: str, params: dict, out_pa
         Path(err_dir, f"rank{rank}.txt").write_text(f"{type(err).__name__}: {err}"[:2000], encoding="utf-8")
 
     try:
-        workers.run_rank(demo, params, out_path if rank == 0 else None, backend="gloo", timeout_s=INIT_TIMEOUT_S,
-                         on_error=record, store_file=os.path.join(err_dir, "store"))
+        with _writing_calls(calls_dir, rank):
+            workers.run_rank(demo, params, out_path if rank == 0 else None, backend="gloo", timeout_s=INIT_TIMEOUT_S,
+                             on_error=record, store_file=os.path.join(err_dir, "store"))
     except BaseException as err:
         if not Path(err_dir, f"rank{rank}.txt").exists():
             record(err)
         raise SystemExit(1) from None
+
+
+@contextmanager
+def _writing_calls(folder: str | None, rank: int):
+    """With a folder, record the code of demos/ that this rank calls (every thread the block starts too) and write
+    it there afterwards, one `file<TAB>first line<TAB>name` line each; without one, do nothing."""
+    if folder is None:
+        yield
+        return
+    called = set()
+
+    def trace(frame, event, arg):  # a call event only: returning None skips the lines inside
+        called.add(frame.f_code)
+
+    sys.settrace(trace)
+    threading.settrace(trace)
+    try:
+        yield
+    finally:
+        sys.settrace(None)
+        threading.settrace(None)
+        lines = {f"{os.path.abspath(c.co_filename)}\t{c.co_firstlineno}\t{c.co_name}" for c in called}
+        Path(folder, f"rank{rank}-{os.getpid()}.calls").write_text(
+            "\n".join(sorted(line for line in lines if line.startswith(_DEMOS))), encoding="utf-8")
 
 
 def run_ranks(demo: str, world_size: int, params: dict, timeout_s: float = WORK_TIMEOUT_S) -> tuple[dict, RunInfo]:
@@ -80,8 +115,9 @@ def run_ranks(demo: str, world_size: int, params: dict, timeout_s: float = WORK_
         ctx, _ = processes.fork_server(PRELOAD)
         port = free_port()
         out_path = os.path.join(tmp, "result.json")
-        procs = [ctx.Process(target=_rank_main, args=(r, world_size, port, demo, params, out_path, tmp), daemon=True)
-                 for r in range(world_size)]
+        calls = os.environ.get(CALLS_DIR)
+        procs = [ctx.Process(target=_rank_main, args=(r, world_size, port, demo, params, out_path, tmp, calls),
+                             daemon=True) for r in range(world_size)]
         try:
             with processes.started(procs):
                 _wait_all(procs, timeout_s, tmp)  # the clock starts once all ranks live

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from demos.errors import InputError, quoted
 from demos.parsing import parse_int
-from demos.shown import print_each, script
+from demos.shown import Script, entry, print_each, script
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class Schedule:
     bubble: float
     formula: float
     peak_in_flight: tuple[int, ...]
-    code: str
+    code: Script
 
 
 def _stage_order(kind: str, p: int, m: int, s: int) -> list[tuple[str, int]]:
@@ -47,6 +47,7 @@ def simulate_schedule(kind: str, p: int, m: int) -> dict:
             "peak_in_flight": tuple(peak_in_flight(tasks, p))}
 
 
+@entry(4, 6, "1F1B")
 def pipeline_schedule(stages: int, micro: int, kind: str) -> Schedule:
     """simulate_schedule for the visitor's pipeline, with the code that ran."""
     p = parse_int(str(stages), "Stages", 2, 8)

@@ -5,7 +5,7 @@
 The demos keep their tensors on the CPU. With --backend auto on a machine with a GPU for every local rank the
 group is created as "cpu:gloo,cuda:nccl" (both backends; these CPU tensors travel over gloo) and each rank picks
 cuda:LOCAL_RANK; with fewer GPUs than ranks (two ranks on a one-GPU laptop) it is plain gloo and no rank touches
-a GPU. Load result.json on the page.
+a GPU. Rank 0 prints what the page's tab shows for the run; load result.json on the page to see it drawn.
 """
 
 import argparse
@@ -57,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         print(err, file=sys.stderr)
         return 2
-    workers.run_rank(args.demo, params, args.out, backend=args.backend)
+    record = workers.run_rank(args.demo, params, args.out, backend=args.backend)
+    if record is not None:  # rank 0: what the page's tab shows, as text
+        print("\n".join(record["report"]))
     return 0
 
 

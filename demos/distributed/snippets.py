@@ -1,71 +1,63 @@
-"""The code a distributed run shows: a standalone torchrun script made of the worker code that ran."""
+"""The code a distributed run shows: a standalone torchrun script made of the source of what the ranks ran.
 
-import ast
-import functools
-from pathlib import Path
+The script holds the worker the ranks ran, the functions and classes it calls, and the report rank 0 made of every
+rank's result (reports.py), each as its own source (demos.shown.script), then a main block that joins the process
+group torchrun sets up, runs the worker, gathers the results on rank 0 and prints the report.
+"""
 
-# Which worker functions make up the standalone script of each demo (shown as "the code"), in order.
-_SNIPPET_PARTS = {
-    "env": ("env_seen",),
-    "collectives": ("barrier_times", "ring_all_reduce", "collectives"),
-    "ddp": ("Tower", "global_batch", "_ddp_recorder", "_time_layers", "_rank_spread", "_accumulation", "_unused_branch",
-            "ddp"),
-    "fsdp": ("Tower", "global_batch", "_CommLog", "_tensors_in", "_tensor_bytes", "_local", "_memory", "fsdp"),
-    "tensor_parallel": ("tensor_parallel",),
-    "sampler": ("sampler",),
+from demos.distributed import reports, workers
+from demos.distributed.models import ENV_KEYS, Tower
+from demos.shown import Script, script
+
+# What each demo's ranks run, in the order the script defines it; the worker comes last.
+PARTS = {
+    "env": (workers.env_seen,),
+    "collectives": (workers.barrier_times, workers.ring_all_reduce, workers.collectives),
+    "ddp": (Tower, workers.global_batch, workers._ddp_recorder, workers._time_layers, workers._rank_spread,
+            workers._accumulation, workers._unused_branch, workers.ddp),
+    "fsdp": (Tower, workers.global_batch, workers._CommLog, workers._tensors_in, workers._tensor_bytes,
+             workers._local, workers._memory, workers.fsdp),
+    "tensor_parallel": (workers.tensor_parallel,),
+    "sampler": (workers.sampler,),
 }
-_SOURCES = ("models.py", "workers.py", "reports.py")  # read as text: the server never imports the ranks' DDP/FSDP
+# The imports those parts use (this repository's own are the parts themselves).
+IMPORTS = {
+    "env": "import os\n\nimport torch\nimport torch.distributed as dist",
+    "collectives": "import time\n\nimport torch\nimport torch.distributed as dist",
+    "ddp": ("import time\nimport warnings\n\nimport torch\nimport torch.distributed as dist\nimport torch.nn as nn\n"
+            "import torch.nn.functional as F\nfrom torch.nn.parallel import DistributedDataParallel as DDP"),
+    "fsdp": ("import time\nimport warnings\n\nimport torch\nimport torch.distributed as dist\nimport torch.nn as nn\n"
+             "import torch.nn.functional as F\nfrom torch.distributed.device_mesh import init_device_mesh\n"
+             "from torch.utils._python_dispatch import TorchDispatchMode"),
+    "tensor_parallel": "import torch\nimport torch.distributed as dist\nimport torch.nn.functional as F",
+    "sampler": "import torch.distributed as dist\nfrom torch.utils.data import DistributedSampler",
+}
+MAIN = """if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    result = {worker}(rank, world, p)
+    results = [None] * world if rank == 0 else None
+    dist.gather_object(result, results, dst=0)  # every rank's result, in rank order, on rank 0
+    if rank == 0:
+        print(*{report}(results, p), sep="\\n")
+    dist.destroy_process_group()"""
 
 
-def _module_nodes(file: str) -> tuple[str, list]:
-    text = (Path(__file__).parent / file).read_text(encoding="utf-8")
-    return text, ast.parse(text).body
+def launch_lines(demo: str, world: int, params: dict) -> str:
+    """How to run the script with torchrun, and the same run from this repository (it writes a result file)."""
+    words = [f"torchrun --nproc-per-node {world} -m demos.distributed.run --demo {demo} --out result.json",
+             *(f"--param {k}={v}" for k, v in params.items() if k != "iterations")]
+    lines = [""]
+    for word in words:  # a line of the command ends before 108 characters, never inside a --param
+        lines[-1:] = [f"{lines[-1]} {word}".strip()] if len(lines[-1]) + len(word) < 108 else [lines[-1], word]
+    return (f"# Run with: torchrun --nproc-per-node {world} this_file.py\n"
+            "# or, in this repository (it writes the result file the page loads):\n"
+            + " \\\n".join(f"#   {line}" for line in lines))
 
 
-@functools.cache
-def _definitions() -> dict[str, str]:
-    """Source of every top-level function and class in the workers' modules, by name."""
-    out = {}
-    for file in _SOURCES:
-        text, nodes = _module_nodes(file)
-        for node in nodes:
-            if isinstance(node, ast.FunctionDef | ast.ClassDef):
-                out[node.name] = ast.get_source_segment(text, node)
-    return out
-
-
-@functools.cache
-def _header() -> str:
-    """The workers' own imports (torch's; this app's own are the definitions the script holds) and ENV_KEYS."""
-    text, nodes = _module_nodes("workers.py")
-    imports = [ast.get_source_segment(text, n) for n in nodes if isinstance(n, ast.Import | ast.ImportFrom)
-               and not (isinstance(n, ast.ImportFrom) and n.module.startswith("demos"))
-               and not any(alias.name == "torch._dynamo" for alias in n.names)]
-    models, model_nodes = _module_nodes("models.py")
-    env = next(ast.get_source_segment(models, n) for n in model_nodes
-               if isinstance(n, ast.Assign) and n.targets[0].id == "ENV_KEYS")
-    return "\n".join(imports) + "\n\n" + env + "\n"
-
-
-def snippet(demo: str, world: int, params: dict) -> str:
-    """A standalone script with the exact worker code that ran; launch it with torchrun. Rank 0 prints what the
-    demo's tab shows (reports.py), not the raw result (which holds per-launch timings and pids)."""
-    parts = "\n\n".join(_definitions()[name] for name in (*_SNIPPET_PARTS[demo], f"report_{demo}"))
-    name = _SNIPPET_PARTS[demo][-1]
-    cli = " ".join(f"--param {k}={v}" for k, v in params.items() if k != "iterations")
-    return (
-        f"# Run with: torchrun --nproc-per-node {world} this_file.py\n"
-        f"# or, in this repository: torchrun --nproc-per-node {world} -m demos.distributed.run --demo {demo} "
-        f"{cli} --out result.json\n"
-        f"{_header()}\n\n{parts}\n\n"
-        "if __name__ == '__main__':\n"
-        "    dist.init_process_group('gloo')\n"
-        "    rank, world = dist.get_rank(), dist.get_world_size()\n"
-        f"    p = {params!r}\n"
-        f"    result = {name}(rank, world, p)\n"
-        "    results = [None] * world if rank == 0 else None\n"
-        "    dist.gather_object(result, results, dst=0)  # every rank's result, in rank order, on rank 0\n"
-        "    if rank == 0:\n"
-        f"        report_{demo}(results, p)\n"
-        "    dist.destroy_process_group()\n"
-    )
+def rank_script(demo: str, world: int, params: dict) -> Script:
+    """The standalone script of one demo at these settings: what each rank ran, then rank 0's report."""
+    report = reports.REPORTS[demo]
+    settings = {"ENV_KEYS": ENV_KEYS, "p": params} if demo == "env" else {"p": params}
+    return script(*PARTS[demo], report, imports=f"{launch_lines(demo, world, params)}\n{IMPORTS[demo]}",
+                  settings=settings, run=MAIN.format(worker=PARTS[demo][-1].__name__, report=report.__name__))

@@ -9,17 +9,16 @@ import time
 import warnings
 
 import torch
-import torch._dynamo  # noqa: F401  (DDP and FSDP import it lazily; loading it once in the forkserver saves ~0.6 s a run)
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import fully_shard
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.data import DistributedSampler
 
-from demos.distributed.models import ENV_KEYS, Tower  # noqa: F401  (Tower and ENV_KEYS are part of the workers' API)
+from demos.distributed.models import ENV_KEYS, Tower
+from demos.distributed.reports import REPORTS
 
 
 def global_batch(world: int, per_rank: int, width: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -323,6 +322,8 @@ def _local(t: torch.Tensor) -> torch.Tensor:
 
 def fsdp(rank: int, world: int, p: dict) -> dict:
     """fully_shard (FSDP2) per layer and root: shard shapes, recorded collectives, memory vs a DDP-style replica."""
+    from torch.distributed.fsdp import fully_shard  # imported when used: it takes seconds to import
+
     warnings.filterwarnings("ignore")
     layers, width, per_rank, seed = p["layers"], p["width"], p["per_rank"], p["seed"]
     torch.manual_seed(seed)
@@ -475,7 +476,8 @@ def run_rank(demo: str, params: dict, out_path: str | None, backend: str = "auto
         record = None
         if rank == 0:
             record = {"format": "pytorch-whiteboard/distributed", "version": 1, "demo": demo, "params": params,
-                      "world_size": world, "backend": backend, "torch": torch.__version__, "ranks": gathered}
+                      "world_size": world, "backend": backend, "torch": torch.__version__, "ranks": gathered,
+                      "report": REPORTS[demo](gathered, params) if demo in REPORTS else []}
             if out_path:
                 _write_json(record, out_path)
         return record
