@@ -9,11 +9,11 @@ import types
 from contextlib import contextmanager
 from pathlib import Path
 
+import torch
+
 # While calls are recorded this environment variable names a folder where a process this one starts may write the
 # code it ran, one `file<TAB>first line<TAB>name` line each (demos/distributed/launcher.py does for its ranks).
 CHILD_CALLS = "WB_CALLS_DIR"
-
-import torch
 
 
 @contextmanager

@@ -10,8 +10,8 @@ from demos.autograd.custom import all_custom
 from demos.registry import ROOT, by_file, by_slug, registered
 
 
-def section_tabs_calls(page_file: str) -> set[tuple[str, str]]:
-    """(slug, key) of every ui.sections (or ui.section_tabs) call in a page's source; a Name argument is read from
+def sections_calls(page_file: str) -> set[tuple[str, str]]:
+    """(slug, key) of every ui.sections call in a page's source; a Name argument is read from
     the module's top-level assignment of it (SLUG = "...")."""
     tree = ast.parse((ROOT / page_file).read_text())
     assigns = [n for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)]
@@ -21,12 +21,12 @@ def section_tabs_calls(page_file: str) -> set[tuple[str, str]]:
         return arg.value if isinstance(arg, ast.Constant) else constants[arg.id]
 
     return {(value(c.args[0]), value(c.args[1])) for c in ast.walk(tree)
-            if isinstance(c, ast.Call) and getattr(c.func, "attr", None) in ("sections", "section_tabs")}
+            if isinstance(c, ast.Call) and getattr(c.func, "attr", None) == "sections"}
 
 
 @pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
 def test_each_page_draws_exactly_the_tab_sets_the_registry_declares(topic):
-    calls = section_tabs_calls(topic.file)
+    calls = sections_calls(topic.file)
     assert {slug for slug, _ in calls} <= {topic.slug}, "a page draws its own tab sets"
     assert {key for _, key in calls} == {s.key for s in topic.tab_sets}
 

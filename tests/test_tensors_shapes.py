@@ -295,5 +295,5 @@ def test_practice_chains_are_graded_by_torch_and_link_to_the_lab():
 
 
 def test_the_page_tab_is_the_one_links_name():
-    assert {"tensors_tab": TAB} in by_slug("tensors").sections()  # the tabs the page draws (section_tabs)
+    assert {"tensors_tab": TAB} in by_slug("tensors").sections()  # the tabs the page draws (ui.sections)
     assert lab_link("x: 1", "x").count("tensors_tab=Shape+lab") == 1

@@ -1,7 +1,6 @@
 """Shared study components for every page: layout, whiteboard mode, figures, code panels, quizzes, errors."""
 
 from pages.ui import marks
-from pages.ui.caching import cache_data, cache_resource
 from pages.ui.code import show_code
 from pages.ui.compute import compute
 from pages.ui.errors import input_errors
@@ -10,7 +9,6 @@ from pages.ui.layout import (
     key_controls,
     page_header,
     prose,
-    section_tabs,
     sections,
     settings,
     sidebar_controls,
@@ -24,8 +22,6 @@ from pages.ui.tables import table
 from pages.ui.traps import trap_pair
 
 __all__ = [
-    "cache_data",
-    "cache_resource",
     "compute",
     "figure_pair",
     "graph",
@@ -43,7 +39,6 @@ __all__ = [
     "queued_status",
     "ran_with",
     "run_button",
-    "section_tabs",
     "sections",
     "settings",
     "show_code",

@@ -80,13 +80,15 @@ class _Cache:
                 return hit[0]
             try:
                 result = self.fn(*args, **kwargs)
-            finally:
+            except BaseException:
                 with self.lock:
                     self.busy.pop(key, None)
-            with self.lock:
+                raise
+            with self.lock:  # stored before the key stops being busy, so no third caller computes it again
                 self.results[key] = ((args, kwargs), result)  # the arguments keep identity-keyed objects alive
                 while len(self.results) > self.entries:
                     self.results.popitem(last=False)
+                self.busy.pop(key, None)
             return result
 
     def _hit(self, key: tuple) -> tuple[Any] | None:

@@ -70,11 +70,6 @@ def sections(slug: str, key: str, views: dict[str, Callable[[], None]]) -> None:
                     st.fragment(views[label])()
 
 
-def section_tabs(slug: str, key: str, functions) -> None:
-    """Transitional: the sections in the registry's order (TODO: gone once every page names its sections)."""
-    sections(slug, key, dict(zip(by_slug(slug).tabs(key), functions, strict=True)))
-
-
 def prose(markdown: str, label: str = "Explanation") -> None:
     """Explanatory text; in whiteboard mode it folds into an expander so the figure owns the screen."""
     if whiteboard_on():

@@ -21,8 +21,8 @@ def queued(fn, *args, notice=None, **kwargs):
     `notice`: where the place in line is shown (an st.empty made before an st.status, whose body is folded);
     by default a placeholder where the call is.
 
-    The notice is written by this script run, never from inside a cached function: st.cache_data replays what a
-    cached function wrote, and a write into a placeholder made outside it cannot be replayed.
+    The notice is written by this script run, never from inside the computation, which runs once per server and
+    has no page of its own to write to.
     """
     try:
         with deferring_turn():

@@ -12,8 +12,8 @@ def run_button(label: str, key: str, params=(), icon: str = ":material/play_arro
                **button) -> bool:
     """A button for heavy work; True while the result for exactly `params` should be on screen.
 
-    The parameters of the last press are kept in `st.session_state[key]` and the result is cached on them
-    (st.cache_data), so it survives reruns caused by other widgets and goes away when its own inputs change.
+    The parameters of the last press are kept in `st.session_state[key]` and the result is computed on them
+    through ui.compute, so it survives reruns caused by other widgets and goes away when its own inputs change.
     After a change the visitor is told to press again instead of the work starting by itself (in whiteboard mode,
     where the button sits in a figure's key row, the button turns primary and says so in its tooltip).
 
