@@ -1,6 +1,6 @@
 """deploy/: the compose file and the Kubernetes manifests parse, and agree with each other, with the container and
-with the README's memory measurements (kubeconform and kubectl are not installed here; tests/browser/test_replicas.py
-runs the nginx file for real)."""
+with the memory measurements of the hosting guide, deploy/README.md (kubeconform and kubectl are not installed here;
+tests/browser/test_replicas.py runs the nginx file for real)."""
 
 import re
 from pathlib import Path
@@ -9,7 +9,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
-README = (ROOT / "README.md").read_text()
+HOSTING = (DEPLOY / "README.md").read_text()  # the hosting guide, with its memory measurements
 NGINX = (DEPLOY / "nginx" / "whiteboard.conf").read_text()
 
 
@@ -27,10 +27,10 @@ def megabytes(quantity: str) -> int:
     return int(number) * {"M": 1, "G": 1000}[unit]
 
 
-def readme_memory() -> tuple[int, int, int]:
-    """From README's memory table: the tier five visitors at once fit in, their peak, and the idle server (MB)."""
-    crowd = re.search(r"\| five visitors at once on a (\d+) MB tier[^|]*\|[^|]*\| (\d+) MB \|", README)
-    idle = re.search(r"\| idle, [^|]*\|[^|]*\| (\d+) MB \|", README)
+def measured_memory() -> tuple[int, int, int]:
+    """From the hosting guide's memory table: the tier five visitors fit in, their peak, the idle server (MB)."""
+    crowd = re.search(r"\| five visitors at once on a (\d+) MB tier[^|]*\|[^|]*\| (\d+) MB \|", HOSTING)
+    idle = re.search(r"\| idle, [^|]*\|[^|]*\| (\d+) MB \|", HOSTING)
     return int(crowd[1]), int(crowd[2]), int(idle[1])
 
 
@@ -60,7 +60,7 @@ def test_readiness_is_streamlits_health_endpoint():
 
 
 def test_memory_limits_come_from_the_readme_measurements():
-    tier, crowd_peak, idle = readme_memory()
+    tier, crowd_peak, idle = measured_memory()
     assert crowd_peak <= tier
     (container,) = manifests()["Deployment"]["spec"]["template"]["spec"]["containers"]
     resources = container["resources"]
