@@ -12,8 +12,9 @@ import statistics
 from dataclasses import dataclass
 
 from harness.browser import run_mark, wait_every_chart_drawn, wait_run
+from pages.ui import marks
 
-KEY_ROWS = "[class*=st-key-keys-], [class*=st-key-wbkeys-]"
+KEY_ROWS = f"[class*=st-key-keys-], {marks.selector(marks.KEYS)}"
 KINDS = (("slider", "input[type=range]"), ("toggle", "[data-testid=stCheckbox] input"),
          ("number", "[data-testid=stNumberInput]"), ("radio", "[data-testid=stRadio]"),
          ("segmented", "[data-testid=stButtonGroup]"), ("select", "[data-testid=stSelectbox]"))

@@ -26,6 +26,11 @@ MARKS = {"sections": SECTIONS, "keys": KEYS, "settings": SETTINGS, "steps": STEP
          "card": CARD, "corner": CORNER, "card_nav": CARD_NAV}
 
 
+def selector(mark: str, key: str = "") -> str:
+    """A CSS selector of the containers with `mark` (and a key starting with `key`), for tests and the benchmark."""
+    return f"[class*=st-key-{mark}{key}]"
+
+
 def stylesheet(css: str) -> str:
     """A stylesheet with its `$name` placeholders filled with the marks (an unknown name raises KeyError)."""
     return Template(css).substitute(MARKS)

@@ -9,6 +9,7 @@ from demos.practice import catalog
 from demos.practice import drill as dr
 from demos.quiz import format_answer
 from harness.browser import act, artifacts_dir, open_page, rerun, settle
+from pages.ui import marks
 from tests.browser.test_browser import full_screenshot, open_app, wait_loaded
 
 pytestmark = pytest.mark.browser
@@ -64,7 +65,7 @@ def shown_next(page, position: int, last: bool) -> None:
 
 def verdict(page):
     """The message of the verdict in the question card (none before Run it; a notice above the page is not one)."""
-    return page.locator("[class*=st-key-wbcard-], [class*=st-key-wbcorner-]").locator(
+    return page.locator(f"{marks.selector(marks.CARD)}, {marks.selector(marks.CORNER)}").locator(
         "[data-testid=stAlertContentSuccess] p, [data-testid=stAlertContentWarning] p, "
         "[data-testid=stAlertContentInfo] p")
 

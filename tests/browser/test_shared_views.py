@@ -16,6 +16,7 @@ from harness.browser import (
     wait_every_chart_drawn,
     wait_loaded,
 )
+from pages.ui import marks
 from tests.browser.test_browser import QUESTION_CARD_PAGES, VIEWPORT, open_app, wait_visible_chart
 
 pytestmark = pytest.mark.browser
@@ -80,7 +81,7 @@ def tab_views(page, topic):
     yield "default", page.url, view_of(page)
     for query in topic.sections()[1:]:
         for key, label in query.items():
-            tab = page.locator(f".st-key-wbsections-{key} [data-testid=stTabs]").first.get_by_role(
+            tab = page.locator(f".st-key-{marks.SECTIONS}{key} [data-testid=stTabs]").first.get_by_role(
                 "tab", name=label, exact=True)
             if tab.get_attribute("aria-selected") != "true":
                 open_tab(page, tab)

@@ -26,6 +26,7 @@ from harness.browser import (
     wait_loaded,
     wait_still,
 )
+from pages.ui import marks
 
 pytestmark = pytest.mark.browser
 
@@ -197,7 +198,7 @@ def test_figures_download_as_png_and_svg_outside_whiteboard_mode(server, browser
 
 
 def step_caption(page):
-    return page.locator("[class*=st-key-wbsteps-tensors_bc_steps] [data-testid=stCaptionContainer]")
+    return page.locator(marks.selector(marks.STEPS, "tensors_bc_steps") + " [data-testid=stCaptionContainer]")
 
 
 def press_key(page, key: str, outcome) -> None:
@@ -213,11 +214,11 @@ def test_presenter_keys_move_steps_and_sections_and_open_the_board(server, brows
         wait_loaded(page)
         assert page.get_by_test_id("stSidebar").get_attribute("aria-expanded") != "true"
         assert page.get_by_test_id("stExpandSidebarButton").is_visible(), "the sidebar is folded"
-        page.locator("[class*=st-key-wbsteps-tensors_bc_steps]").scroll_into_view_if_needed()
+        page.locator(marks.selector(marks.STEPS, "tensors_bc_steps")).scroll_into_view_if_needed()
         assert step_caption(page).inner_text().startswith("Step 1 of")
         for key, expected in (("ArrowRight", "Step 2 of"), ("ArrowRight", "Step 3 of"), ("ArrowLeft", "Step 2 of")):
             press_key(page, key, lambda e=expected: expect(step_caption(page)).to_have_text(re.compile(f"^{e}")))
-        tabs = page.locator("[class*=st-key-wbsections-] [role=tab]")
+        tabs = page.locator(marks.selector(marks.SECTIONS) + " [role=tab]")
         memory, broadcasting = tabs.filter(has_text="Memory layout"), tabs.filter(has_text="Broadcasting")
         press_key(page, "]", lambda: tab_drawn(memory))
         page.wait_for_url(re.compile("tensors_tab=Memory"))
@@ -250,7 +251,7 @@ def test_presenter_keys_move_steps_and_sections_and_open_the_board(server, brows
 
 
 def card_step_caption(key: str) -> str:
-    return f"[class*=st-key-wbsteps-{key}_reveal] [data-testid=stCaptionContainer]"
+    return marks.selector(marks.STEPS, f"{key}_reveal") + " [data-testid=stCaptionContainer]"
 
 
 def reveal_with_right_arrow(page, key: str) -> None:
@@ -285,17 +286,17 @@ def test_right_arrow_reveals_question_cards_step_by_step_and_frames_figure_by_fi
     frames the card under the figure; on a tab with two figures it frames the second, ← brings back the first."""
     with presenting(browser, f"{server}/practice?whiteboard=true") as page:
         card = boxes_on_screen_order(page)[0]
-        assert "st-key-wbcard-" in card["what"] and whole_on_screen(card), card
-        key = card["what"].removeprefix("st-key-wbcard-")
+        assert "st-key-" + marks.CARD in card["what"] and whole_on_screen(card), card
+        key = card["what"].removeprefix("st-key-" + marks.CARD)
         reveal_with_right_arrow(page, key)
-        assert "returned" in page.locator(f"[class*=st-key-wbcard-{key}]").inner_text()
+        assert "returned" in page.locator(marks.selector(marks.CARD, key)).inner_text()
 
     with presenting(browser, f"{server}/home?whiteboard=true") as page:
         figure, card = boxes_on_screen_order(page)[:2]
         assert figure["what"] == "stVegaLiteChart" and whole_on_screen(figure), figure
-        assert card["what"] == "st-key-wbcard-home_quiz" and card["top"] > SCREEN["height"] / 2, card
+        assert card["what"] == "st-key-" + marks.CARD + "home_quiz" and card["top"] > SCREEN["height"] / 2, card
         press_to_scroll(page, "ArrowRight")  # frames the next figure: the quiz card
-        card = boxes_on_screen_order(page, "[class*=st-key-wbcard-home_quiz]")[0]
+        card = boxes_on_screen_order(page, marks.selector(marks.CARD, "home_quiz"))[0]
         assert whole_on_screen(card, top=FRAME_TOP) and card["top"] <= FRAME_TOP + 30, card
         reveal_with_right_arrow(page, "home_quiz")
 
@@ -345,23 +346,22 @@ def _view_name(topic, query: dict) -> str:
 
 # Every page at its defaults and each of its section tabs (the views the readability test runs in AppTest).
 VIEWS = [(t, q) for t in registered() for q in t.views()]
-# What a presenter frames: a figure, or a question card (Practice, Home); an interview corner's card (wbcorner-)
+# What a presenter frames: a figure, or a question card (Practice, Home); an interview corner's card (marks.CORNER)
 # sits below its view's figure and does not count as the view's first figure.
 FIGURE_OR_CARD = ("[data-testid=stPlotlyChart], [data-testid=stVegaLiteChart], [data-testid=stGraphVizChart], "
-                  "[class*=st-key-wbcard-]")
+                  + marks.selector(marks.CARD))
 # Two figures read together (ui.figure_pair: Autograd's expression beside the graph torch recorded).
-PAIRED_FIGURES = ("[class*=st-key-wbpair-] :is([data-testid=stPlotlyChart], [data-testid=stVegaLiteChart], "
+PAIRED_FIGURES = (marks.selector(marks.PAIR) + " :is([data-testid=stPlotlyChart], [data-testid=stVegaLiteChart], "
                   "[data-testid=stGraphVizChart])")
 FRAME_TOP = 90  # px: the app's header strip is above this line (assets/js/presenter.js)
-KEY_ROW = "[class*=st-key-wbkeys-]"  # a figure's few key controls (ui.key_controls)
+KEY_ROW = marks.selector(marks.KEYS)  # a figure's few key controls (ui.key_controls)
 KEY_ROW_HEIGHT = 90  # px: one compact row of labelled fields
 # Every control a visitor can set; in whiteboard mode each sits in a figure's key row, a question card (or the
 # drill's row under it), a step-by-step reveal, or folded away (ui.settings, an expander).
 CONTROLS = ", ".join(f"[data-testid=stMain] [data-testid={kind}]" for kind in (
     "stTextInput", "stNumberInput", "stTextArea", "stSlider", "stSelectbox", "stMultiSelect", "stRadio",
     "stCheckbox", "stButtonGroup", "stButton", "stDownloadButton", "stFileUploader"))
-PLACED = (f"{KEY_ROW}, [class*=st-key-wbcard-], [class*=st-key-wbcardnav-], [class*=st-key-wbcorner-], "
-          "[class*=st-key-wbsteps-]")
+PLACED = ", ".join(marks.selector(mark) for mark in (marks.KEYS, marks.CARD, marks.CARD_NAV, marks.CORNER, marks.STEPS))
 
 
 def boxes_on_screen_order(page, selector: str = FIGURE_OR_CARD) -> list[dict]:
