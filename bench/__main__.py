@@ -111,17 +111,35 @@ def rerun_ms(page, charts: int, attempts: int = 3) -> float:
     return finished - started
 
 
+def process_role(p: psutil.Process) -> str:
+    """What one process of the server's tree is: the server, a fork server, multiprocessing's resource tracker, or
+    a child a demo started."""
+    cmdline = " ".join(p.cmdline())
+    if "forkserver" in cmdline:
+        return "fork server (demos/processes.py)"
+    if "resource_tracker" in cmdline:
+        return "multiprocessing's resource tracker"
+    return "a demo's child process"
+
+
+def server_memory(proc) -> dict:
+    """Resident memory (RSS) of the server and all its children, MiB, and each process's RSS and PSS: PSS splits a
+    page shared by processes between them, so the PSS column adds up to what the tree costs the host."""
+    root = psutil.Process(proc.pid)
+    rows = []
+    for p in [root, *root.children(recursive=True)]:
+        try:
+            info = p.memory_full_info()
+            role = "the Streamlit server" if p.pid == root.pid else process_role(p)
+        except psutil.NoSuchProcess:
+            continue
+        rows.append({"role": role, "rss": info.rss / MiB, "pss": info.pss / MiB})
+    return {"rss": sum(r["rss"] for r in rows), "pss": sum(r["pss"] for r in rows), "processes": rows}
+
+
 def server_rss(proc) -> float:
     """Resident memory of the server and all its children, MiB."""
-    root = psutil.Process(proc.pid)
-    procs = [root, *root.children(recursive=True)]
-    total = 0
-    for p in procs:
-        try:
-            total += p.memory_info().rss
-        except psutil.NoSuchProcess:
-            pass
-    return total / MiB
+    return server_memory(proc)["rss"]
 
 
 def visit(page, url: str, topic) -> float:
@@ -219,13 +237,13 @@ def bench_pages(browser, topics, reruns: int, extra_reruns: int, views: list[str
                          "script_ms": script_ms(topic, reruns)})
             print(f"  {topic.slug}: first {first:.2f} s ({again:.2f} s cached), "
                   f"warm median {rows[-1]['median_ms']:.0f} ms", file=sys.stderr)
-        rss_after_pages = server_rss(proc)
+        after_pages = server_memory(proc)
         # each visit is one rerun of that page's script; a sidebar click on the open page starts no run, so a
         # single page alternates with Home
         cycle = topics if len(topics) > 1 else [*topics, HOME]
         for i in range(extra_reruns):
             visit(page, url, cycle[i % len(cycle)])
-        memory = {"after_pages": rss_after_pages, "after_reruns": server_rss(proc)}
+        memory = {"after_pages": after_pages["rss"], "tree": after_pages, "after_reruns": server_rss(proc)}
         rows += bench_views(page, url, views, reruns)
         context.close()
     return rows, memory
@@ -280,6 +298,9 @@ def report(cold: dict, rows: list[dict], memory: dict, cases: list[dict]) -> str
         f"| {ok(memory['after_pages'], b['rss_mib'])} |",
         f"| RSS growth over {memory['reruns']} more reruns | {growth:+.1f} MiB | <= {b['growth_mib']} MiB "
         f"| {ok(growth, b['growth_mib'])} |",
+        *[f"| {r['role']}: RSS {r['rss']:.0f} MiB, PSS | {r['pss']:.0f} MiB | | |"
+          for r in memory["tree"]["processes"]],
+        f"| all of them, PSS (what the host pays) | {memory['tree']['pss']:.0f} MiB | | |",
         "",
         f"| page or view | first visit | first visit, defaults cached | widget change median (max), budget "
         f"{b['change_median_ms']} ({b['change_max_ms']}) ms | widget | full rerun median (max) | budget "

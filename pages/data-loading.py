@@ -55,12 +55,14 @@ DEFAULT_STREAMS = (STREAM_LENGTH, STREAM_WORKERS)
 
 
 def batch_before_drawn(key: str, default: int) -> int:
-    """A batch_size slider's value before it is drawn this run: its state, else its URL value, else its default."""
+    """A batch_size slider's value before it is drawn this run: its state, else its URL value, else its default. A URL
+    value the slider cannot take counts as the default, as the slider will show it (not clamped: a clamped guess
+    would offer other sample counts than the drawn slider does, and the tab would draw again)."""
     try:
         value = int(st.session_state.get(key, st.query_params.get(key, default)))
-    except (TypeError, ValueError):
-        value = default
-    return min(max(value, 1), MAX_BATCH)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return value if 1 <= value <= MAX_BATCH else default
 
 
 OFFERED = "dl_offered_samples"  # session state: the sample counts the Samples slider offered on its last draw
