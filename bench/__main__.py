@@ -5,7 +5,8 @@
     python -m bench --every-view         # also every section of every page (demos/registry.py declares them)
     python -m bench --memory             # PSS of heavy demos, five visitors, idle; the upload worst case
 
-Measures: cold start (server start to first page rendered) against an app whose only page imports torch,
+Measures: cold start (server start to first page rendered) against an app whose only page imports torch, a
+widget change in a bare app (Streamlit's own floor on this host),
 first visit (on this server, running the page's default cases) and again in a new session (defaults cached), what a
 visitor waits after changing one of a view's own widgets (bench/changes.py: until the view has redrawn, its
 fragment or the page), warm full reruns per page (the 'r' key, in the browser, and the page script alone in
@@ -63,6 +64,30 @@ import torch
 st.title("torch only")
 st.write(torch.__version__)
 '''
+
+# The floor of a widget change: a bare app whose one key row holds a slider and a radio and whose script does nothing
+# else. What it takes is Streamlit's own round trip on this host, the least any view's change can take.
+BARE_APP = '''import streamlit as st
+with st.container(key="keys-bare"):
+    n = st.slider("n", 0, 10, 3, key="bare_n")
+    pick = st.radio("pick", ["a", "b", "c"], key="bare_pick", horizontal=True)
+st.write(f"n = {n}, pick = {pick}")
+'''
+
+
+def bare_change(browser, changes: int) -> dict:
+    """Widget changes of the bare app (its slider, as bench/changes.py chooses), timed like every view's."""
+    folder = Path(tempfile.mkdtemp(prefix="wb-bare-"))
+    (folder / "app.py").write_text(BARE_APP)
+    with streamlit_server("app.py", cwd=folder) as (url, _):
+        context = new_context(browser, viewport={"width": 1400, "height": 900})
+        page = context.new_page()
+        page.goto(url)
+        wait_run(page, timeout=120)
+        result = change_ms(page, changes)
+        context.close()
+    return result
+
 
 def wait_charts_drawn(page, charts: int, timeout: float = 120) -> None:
     if charts:
@@ -298,6 +323,8 @@ def report(cold: dict, rows: list[dict], memory: dict, cases: list[dict]) -> str
         f"| cold start ratio | {ratio:.2f}x | <= {b['cold_ratio']}x | {ok(ratio, b['cold_ratio'])} |",
         f"| server RSS after all pages | {memory['after_pages']:.0f} MiB | <= {b['rss_mib']} MiB "
         f"| {ok(memory['after_pages'], b['rss_mib'])} |",
+        f"| widget change, a bare Streamlit app (a slider; Streamlit's own floor here) | "
+        f"{cold['bare_change']['median_ms']:.0f} ms ({cold['bare_change']['max_ms']:.0f} ms) | | |",
         f"| RSS growth over {memory['reruns']} more reruns | {growth:+.1f} MiB | <= {b['growth_mib']} MiB "
         f"| {ok(growth, b['growth_mib'])} |",
         *[f"| {r['role']}: RSS {r['rss']:.0f} MiB, PSS | {r['pss']:.0f} MiB | | |"
@@ -381,6 +408,7 @@ def main() -> None:
         cold = {"app": statistics.median(cold_app), "torch_only": statistics.median(cold_torch),
                 "repeat": args.cold_repeat}
         print(f"  cold start: app {cold['app']:.2f} s, torch-only {cold['torch_only']:.2f} s", file=sys.stderr)
+        cold["bare_change"] = bare_change(browser, args.reruns)
         views = [] if args.no_whiteboard else [f"{t.slug}?whiteboard=true" for t in topics]
         views += [v for t in topics for v in PAGE_VIEWS.get(t.slug, [])]
         views += [v for v in args.views.split(",") if v]
