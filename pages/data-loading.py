@@ -209,16 +209,21 @@ def show_comparison(result, recorded: str) -> None:
             for note in run.warnings:
                 st.caption(f"torch says: {note}")
     ui.plot(ui.compute(figures.comparison_gantt, result, recorded), key="dl_gantt")
-    busy = result.load_average > result.cores
+    st.caption(f"Both runs on one time axis. {timeline_notes(result, recorded)}")
+    ui.show_code(result.code, key="dl_timeline_code", file_name="dataloader_timeline.py")
+
+
+def timeline_notes(result, recorded: str) -> str:
+    """The fork server's part and the host's load, said of the host the runs were made on (a recording's or this
+    server)."""
     server = (f"The fork server (torch imported once, {result.fork_server_s:.2f} s) was started before the clock "
               "and stopped after the run." if result.fork_server_s else "No worker process was needed.")
-    st.caption(
-        f"Both runs on one time axis. {server} The bound assumes perfect overlap; the measured "
-        "number also pays worker start-up and the first batch. Host load average right after the run: "
-        f"{result.load_average:.1f} on {result.cores} cores"
-        + (" — the host is busy, so CPU-heavy settings measure slower than the bound suggests." if busy else ".")
-    )
-    ui.show_code(result.code, key="dl_timeline_code", file_name="dataloader_timeline.py")
+    host = "the recording host's" if recorded else "this host's"
+    busy = (" — that host was busy, so CPU-heavy settings measured slower than the bound suggests"
+            if result.load_average > result.cores else "")
+    return (f"{server} The bound assumes perfect overlap; the measured number also pays worker start-up and the first "
+            f"batch. Load average right after the run, {host}: {result.load_average:.1f} on {result.cores} cores"
+            f"{busy}.")
 
 
 @st.fragment  # its own key row: a change reruns this part alone (the workload comes from the timeline above)

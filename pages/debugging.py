@@ -60,9 +60,10 @@ FIX_NOTES = {
                 "forward but not the gradient with respect to its second argument.",
     "div_zero": "Normalizing by a sum (or a norm) that can be 0 gives 0/0 in the forward and 1/0² in the "
                 "backward. Clamp the denominator, or use `F.normalize`, which does exactly that.",
-    "sqrt_negative": "A quantity that is 'mathematically ≥ 0' (a variance written as E[x²] − E[x]², a centred "
-                     "value) goes slightly negative by rounding; sqrt of it is nan, and sqrt's gradient at 0 is "
-                     "inf. Clamp to 0 and add an epsilon inside the sqrt.",
+    "sqrt_negative": "sqrt of a value taken for ≥ 0 that is not: here a centred value, `h − h.mean()`, negative "
+                     "wherever h is below its mean (a variance written as E[x²] − E[x]² can also go slightly "
+                     "negative by rounding). sqrt of a negative is nan, and sqrt's gradient at 0 is inf. Clamp to 0 "
+                     "and add an epsilon inside the sqrt.",
     "fp16_overflow": "exp overflows float16 (max 65504) long before float32, and inf/inf = nan. Use the stable "
                      "`torch.softmax` (it subtracts the max) and keep reductions in float32; autocast does this "
                      "for you, and GradScaler skips steps whose gradients overflowed.",

@@ -536,7 +536,8 @@ def section_resume() -> None:
                        help=f"{run.name}: max |θ_resumed − θ_straight| at step N")
         ui.plot(ui.compute(resume.resume_figure, r, tuple(shown or ())), key="tl_res_fig")
         st.caption(f"Checkpoint: {', '.join(r.checkpoint_keys)} — {r.checkpoint_bytes:,} bytes. Without the "
-                   "optimizer, Adam restarts its moments (and bias correction); without the RNG state dropout masks "
+                   "optimizer, Adam restarts its moments (and bias correction) and its learning rate, which lives in "
+                   "`optimizer.param_groups`, goes back to the initial one; without the RNG state dropout masks "
                    f"and batches differ. {resume.scheduler_trap(r)}")
         saved, loaded = st.columns(2)
         with saved:

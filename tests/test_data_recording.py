@@ -15,6 +15,7 @@ PROVENANCE = {"date", "host", "cpu", "cores", "torch", "python", "command", "cod
 
 def test_the_recorder_writes_what_it_measured_and_where(tmp_path, monkeypatch):
     monkeypatch.setattr(recording, "default_cases", lambda: SMALL)  # the defaults take 8-10 s of DataLoaders
+    monkeypatch.setattr("os.getloadavg", lambda: (0.5, 0.5, 0.5))  # a quiet host, whatever runs beside the test
     out = tmp_path / "defaults.json"
     assert recording.main(["--out", str(out)]) == 0
     runs = recording.default_runs(str(out))
@@ -38,10 +39,22 @@ def test_the_shipped_recording_is_of_the_pages_defaults_with_its_provenance():
     assert set(runs.provenance) == PROVENANCE and runs.provenance["command"].startswith(recording.COMMAND)
     assert c.cores == runs.provenance["cores"] and len(c.a.loaded) == len(c.b.loaded) == w.samples
     assert recording.RECORDING.stat().st_size < 100_000, "a small file"
+    assert c.load_average <= c.cores, "recorded on a host no busier than its cores"
+    assert c.steady_speedup(c.b) > 1.5, "at the defaults, 4 workers clearly beat loading in the main loop"
+
+
+def test_a_recording_made_on_a_busy_host_is_not_written(tmp_path, monkeypatch):
+    """Under a load above the host's cores workers look slower than none: such a recording would teach the opposite
+    of the tab's lesson, so the recorder says why and writes nothing."""
+    monkeypatch.setattr(recording, "default_cases", lambda: SMALL)
+    monkeypatch.setattr("os.getloadavg", lambda: (99.0, 99.0, 99.0))  # read right after the runs
+    out = tmp_path / "busy.json"
+    assert recording.main(["--out", str(out)]) == 1 and not out.exists()
+    assert "load average was 99.0" in recording.busy_host({"comparison": {"load_average": 99.0, "cores": 2}})
 
 
 def test_a_recording_of_another_schema_is_refused(tmp_path):
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"schema": 0}))
-    with pytest.raises(ValueError, match="schema 1"):
+    with pytest.raises(ValueError, match=f"schema {recording.SCHEMA}"):
         recording.default_runs(str(old))

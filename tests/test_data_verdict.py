@@ -34,7 +34,8 @@ def synthetic_run(w: Workload, c: LoaderConfig, first: float, waits: list[float]
 
 
 def comparison(a: LoaderRun, b: LoaderRun, baseline: float, load: float = 0.5) -> Comparison:
-    return Comparison(a, b, {b.config.batch_size: baseline}, 0.1, 2, load, "")
+    steady = baseline * a.steady_samples_per_s / a.samples_per_s  # the 0-worker run is a, or one like it
+    return Comparison(a, b, {b.config.batch_size: baseline}, 0.1, 2, load, "", {b.config.batch_size: steady})
 
 
 W = Workload()
@@ -58,7 +59,7 @@ def test_kept_up_verdict_names_its_own_numbers():
     assert f"waited only {b.steady_wait_fraction:.0%} of the time" in text
     assert f"trained at {r.steady_speedup(b):.1f}x the 0-worker rate (bound {r.bound(b):.1f}x)" in text
     assert f"The whole run's {r.speedup(b):.2f}x is lower" in text  # the first batch is > 15% of this short run
-    assert r.steady_speedup(b) == pytest.approx(b.samples_per_s * b.wall_s / b.steady_s / a.samples_per_s)
+    assert r.steady_speedup(b) == pytest.approx(b.steady_samples_per_s / a.steady_samples_per_s)
     starved = r.verdict(a)
     assert starved.startswith("Starved") and f"{a.starved_fraction:.0%} of the run went to loading" in starved
 

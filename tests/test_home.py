@@ -24,7 +24,7 @@ def test_softmax_matches_torch_and_snippet(logits, t):
     assert torch.allclose(torch.tensor(r.probs), expected)
     assert torch.allclose(torch.tensor(r.probs_t1), torch.softmax(torch.tensor(r.logits), dim=0))
     assert run_code(r.code) == list(r.probs)
-    bars = softmax_chart(r)["data"]["values"]
+    bars = softmax_chart(r)["layer"][0]["data"]["values"]
     at_t = [b["probability"] for b in bars if b["series"] == f"T = {t:g}"]
     assert at_t == list(r.probs)
     assert [b["probability"] for b in bars if b["series"] == "T = 1"] == list(r.probs_t1)

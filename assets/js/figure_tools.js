@@ -1,6 +1,6 @@
 // Figure tools, mounted right under each figure (inside the same container): PNG and SVG downloads of the figure
 // as drawn in this browser, and in whiteboard mode a Draw button that opens an ink layer over the figure.
-// data: {kind: "plotly" | "vega" | "graphviz", id, fp, draw, name, colors: [{name, hex}]}
+// data: {kind: "plotly" | "vega" | "graphviz", id, fp, draw, name, colors: JSON text of [{name, hex}]}
 
 function mountFigureTools(root) {
   const t = { alive: true, data: null, fp: null, editing: false, observer: null, target: null };
@@ -43,7 +43,7 @@ function mountFigureTools(root) {
     ink.setEditing(t.editing);
     drawButton.setAttribute("aria-pressed", String(t.editing));
     if (t.editing && !inkBar) {
-      inkBar = inkToolbar(ink, t.data.colors, [annotated, done]);
+      inkBar = inkToolbar(ink, JSON.parse(t.data.colors), [annotated, done]);
       root.appendChild(inkBar);
     }
     if (inkBar) inkBar.style.display = t.editing ? "" : "none";

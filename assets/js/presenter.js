@@ -1,6 +1,6 @@
 // The presenter bar, mounted once at the top of a page in whiteboard mode: keyboard shortcuts for the step reveal
 // and the page's figures and sections, and a blank board that opens over the right of the page.
-// data: {page, colors: [{name, hex}]}
+// data: {page, colors: JSON text of [{name, hex}]}
 // Keys (ignored while typing in a field; arrows also while a control that moves with them has the focus): → /
 // PageDown the next step of the step-by-step block in view (a question card's reveal included), else the next
 // figure framed at the top of the screen, else the next section; ← / PageUp the same backwards; ] and [ next and
@@ -156,7 +156,7 @@ function mountPresenter(root, data) {
   keys.innerHTML = "<kbd>→</kbd> next step or figure <kbd>←</kbd> previous <kbd>]</kbd> next section " +
     "<kbd>[</kbd> previous section <kbd>B</kbd> board";
   p.page = data.page;
-  p.board = mountBoard(data.colors, data.page);
+  p.board = mountBoard(JSON.parse(data.colors), data.page);
   const boardButton = button("Board", "Open a blank board over the page (B)", () => p.board.toggle());
   bar.append(keys, boardButton);
   root.appendChild(bar);
@@ -181,7 +181,7 @@ function mountPresenter(root, data) {
     const open = p.board.open;
     p.board.destroy();
     p.page = d.page;
-    p.board = mountBoard(d.colors, d.page);
+    p.board = mountBoard(JSON.parse(d.colors), d.page);
     if (open) p.board.toggle(true);
   };
   p.destroy = () => { p.alive = false; document.removeEventListener("keydown", onKey); p.board.destroy(); };

@@ -41,7 +41,7 @@ from demos.data.timeline import (
 from demos.registry import ROOT
 from demos.shown import entry, source
 
-SCHEMA = 1
+SCHEMA = 2  # 2: the 0-worker baselines' steady rates
 RECORDING = ROOT / "assets" / "traces" / "data_loading_defaults.json"
 COMMAND = "python -m demos.data.recording"
 
@@ -107,7 +107,8 @@ def _run_json(r: LoaderRun) -> dict:
 
 def _comparison_json(r: Comparison) -> dict:
     return {"a": _run_json(r.a), "b": _run_json(r.b), "baseline_samples_per_s": r.baseline_samples_per_s,
-            "fork_server_s": r.fork_server_s, "cores": r.cores, "load_average": r.load_average}
+            "baseline_steady_per_s": r.baseline_steady_per_s, "fork_server_s": r.fork_server_s, "cores": r.cores,
+            "load_average": r.load_average}
 
 
 def _epochs_json(r: EpochRuns) -> dict:
@@ -128,9 +129,20 @@ def from_json(rec: dict) -> DefaultRuns:
     a, b, off, on = _run(c["a"]), _run(c["b"]), _run(e["off"]), _run(e["on"])
     comparison = Comparison(a, b, {int(k): v for k, v in c["baseline_samples_per_s"].items()}, c["fork_server_s"],
                             c["cores"], c["load_average"],
-                            timeline_code(a.workload, (a.config, b.config), 1, COMPARE_LIMIT_S))
+                            timeline_code(a.workload, (a.config, b.config), 1, COMPARE_LIMIT_S),
+                            {int(k): v for k, v in c["baseline_steady_per_s"].items()})
     epochs = EpochRuns(off, on, timeline_code(off.workload, (off.config, on.config), 2, COMPARE_LIMIT_S))
     return DefaultRuns(comparison, epochs, rec["provenance"])
+
+
+def busy_host(rec: dict) -> str:
+    """Why the recording must not be kept, or '': on a host busier than its cores, workers look slower than loading in
+    the main process, the opposite of what the tab teaches on an idle machine."""
+    load, cores = rec["comparison"]["load_average"], rec["comparison"]["cores"]
+    if load > cores:
+        return (f"not written: the host's load average was {load:.1f} on {cores} cores during the runs; record on an "
+                "idle host")
+    return ""
 
 
 def dumps(value, depth: int = 0) -> str:
@@ -149,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RECORDING, help="where to write the JSON recording")
     args = parser.parse_args(argv)
     rec = record(command=" ".join([COMMAND, *(argv if argv is not None else sys.argv[1:])]))
+    if busy := busy_host(rec):
+        print(busy, file=sys.stderr)
+        return 1
     args.out.write_text(dumps(rec) + "\n")
     print(f"wrote {args.out} ({os.path.getsize(args.out):,} bytes)", file=sys.stderr)
     return 0

@@ -4,7 +4,7 @@ import math
 import os
 import time
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 from demos.data.workers import TimedDataset, transform
@@ -107,6 +107,12 @@ class LoaderRun:
         return max(self.wall_s - self.first_batch_s, 1e-9)
 
     @property
+    def steady_samples_per_s(self) -> float:
+        """Samples per second from each epoch's first batch on, that batch's samples left out of the count too."""
+        first = min(self.config.batch_size, self.workload.samples)
+        return self.epochs * (self.workload.samples - first) / self.steady_s
+
+    @property
     def steady_wait_fraction(self) -> float:
         """Share of the steady part the main loop waited for data (each epoch's first wait left out)."""
         waits, seen = 0.0, False
@@ -135,6 +141,7 @@ class Comparison:
     cores: int
     load_average: float  # 1-minute load average of the host right after the runs
     code: str
+    baseline_steady_per_s: dict = field(default_factory=dict)  # batch size -> the 0-worker steady_samples_per_s
 
     def speedup(self, run: LoaderRun) -> float:
         return run.samples_per_s / self.baseline_samples_per_s[run.config.batch_size]
@@ -143,8 +150,8 @@ class Comparison:
         return speedup_bound(run.workload, run.config, self.cores)
 
     def steady_speedup(self, run: LoaderRun) -> float:
-        """The run's rate from its first batch on, over the 0-worker rate (whose whole run counts)."""
-        return run.epochs * run.workload.samples / run.steady_s / self.baseline_samples_per_s[run.config.batch_size]
+        """The run's rate from its first batch on, over the 0-worker run's rate measured the same way."""
+        return run.steady_samples_per_s / self.baseline_steady_per_s[run.config.batch_size]
 
     def verdict(self, run: LoaderRun) -> str:
         """What this run's measurement shows, and why: a sentence built from its own numbers."""
@@ -385,13 +392,14 @@ def compare(w: Workload, a: LoaderConfig, b: LoaderConfig, time_limit_s: float =
     validate(w, a, budget_ms)
     validate(w, b, budget_ms)
     (run_a, run_b), fork_server_s = measure_loaders(w, (a, b), 1, time_limit_s)
-    baselines = {r.config.batch_size: r.samples_per_s for r in (run_a, run_b) if r.config.num_workers == 0}
-    sizes = sorted({a.batch_size, b.batch_size} - set(baselines))
+    zero = [r for r in (run_a, run_b) if r.config.num_workers == 0]
+    sizes = sorted({a.batch_size, b.batch_size} - {r.config.batch_size for r in zero})
     if sizes:  # no workers: no fork server to start
         runs, _ = measure_loaders(w, tuple(LoaderConfig(batch_size=size) for size in sizes), 1, time_limit_s)
-        baselines.update({r.config.batch_size: r.samples_per_s for r in runs})
-    return Comparison(run_a, run_b, baselines, fork_server_s, cores(), os.getloadavg()[0],
-                      timeline_code(w, (a, b), 1, time_limit_s))
+        zero += runs
+    return Comparison(run_a, run_b, {r.config.batch_size: r.samples_per_s for r in zero}, fork_server_s, cores(),
+                      os.getloadavg()[0], timeline_code(w, (a, b), 1, time_limit_s),
+                      {r.config.batch_size: r.steady_samples_per_s for r in zero})
 
 
 @dataclass(frozen=True)

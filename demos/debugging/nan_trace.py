@@ -26,6 +26,7 @@ SOURCE_LABELS = {
 }
 EXPECTED_NODE = {"log_zero": "LogBackward0", "div_zero": "DivBackward0", "sqrt_negative": "SqrtBackward0",
                  "fp16_overflow": "DivBackward0"}
+THIS_FILE = globals().get("__file__", "<string>")  # the file whose lines the traces name (`python -c` has none)
 _ANOMALY_LOCK = threading.Lock()  # anomaly mode is process-wide: one traced run at a time
 
 
@@ -185,7 +186,7 @@ class _FirstNonFinite(TorchDispatchMode):
             if bad:
                 ins = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
                 frames = [f for f in traceback.extract_stack()  # the innermost line of this file that ran the op
-                          if f.filename == __file__ and f.name != "__torch_dispatch__"]
+                          if f.filename == THIS_FILE and f.name != "__torch_dispatch__"]
                 nan = sum(int(t.isnan().sum()) for t in outs)
                 self.first = OpRow(str(func), bad, nan, sum(t.numel() for t in outs),
                                    sum(int((~torch.isfinite(a)).sum()) for a in ins),
@@ -230,7 +231,7 @@ def _short_traceback(text: str) -> str:
     """The forward traceback from anomaly mode, frames only, paths relative to the project."""
     body = text.split("Traceback of forward call that caused the error:", 1)[-1]
     body = body.split("(Triggered internally", 1)[0]
-    root = str(__file__).rsplit("/demos/", 1)[0] + "/"
+    root = THIS_FILE.rsplit("/demos/", 1)[0] + "/"
     lines = [ln.replace(root, "") for ln in body.strip("\n").splitlines() if ln.strip()]
     start = next((i for i, ln in enumerate(lines) if ln.rstrip().endswith("in forward")), 0)
     lines = lines[start:]
@@ -300,4 +301,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode"""
+from torch.utils._python_dispatch import TorchDispatchMode
+
+THIS_FILE = globals().get("__file__", "<string>")  # the file whose lines the traces name (`python -c` has none)"""

@@ -6,6 +6,8 @@ PNG and SVG downloads, and lay an ink canvas over it. No server round trip and n
 the browser that drew the figure also turns it into an image, so the hosted demo and CI need nothing extra.
 """
 
+import json
+
 import streamlit as st
 
 from demos.registry import ROOT
@@ -26,7 +28,9 @@ _figure_tools = st.components.v2.component(
 )
 _presenter = st.components.v2.component("wb_presenter", js=marks.script_constant() + _module("presenter.js"), css=_CSS,
                                         isolate_styles=False)
-_PEN_COLORS = [{"name": name, "hex": hex_} for name, hex_ in PEN_COLORS.items()]
+# As JSON text: Streamlit checks every non-scalar value a component is given for a data frame, which imports pandas
+# (about 0.4 s) on the first figure of a fresh server.
+_PEN_COLORS = json.dumps([{"name": name, "hex": hex_} for name, hex_ in PEN_COLORS.items()])
 
 
 def figure_tools(kind: str, key: str, fingerprint: str, drawing: bool) -> None:
