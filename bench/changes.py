@@ -1,13 +1,13 @@
 """What a visitor waits for after moving a control: a change of one of the view's own widgets, timed in the browser
 until the view has redrawn.
 
-The widget is a control of the view's first key row (ui.key_controls) that can be changed without typing: a
-slider, a toggle or checkbox, a number's step buttons, a radio or segmented choice, or a select box, in that order
-of preference. It goes
-back and forth between its setting and a neighbouring one; one round trip is made untimed first, so every timed
-change finds both results computed: what is timed is the view's rerun (its fragment, or the page), not the first
-computation of a new setting, until the last change it made to the page (a document observer: a fast run that
-the frontend draws in one go never shows a running state). A view with no such control in a key row is left out.
+The widget is a control of the view's first key row (ui.key_controls) that has one that can be changed without
+typing: a slider, a toggle or checkbox, a number's step buttons, a radio or segmented choice, or a select box, in
+that order of preference. It goes back and forth between its setting and a neighbouring one; one round trip is made
+untimed first, so every timed change finds both results computed: what is timed is the view's rerun (its fragment,
+or the page), not the first computation of a new setting, until the last change it made to the page (a document
+observer: a fast run that the frontend draws in one go never shows a running state). A view with no such control
+in a key row is left out.
 """
 
 import statistics
@@ -32,7 +32,7 @@ class Mover:
     page: object
     kind: str
     element: object
-    away: int = 0  # option index (choices) or +1/-1 (slider, number) for the way there
+    away: int | str | None = 0  # the way there: +1/-1 (slider, number), an option's index or a select box's option
 
     def __post_init__(self):
         if self.kind == "slider":
@@ -40,7 +40,7 @@ class Mover:
             self.away = -1 if at_max else 1
         elif self.kind == "number":
             self.away = 1 if self.element.locator("[data-testid=stNumberInputStepUp]").is_enabled() else -1
-        elif self.kind == "select":  # by name, chosen when the list is first open (closing it with Escape resets it)
+        elif self.kind == "select":  # by name, chosen when the list is first opened for a change
             self.home, self.away = self.element.locator("input").input_value(), None
         elif self.kind in OPTIONS:
             options = self._options()
