@@ -121,6 +121,16 @@ def recorded_note(runs, button: str) -> None:
                f"{p['torch']}. Press **{button}** to run them here.")
 
 
+def live_or_recorded(key: str, params: tuple, running: str, demo, button: str, part: str):
+    """(result, where it was recorded): the visitor's run once they pressed `key`'s button for these `params`, else
+    the recording's `part` ("comparison" or "epochs") of the defaults, with its provenance beside it ("" for a run)."""
+    if ui.ran_with(key) == params:
+        return ui.queued_status(running, finished(running), demo, *params, key=key), ""
+    runs = ui.compute(recording.default_runs)
+    recorded_note(runs, button)
+    return getattr(runs, part), recording.recorded_on(runs.provenance)
+
+
 # ---------- sections ----------
 
 def intro() -> None:
@@ -171,13 +181,7 @@ def timeline_section() -> Workload:
                     f"without workers is capped at {SERIAL_BUDGET_MS / 1000:g} s, and every run has a time limit).",
                     icon=":material/play_circle:")
             return workload
-        if ui.ran_with("dl_timeline") == params:
-            result, recorded = ui.queued_status(RUNNING_BOTH, finished(RUNNING_BOTH), compare, *params,
-                                                key="dl_timeline"), ""
-        else:  # the defaults, not pressed: the recording
-            runs = ui.compute(recording.default_runs)
-            result, recorded = runs.comparison, recording.recorded_on(runs.provenance)
-            recorded_note(runs, RUN_BOTH)
+        result, recorded = live_or_recorded("dl_timeline", params, RUNNING_BOTH, compare, RUN_BOTH, "comparison")
         show_comparison(result, recorded)
     return workload
 
@@ -252,13 +256,7 @@ def epochs_part(workload: Workload) -> None:
             st.info("Uses the workload above; press the button to run two epochs twice.",
                     icon=":material/play_circle:")
             return
-        if ui.ran_with("dl_epochs") == params:
-            r, recorded = ui.queued_status(RUNNING_EPOCHS, finished(RUNNING_EPOCHS), epoch_boundaries, *params,
-                                           key="dl_epochs"), ""
-        else:  # the defaults, not pressed: the recording
-            runs = ui.compute(recording.default_runs)
-            r, recorded = runs.epochs, recording.recorded_on(runs.provenance)
-            recorded_note(runs, RUN_EPOCHS)
+        r, recorded = live_or_recorded("dl_epochs", params, RUNNING_EPOCHS, epoch_boundaries, RUN_EPOCHS, "epochs")
         off, on = r.off, r.on
         c1, c2 = st.columns(2)
         c1.metric("epoch 1 first batch, persistent off", f"{1000 * off.epoch_startup_s[1]:.0f} ms")

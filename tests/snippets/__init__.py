@@ -4,7 +4,12 @@ tests/test_shown.py calls every registered entry with its example arguments and 
 
 import importlib
 import pkgutil
+import re
+import subprocess
+import sys
 from collections.abc import Callable
+
+from demos.registry import ROOT
 
 CHECKS: dict[str, Callable] = {}  # entry's qualified name -> check(result, run)
 
@@ -26,3 +31,16 @@ def all_checks() -> dict[str, Callable]:
     for info in pkgutil.iter_modules(__path__, f"{__name__}."):
         importlib.import_module(info.name)
     return CHECKS
+
+
+def linted(code: str) -> str:
+    """The snippet, checked by the project's linter (a reader may paste it into their own project)."""
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise", "--stdin-filename",
+                           str(ROOT / "snippet.py"), "-"], input=code, capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout
+    return code
+
+
+def fields(out: str) -> dict[str, str]:
+    """The `name: value` lines printed by a snippet whose run line is demos.shown.print_each."""
+    return dict(line.split(": ", 1) for line in out.splitlines() if re.match(r"^\w+: ", line))

@@ -2,26 +2,9 @@
 recording the Workers tab opens on was made by today's code and has the shape the demos return today."""
 
 import json
-import re
-import subprocess
-import sys
 
 from demos.data import collate, pinning, recording, samplers, streams, timeline
-from demos.registry import ROOT
-from tests.snippets import checks
-
-
-def linted(code: str) -> str:
-    """The snippet, checked by the project's linter (a reader may paste it into their own project)."""
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise", "--stdin-filename",
-                           str(ROOT / "snippet.py"), "-"], input=code, capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stdout
-    return code
-
-
-def fields(out: str) -> dict[str, str]:
-    """The `name: value` lines printed by a snippet whose run line is demos.shown.print_each."""
-    return dict(line.split(": ", 1) for line in out.splitlines() if re.match(r"^\w+: ", line))
+from tests.snippets import checks, fields, linted
 
 
 def loader_lines(out: str, runs) -> None:

@@ -4,14 +4,11 @@ same script; the pipeline schedule's snippet prints its measurements."""
 
 import json
 import re
-import subprocess
-import sys
 
 from demos.distributed import pipeline, runs
 from demos.distributed.results import FORMAT
-from demos.registry import ROOT
 from tests.provenance import assert_shows_what_ran
-from tests.snippets import checks
+from tests.snippets import checks, linted
 
 # The other demos' rank scripts, each at small settings: the page shows one per tab.
 OTHER_DEMOS = {
@@ -23,13 +20,6 @@ OTHER_DEMOS = {
     "tensor_parallel": {"d_in": 8, "d_out": 6, "batch": 3, "seed": 1},
 }
 
-
-def linted(code: str) -> str:
-    """The snippet, checked by the project's linter (a reader may paste it into their own project)."""
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise", "--stdin-filename",
-                           str(ROOT / "snippet.py"), "-"], input=code, capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stdout
-    return code
 
 
 def untimed(lines) -> list[str]:

@@ -1,29 +1,12 @@
 """Memory & speed: each snippet, linted and run alone, prints the numbers of the figure or table its entry point
 drew; the recorder is shown as the file it is."""
 
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 from demos.memory import cache_demo, compiling, stream_recorder, streams, training
 from demos.memory.allocator import fmt_bytes
 from demos.memory.training import CARDS, usable
-from demos.registry import ROOT
-from tests.snippets import checks
-
-
-def linted(code: str) -> str:
-    """The snippet, checked by the project's linter (a reader may paste it into their own project)."""
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise", "--stdin-filename",
-                           str(ROOT / "snippet.py"), "-"], input=code, capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stdout
-    return code
-
-
-def fields(out: str) -> dict[str, str]:
-    """The `name: value` lines printed by a snippet whose run line is demos.shown.print_each."""
-    return dict(line.split(": ", 1) for line in out.splitlines() if re.match(r"^\w+: ", line))
+from tests.snippets import checks, fields, linted
 
 
 @checks(training.simulate)

@@ -1,21 +1,10 @@
 """Tensors: each snippet, run alone, prints the numbers of the table or figure its entry point drew; where a tab has
 more than one kind of result (torch refuses, too large to draw, a tuple), the check runs those cases too."""
 
-import subprocess
-import sys
 
-from demos.registry import ROOT
 from demos.tensors import broadcasting, devices, dtypes, einsum, layout, shapes
 from tests.provenance import assert_shows_what_ran
-from tests.snippets import checks
-
-
-def linted(code: str) -> str:
-    """The snippet, checked by the project's linter (a reader may paste it into their own project)."""
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise", "--stdin-filename",
-                           str(ROOT / "snippet.py"), "-"], input=code, capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stdout
-    return code
+from tests.snippets import checks, linted
 
 
 @checks(broadcasting.broadcast)
