@@ -142,6 +142,18 @@ TOPICS = (
         engine="demos.gradient_flow",
     ),
     Topic(
+        "transformers", "pages/transformers.py", "Attention & transformers", ":material/psychology:", "Fundamentals",
+        "Attention step by step, heads, positions, norms, the block, embeddings, dropout, RNNs, a model that learns.",
+        "Implement scaled dot-product attention. Why divide by the square root of d_k?",
+        ("Scaled dot-product attention", "Attention masks", "Multi-head attention", "Positional encodings",
+         "LayerNorm, BatchNorm and RMSNorm", "Pre-norm vs post-norm", "Embeddings", "Dropout",
+         "RNNs, padding and packing", "Implementing it from scratch"),
+        charts=1,
+        engine="demos.transformers",
+        tab_sets=(TabSet("tf_tab", ("Attention", "Multi-head", "Positions", "Norms & residuals", "The block",
+                                     "Embeddings & dropout", "Sequences", "Tiny model", "From scratch")),),
+    ),
+    Topic(
         "training-loop", "pages/training-loop.py", "Training loop", ":material/replay:", "Training",
         "The exact order of a step, its mistakes, optimizers, schedulers, losses, AMP, resume.",
         "Walk me through one training step in order. What breaks if you skip zero_grad?",

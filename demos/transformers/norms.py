@@ -1,0 +1,3 @@
+"""(placeholder: filled in by the norms view)"""
+
+QUESTIONS = ()  # this view's predict-then-run questions (demos.quiz.Question), gathered by questions.py
