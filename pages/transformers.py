@@ -2,6 +2,8 @@
 
 import streamlit as st
 
+from demos.transformers import tiny_model
+from demos.transformers.figures import tiny_model as tiny_figs
 from demos.transformers.questions import QUESTIONS
 from pages import ui
 from pages.shell.entry import require_shell
@@ -61,8 +63,53 @@ def sequences_section() -> None:
 # ---- Tiny model --------------------------------------------------------------------------------------------------
 
 
+def tiny_model_ui() -> tuple[tuple, int]:
+    """The run's settings (task and heads in the key row, the rest folded) and which checkpoint the maps show."""
+    keys, rest = ui.key_controls("tf_tiny"), ui.settings("tf_tiny", label="Training settings")
+    with rest:
+        a, b, c, d = st.columns(4)
+        steps = a.select_slider("Training steps", tiny_model.STEP_CHOICES, tiny_model.DEFAULTS["steps"],
+                                key="tf_tiny_steps", bind="query-params")
+        length = b.slider("Sequence length", tiny_model.MIN_LENGTH, tiny_model.MAX_LENGTH,
+                          tiny_model.DEFAULTS["length"], key="tf_tiny_length", bind="query-params")
+        lr = c.select_slider("Learning rate (Adam)", tiny_model.LR_CHOICES, tiny_model.DEFAULTS["lr"],
+                             key="tf_tiny_lr", bind="query-params")
+        seed = d.number_input("Seed", 0, tiny_model.MAX_SEED, tiny_model.DEFAULTS["seed"], key="tf_tiny_seed",
+                              bind="query-params")
+    with keys:
+        a, b, c = st.columns([1, 1, 2])
+        task = a.selectbox("Task", tiny_model.TASKS, key="tf_tiny_task", bind="query-params")
+        heads = b.selectbox("Heads", tiny_model.HEAD_CHOICES,
+                            tiny_model.HEAD_CHOICES.index(tiny_model.DEFAULTS["heads"]), key="tf_tiny_heads",
+                            bind="query-params")
+        every = steps // tiny_model.CHECKPOINTS
+        at = c.select_slider("Show the maps at", range(tiny_model.CHECKPOINTS + 1), tiny_model.CHECKPOINTS,
+                             format_func=lambda i: f"step {i * every}", key="tf_tiny_at", bind="query-params",
+                             help="The run is recorded once; this picks which of its checkpoints the maps show.")
+    return (task, heads, steps, length, lr, int(seed)), at
+
+
 def tiny_model_section() -> None:
-    st.info("Tiny model: placeholder")
+    ui.prose(
+        "A model with **one attention layer** learns a task on this server's CPU while you watch. Its input is n "
+        "random tokens (0–9) followed by n blanks; at each blank it must write one of the input tokens: the one at "
+        "the same position (**copy**) or at the mirrored position (**reverse**). That token is found only at its "
+        "input position, so the attention pattern that solves the task is known in advance: the diagonal or the "
+        "anti-diagonal, outlined on each head's map. The model trains with Adam on fresh random sequences and is "
+        "scored on held-out sequences it never trained on. The run is recorded at step 0 and at every tenth of the "
+        "way: move **Show the maps at** to watch the pattern form."
+    )
+    settings, at = tiny_model_ui()
+    with ui.input_errors():
+        run = ui.compute(tiny_model.tiny_model, *settings)
+        ui.plot(ui.compute(tiny_figs.training_figure, run, at), key="tf_tiny_fig")
+        st.caption(tiny_model.checkpoint_sentence(run, at))
+        learned, said = tiny_model.verdict(run)
+        (st.success if learned else st.warning)(said, icon=":material/check_circle:" if learned else
+                                                ":material/warning:")
+        st.markdown("\n".join(f"- {line}" for line in tiny_model.pattern_sentences(run)))
+        st.caption(tiny_model.provenance_sentence(run))
+        ui.show_code(run.code, key="tf_tiny_code", file_name="tiny_attention.py")
 
 
 # ---- From scratch ------------------------------------------------------------------------------------------------
