@@ -12,12 +12,21 @@ from dataclasses import dataclass
 
 from demos import registry
 from demos.errors import InputError, quoted
-from demos.practice import gen_autograd, gen_modules, gen_scale, gen_shapes, gen_tensors, gen_training
+from demos.practice import (
+    gen_autograd,
+    gen_modules,
+    gen_scale,
+    gen_shapes,
+    gen_tensors,
+    gen_training,
+    gen_transformers,
+)
 from demos.practice.family import Family
 from demos.quiz import Question
 
 FAMILIES: dict[str, Family] = {
-    f.name: f for m in (gen_tensors, gen_shapes, gen_autograd, gen_modules, gen_training, gen_scale) for f in m.FAMILIES
+    f.name: f for m in (gen_tensors, gen_shapes, gen_autograd, gen_modules, gen_training, gen_scale, gen_transformers)
+    for f in m.FAMILIES
 }
 MAX_SEED = 999_999
 

@@ -323,6 +323,12 @@ def _heads_split_the_width():
     return tuple((q @ k.transpose(-2, -1)).shape)
 
 
+def _guessing_loss():
+    logits = torch.zeros(4, 10)  # the same score for each of 10 tokens: a uniform guess
+    targets = torch.tensor([3, 1, 4, 1])
+    return round(F.cross_entropy(logits, targets).item(), 4)
+
+
 QUESTIONS = (
     Question("tiny_uniform", "Every query is zero, so every attention score is zero. What weight does query 0 give "
              "key 3 out of 12 keys? (rounded to 4 places)", _uniform_attention_share,
@@ -336,5 +342,10 @@ QUESTIONS = (
     Question("tiny_head_maps", "A 4-head layer of width 32 on a batch of 2 sequences of 16 tokens: what shape are the "
              "attention scores q @ kᵀ?", _heads_split_the_width,
              "Each head gets 32/4 = 8 dimensions; the scores are one 16×16 map per head per sequence: (2, 4, 16, 16).",
-             kind="shape"),
+             kind="shape", imports="import torch\nfrom torch import nn"),
+    Question("tiny_guessing_loss", "A model that gives all 10 tokens the same score: what is its cross-entropy loss? "
+             "(rounded to 4 places)", _guessing_loss,
+             "Softmax of equal scores is 1/10 for every token, so the loss is −ln(1/10) = ln 10 ≈ 2.3026 whatever "
+             "the targets: the dashed line the tiny model's loss starts at.", kind="number",
+             imports="import torch\nimport torch.nn.functional as F"),
 )
