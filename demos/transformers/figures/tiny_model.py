@@ -72,7 +72,7 @@ def _curves(run: TinyRun, step: int) -> tuple[list[dict], dict]:
         annotations=[_title("training loss (log)", CURVES_WIDTH / 2, 1),
                      _title("held-out scores", CURVES_WIDTH / 2, 0.42),
                      dict(text=f"guessing: ln {VOCAB}", x=1, xref="x domain", y=math.log10(chance), yref="y",
-                          xanchor="right", yanchor="bottom", showarrow=False, font=dict(color=REFERENCE))],
+                          xanchor="right", yanchor="bottom", showarrow=False)],  # the theme's text colour
     )
     return data, layout
 
@@ -95,7 +95,7 @@ def _head_map(run: TinyRun, index: int, h: int, domain: list[float]) -> tuple[li
         f"xaxis{3 + h}": dict(domain=domain, anchor=y, tickvals=list(range(0, 2 * n, 2 if run.heads <= 2 else 4)),
                               tickangle=0,
                               title=dict(text=f"tokens 0–{n - 1} | blanks" if h == 0 else "")),
-        f"yaxis{3 + h}": dict(domain=[0, 1], anchor=x, autorange="reversed", dtick=1,
+        f"yaxis{3 + h}": dict(domain=[0, 1], anchor=x, autorange="reversed", dtick=1, showticklabels=h == 0,
                               title=dict(text="output position" if h == 0 else "")),
         "shapes": [*cells, divider],
         "annotations": [_title(f"head {h + 1}: {pct(c.head_mass[h])}" + (" on the pattern" if run.heads <= 2 else ""),
