@@ -91,13 +91,14 @@ def tiny_model_ui() -> tuple[tuple, int]:
 
 def tiny_model_section() -> None:
     ui.prose(
-        "A model with **one attention layer** learns a task on this server's CPU while you watch. Its input is n "
-        "random tokens (0–9) followed by n blanks; at each blank it must write one of the input tokens: the one at "
-        "the same position (**copy**) or at the mirrored position (**reverse**). That token is found only at its "
-        "input position, so the attention pattern that solves the task is known in advance: the diagonal or the "
-        "anti-diagonal, outlined on each head's map. The model trains with Adam on fresh random sequences and is "
-        "scored on held-out sequences it never trained on. The run is recorded at step 0 and at every tenth of the "
-        "way: move **Show the maps at** to watch the pattern form."
+        "A model with **one attention layer** is trained here, on this server's CPU, the first time anyone asks "
+        "for its settings. Its input is n random tokens (0–9) followed by n blanks; at each blank it must write one "
+        "of the input tokens: the one at the same position (**copy**) or at the mirrored position (**reverse**). "
+        "Only that input position tells the model which token to write, so the attention pattern that solves the "
+        "task is known in advance: the diagonal or the anti-diagonal, outlined on each head's map. The model trains "
+        "with Adam on fresh random sequences and is scored on held-out sequences it never trained on. The run is "
+        "recorded at step 0 and at every tenth of the way: move **Show the maps at** to watch the pattern form (it "
+        "picks a saved checkpoint; nothing is trained again)."
     )
     settings, at = tiny_model_ui()
     with ui.input_errors():

@@ -2,6 +2,7 @@
 matches one written independently with nn.MultiheadAttention, held-out sequences are never trained on, the scores
 are what the maps say, every sentence the view shows holds for its run, and bad settings are sentences."""
 
+import dataclasses
 import functools
 import math
 import re
@@ -202,6 +203,9 @@ def test_the_verdict_states_the_held_out_numbers(name):
     assert close_to_shown(r.final.token_accuracy, tokens) and close_to_shown(r.final.sequence_accuracy, sequences)
     assert f"after {r.steps} steps" in said and f"{tm.HELD_OUT} held-out sequences" in said
     assert "chance is 10%" in said and tm.VOCAB == 10
+    hints = {"more training steps": r.steps < max(tm.STEP_CHOICES), "larger learning rate": r.lr < max(tm.LR_CHOICES)}
+    for hint, room in hints.items():
+        assert (hint in said.lower()) == (room and not learned), (hint, said)
 
 
 @pytest.mark.parametrize("name", list(SETTINGS))
@@ -228,7 +232,8 @@ def test_the_pattern_sentences_hold_for_the_run(name):
         assert close_to_shown(c.best_head_mass, best)
         assert ("can be right without every head" in said) == (c.token_accuracy >= tm.LEARNED
                                                                  and len(found) < r.heads)
-    match = re.search(r"From step (\d+) on, every checkpoint scores at least 99%", said)
+    match = re.search(r"From step (\d+) on, every checkpoint gets at least 99% of the held-out output tokens right",
+                      said)
     scores = [(k.step, k.token_accuracy) for k in r.checkpoints]
     if match:
         step = int(match.group(1))
@@ -261,9 +266,9 @@ def test_the_checkpoint_sentence_reads_the_checkpoint(index):
 def test_the_provenance_sentence_counts_what_was_dropped(name):
     r = run_of(name)
     said = tm.provenance_sentence(r)
-    assert f"in {r.seconds:.2f} s ({r.steps} Adam steps of {tm.BATCH} fresh random sequences)" in said
+    assert f"in {r.seconds:.2f} s ({r.steps} Adam steps, each on a fresh batch of {tm.BATCH} random sequences)" in said
     if r.dropped:
-        assert f"{r.dropped} training sequences that equalled one of them were dropped" in said
+        assert f"{r.dropped} training sequences that equalled one of them were dropped from their batches" in said
     else:
         assert "none of the training sequences happened to be one of them" in said
 
@@ -352,3 +357,11 @@ def test_a_link_with_an_impossible_value_still_opens_the_view():
 def test_uniform_share_is_one_over_the_positions_read():
     r = run_of("defaults")
     assert r.uniform == 1 / (2 * r.length) and math.isclose(r.uniform * 2 * r.length, 1)
+
+
+def test_a_run_not_learned_at_the_largest_settings_suggests_nothing_it_cannot_offer():
+    stuck = dataclasses.replace(run_of("too_short"), steps=max(tm.STEP_CHOICES), lr=max(tm.LR_CHOICES))
+    learned, said = tm.verdict(stuck)
+    assert not learned and said.endswith("entirely right.") and "(settings)" not in said
+    only_lr = dataclasses.replace(stuck, lr=min(tm.LR_CHOICES))
+    assert tm.verdict(only_lr)[1].endswith(" A larger learning rate (settings) may get it there.")

@@ -244,9 +244,12 @@ def verdict(run: TinyRun) -> tuple[bool, str]:
         return True, (f"Learned: after {run.steps} steps the model writes {pct(c.token_accuracy)} of the output tokens "
                       f"of {held} correctly ({chance}), and gets {pct(c.sequence_accuracy)} of those sequences "
                       "entirely right.")
+    more = [way for way, room in (("more training steps", run.steps < max(STEP_CHOICES)),
+                                  ("a larger learning rate", run.lr < max(LR_CHOICES))) if room]
+    hint = f" {' or '.join(more).capitalize()} (settings) may get it there." if more else ""
     return False, (f"Not learned yet: after {run.steps} steps the model writes {pct(c.token_accuracy)} of the output "
                    f"tokens of {held} correctly ({chance}) and gets {pct(c.sequence_accuracy)} of those sequences "
-                   "entirely right. More steps or a larger learning rate (settings) may get it there.")
+                   f"entirely right.{hint}")
 
 
 def pattern_sentences(run: TinyRun) -> list[str]:
@@ -272,8 +275,8 @@ def pattern_sentences(run: TinyRun) -> list[str]:
                          "head attending to the expected position.")
     learned_at = first_learned_step(run)
     if learned_at is not None:
-        lines.append(f"From step {learned_at} on, every checkpoint scores at least {pct(LEARNED)} on the held-out "
-                     "sequences.")
+        lines.append(f"From step {learned_at} on, every checkpoint gets at least {pct(LEARNED)} of the held-out "
+                     "output tokens right.")
     return lines
 
 
@@ -291,12 +294,13 @@ def checkpoint_sentence(run: TinyRun, index: int) -> str:
 
 
 def provenance_sentence(run: TinyRun) -> str:
+    many = run.dropped > 1
     dropped = ("none of the training sequences happened to be one of them" if run.dropped == 0 else
-               f"{run.dropped} training sequence{'s' if run.dropped > 1 else ''} that equalled one of them "
-               f"{'were' if run.dropped > 1 else 'was'} dropped")
-    return (f"Trained on this server's CPU in {run.seconds:.2f} s ({run.steps} Adam steps of {BATCH} fresh random "
-            f"sequences), once for these settings: every visitor who picks them sees this same run. The {HELD_OUT} "
-            f"held-out sequences are drawn with a separate seed and kept out of training: {dropped}.")
+               f"{run.dropped} training sequence{'s' if many else ''} that equalled one of them "
+               f"{'were' if many else 'was'} dropped from {'their batches' if many else 'its batch'}")
+    return (f"Trained on this server's CPU in {run.seconds:.2f} s ({run.steps} Adam steps, each on a fresh batch of "
+            f"{BATCH} random sequences), once for these settings and shared by every visitor who picks them. The "
+            f"{HELD_OUT} held-out sequences are drawn with a separate seed and kept out of training: {dropped}.")
 
 
 # ---- predict-then-run questions -------------------------------------------------------------------------------
