@@ -365,3 +365,12 @@ def test_a_run_not_learned_at_the_largest_settings_suggests_nothing_it_cannot_of
     assert not learned and said.endswith("entirely right.") and "(settings)" not in said
     only_lr = dataclasses.replace(stuck, lr=min(tm.LR_CHOICES))
     assert tm.verdict(only_lr)[1].endswith(" A larger learning rate (settings) may get it there.")
+
+
+def test_a_shared_link_opens_the_checkpoint_it_names():
+    """The step slider writes its label to the URL (`step 30`): a link opens that checkpoint of that run."""
+    at = open_page(PAGE, query={"tf_tab": "Tiny model", "tf_tiny_at": "step 30", "tf_tiny_steps": "100"})
+    assert_clean(at)
+    assert not at.warning or not any("cannot use" in w.value for w in at.warning)
+    r = page_run("reverse", 2, 100, 8, 0.003, 0)
+    assert tm.checkpoint_sentence(r, 3) in shown_text(at)
