@@ -128,6 +128,7 @@ def packing_facts(cell: str, lengths: tuple, seed: int) -> dict:
     )
 
 
+@torch.no_grad()  # values only: nothing here is trained
 def unrolled_steps(lstm: nn.LSTM, x: torch.Tensor) -> tuple[int, float]:
     """Run the LSTM one time step at a time with an LSTMCell holding its weights: how many steps ran one after
     the other, and the largest difference from nn.LSTM's own output."""
