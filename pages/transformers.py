@@ -57,6 +57,12 @@ def embeddings_section() -> None:
         "lookup for your ids, the float-index error, `padding_idx`, tying the output head to the table, and "
         "dropout — its mask, its 1/(1 − p) scaling and the `F.dropout` call that `model.eval()` cannot switch off."
     )
+    lookup_part()
+    dropout_part()
+
+
+@st.fragment  # its own key row: a change of the ids or sizes redraws the lookup and padding figures, not dropout's
+def lookup_part() -> None:
     with ui.key_controls("tf_emb"):
         a, b, c = st.columns([2, 1, 1])
         ids_text = a.text_input(f"Token ids (1 to {embeddings.MAX_IDS}, each a row of the table)",
@@ -66,7 +72,8 @@ def embeddings_section() -> None:
         dim = c.slider("Embedding size E", embeddings.MIN_DIM, embeddings.MAX_DIM, 6, key="tf_emb_dim",
                        bind="query-params")
     with ui.settings("tf_emb"):
-        seed = int(st.number_input("Seed", 0, embeddings.MAX_SEED, 0, key="tf_emb_seed", bind="query-params"))
+        seed = int(st.columns(4)[0].number_input("Seed", 0, embeddings.MAX_SEED, 0, key="tf_emb_seed",
+                                                 bind="query-params"))
     with ui.input_errors():
         r = ui.compute(embeddings.embedding_lookup, vocab, dim, ids_text, seed)
         ui.plot(ui.compute(emb_figs.lookup_figure, r), key="tf_emb_lookup_fig")
@@ -77,7 +84,6 @@ def embeddings_section() -> None:
         st.markdown(embeddings.tying_sentence(r))
         ui.show_code(r.code, key="tf_emb_lookup_code", file_name="embedding_lookup.py")
         padding_part(vocab, dim, ids_text, seed)
-    dropout_part()
 
 
 @st.fragment  # its own key row: a change of padding_idx redraws the gradient bars alone
@@ -105,7 +111,7 @@ def dropout_part() -> None:
         seed = int(b.number_input("Seed", 0, embeddings.MAX_SEED, 0, key="tf_drop_seed", bind="query-params"))
     with ui.input_errors():
         r = ui.compute(embeddings.dropout_expectation, p, draws, seed)
-        left, right = ui.figure_pair("tf_drop_pair")
+        left, right = st.columns(2)  # side by side on the page; whiteboard mode stacks them
         with left:
             ui.plot(ui.compute(emb_figs.masks_figure, r), key="tf_drop_masks_fig")
         with right:
@@ -129,6 +135,13 @@ def sequences_section() -> None:
         "layer's hidden state at every step) and `h_n` (every layer's and direction's state after the last step; "
         "an LSTM adds its cell state `c_n`). Every shape below is read from a real module built with your settings."
     )
+    shapes_part()
+    packing_part()
+    timing_part()
+
+
+@st.fragment  # its own key row: a change of the module's settings redraws the shapes figure alone
+def shapes_part() -> None:
     with ui.key_controls("tf_seq"):
         a, b, c, d = st.columns([1, 1.4, 1, 1], vertical_alignment="bottom")
         cell = a.selectbox("Layer", sequences.CELLS, index=1, key="tf_seq_cell", bind="query-params")
@@ -150,8 +163,6 @@ def sequences_section() -> None:
         st.markdown(sequences.match_sentence(r))
         st.markdown(sequences.gate_sentence(r))
         ui.show_code(r.code, key="tf_seq_shapes_code", file_name="rnn_shapes.py")
-    packing_part()
-    timing_part()
 
 
 @st.fragment  # its own key row: a change of lengths or layer redraws the packing bars alone
@@ -164,7 +175,8 @@ def packing_part() -> None:
                                bind="query-params")
         cell = b.selectbox("Layer", sequences.CELLS, index=2, key="tf_pack_cell", bind="query-params")
     with ui.settings("tf_pack"):
-        seed = int(st.number_input("Seed", 0, sequences.MAX_SEED, 0, key="tf_pack_seed", bind="query-params"))
+        seed = int(st.columns(4)[0].number_input("Seed", 0, sequences.MAX_SEED, 0, key="tf_pack_seed",
+                                                 bind="query-params"))
     with ui.input_errors():
         r = ui.compute(sequences.padding_vs_packing, cell, lengths, seed)
         ui.plot(ui.compute(seq_figs.packing_figure, r), key="tf_pack_fig")

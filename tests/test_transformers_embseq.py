@@ -308,12 +308,14 @@ def test_packing_sentences_follow_the_measured_differences():
 
 
 def test_timing_sentences_follow_the_numbers():
-    base = dict(width=32, lengths=(4, 8), lstm_steps=(4, 8), attention_calls=(1, 1), unrolled_max_diff=(0.0, 1e-7),
-                repeats=5, code="")
+    base = dict(threads=1, width=32, lengths=(4, 8), lstm_steps=(4, 8), attention_calls=(1, 1),
+                unrolled_max_diff=(0.0, 1e-7), repeats=5, code="")
     slow_attention = seq.TimingResult(lstm_ms=(1.0, 2.0), attention_ms=(0.5, 4.0), **base)
     first, second, third = seq.timing_sentences(slow_attention)
     assert "ran its cell 4, 8 times" in first and "ran 1 time at every length" in first
     assert "grew 2.0× and attention's 8.0×" in second and "Attention was faster at 1 of 2 lengths" in second
+    assert "(1 thread, fastest of 5 runs, width 32)" in second
+    assert "(2 threads," in seq.timing_sentences(dataclasses.replace(slow_attention, threads=2))[1]
     assert third.startswith("Here attention's time grew at least as fast")
     fast_attention = seq.TimingResult(lstm_ms=(1.0, 4.0), attention_ms=(0.5, 0.6), **base)
     assert seq.timing_sentences(fast_attention)[2].startswith("Here the LSTM's time grew faster")
@@ -350,7 +352,7 @@ def test_figures_draw_the_results():
     lookup = emb_figs.lookup_figure(emb.embedding_lookup())
     assert [t.type for t in lookup.data] == ["heatmap"] * 3 and len(lookup.layout.shapes) == 5  # rows 0,1,3,4,5
     pad = emb_figs.padding_figure(emb.padding_gradient())
-    assert pad.data[1].marker.color[0] == emb_figs.COLORS["error"] and pad.data[1].y[0] == 0.0
+    assert pad.data[1].y[0] == 0.0 and pad.data[1].text[0] == "0" and set(pad.data[1].text[1:]) == {""}
     r = emb.dropout_expectation(0.0, 100, 0)
     assert len(emb_figs.expectation_figure(r).layout.shapes) == 1, "at p = 0 the 1 − p line is the input line"
     assert len(emb_figs.trap_figure(emb.functional_dropout_trap(0.0)).layout.shapes) == 0

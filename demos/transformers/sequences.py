@@ -154,7 +154,8 @@ def attention_calls(attention: nn.MultiheadAttention, x: torch.Tensor) -> int:
 
 
 def fastest_ms(run, repeats: int) -> float:
-    """The fastest of `repeats` runs, in milliseconds."""
+    """The fastest of `repeats` runs after one untimed warm-up run, in milliseconds."""
+    run()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -168,8 +169,8 @@ def timing_facts(width: int, lengths: tuple, repeats: int, seed: int) -> dict:
     torch.manual_seed(seed)
     lstm = nn.LSTM(width, width, batch_first=True)
     attention = nn.MultiheadAttention(width, num_heads=4, batch_first=True)
-    facts = dict(lengths=lengths, lstm_steps=[], attention_calls=[], unrolled_max_diff=[], lstm_ms=[],
-                 attention_ms=[])
+    facts = dict(threads=torch.get_num_threads(), lengths=lengths, lstm_steps=[], attention_calls=[],
+                 unrolled_max_diff=[], lstm_ms=[], attention_ms=[])
     with torch.no_grad():
         for n in lengths:
             x = torch.randn(1, n, width)
@@ -258,6 +259,7 @@ def padding_vs_packing(cell: str = "GRU", lengths_text: str = DEFAULT_LENGTHS, s
 @dataclass(frozen=True)
 class TimingResult:
     width: int
+    threads: int  # torch's intra-op threads while timing
     lengths: tuple[int, ...]
     lstm_steps: tuple[int, ...]  # LSTMCell calls, one after the other, to cover each length
     attention_calls: tuple[int, ...]
@@ -364,7 +366,8 @@ def timing_sentences(r: TimingResult) -> list[str]:
         f"the other (the unrolled LSTMCell loop matches nn.LSTM within {max(r.unrolled_max_diff):.1g}); the "
         f"attention layer ran {', '.join(map(str, sorted(set(r.attention_calls))))} time"
         f"{'s' if max(r.attention_calls) > 1 else ''} at every length: all positions in one matmul.",
-        f"Measured on this server's CPU (one thread, fastest of {r.repeats} runs, width {r.width}): from T = "
+        f"Measured on this server's CPU ({r.threads} thread{'s' if r.threads > 1 else ''}, fastest of "
+        f"{r.repeats} runs, width {r.width}): from T = "
         f"{r.lengths[first]} to T = {r.lengths[last]} ({growth:g}× longer) the LSTM's time grew "
         f"{lstm_growth:.1f}× and attention's {attention_growth:.1f}×; "
         f"at T = {r.lengths[last]} the LSTM took {r.lstm_ms[last]:.3g} ms and attention {r.attention_ms[last]:.3g} "
@@ -376,10 +379,10 @@ def timing_sentences(r: TimingResult) -> list[str]:
 def parallel_sentence(lstm_growth: float, attention_growth: float) -> str:
     """What the growth factors say about where attention's advantage lies."""
     if attention_growth >= lstm_growth:
-        return ("Here attention's time grew at least as fast as the LSTM's: one CPU thread has no idle cores for "
-                "its one matmul to fill, so only the amount of work counts, and attention's grows as T² against "
-                "the LSTM's T. The win is on parallel hardware: a GPU spreads attention's matmul over all positions "
-                "at once, while the LSTM's T steps still wait for each other.")
+        return ("Here attention's time grew at least as fast as the LSTM's: a CPU has few cores for its one matmul "
+                "to fill, so mostly the amount of work counts, and attention's grows as T² against the LSTM's T. "
+                "The win is on parallel hardware: a GPU spreads attention's matmul over all positions at once, "
+                "while the LSTM's T steps still wait for each other.")
     return ("Here the LSTM's time grew faster than attention's: its T steps each pay a fixed cost one after "
             "another, while attention pays for one larger call. On a GPU the gap widens, since attention's matmul "
             "runs over all positions at once and the LSTM's steps cannot.")

@@ -1,7 +1,7 @@
 """Figures of the Embeddings & dropout view.
 
 Colours follow demos.style: data = cyan (the one-hot ids), parameter = blue (the table and its rows' gradients
-without padding_idx), gradient = orange (with padding_idx), error = red (the padding row, the trap), activation =
+without padding_idx), gradient = orange (with padding_idx), error = red (the trap), activation =
 green (dropout's kept values and the correct modules), idle = grey (dropped values, the mask alone).
 """
 
@@ -39,21 +39,23 @@ def lookup_figure(r: LookupResult) -> go.Figure:
                       line=dict(color=COLORS["data"], width=2))
     for axis in ("yaxis", "yaxis2", "yaxis3"):
         fig.update_layout({axis: dict(autorange="reversed", type="category")})
-    fig.update_xaxes(title="column of one_hot = token id", row=1, col=1)
+    fig.update_xaxes(title="column of one_hot = token id", dtick=1 if r.vocab <= 12 else 4, row=1, col=1)
     height = 120 + 18 * max(r.vocab, len(r.ids))
     return base_layout(fig, height=min(max(height, 280), 700))
 
 
 def padding_figure(r: PaddingResult) -> go.Figure:
-    """‖weight.grad[v]‖ per row v after one backward, without and with padding_idx; the padding row in red."""
+    """‖weight.grad[v]‖ per row v after one backward, without and with padding_idx; the padding row's value written
+over its bar."""
     rows = [f"row {v}" + (" (padding_idx)" if v == r.padding_idx else "") for v in range(r.vocab)]
     counts = [f"looked up {n}×" for n in r.occurrences]
     fig = go.Figure()
     fig.add_bar(x=rows, y=r.grad_without, name="nn.Embedding(V, E)", marker_color=COLORS["parameter"],
                 customdata=counts, hovertemplate="%{x}, %{customdata}: ‖grad‖ = %{y:.4g}<extra></extra>")
     fig.add_bar(x=rows, y=r.grad_with_padding_idx, name=f"nn.Embedding(V, E, padding_idx={r.padding_idx})",
-                marker_color=[COLORS["error"] if v == r.padding_idx else COLORS["gradient"] for v in range(r.vocab)],
-                customdata=counts, hovertemplate="%{x}, %{customdata}: ‖grad‖ = %{y:.4g}<extra></extra>")
+                marker_color=COLORS["gradient"], customdata=counts, textposition="outside",
+                text=[f"{g:g}" if v == r.padding_idx else "" for v, g in enumerate(r.grad_with_padding_idx)],
+                hovertemplate="%{x}, %{customdata}: ‖grad‖ = %{y:.4g}<extra></extra>")
     fig.update_xaxes(tickangle=-45 if r.vocab > 12 else 0)
     fig.update_yaxes(title="‖weight.grad[row]‖")
     return base_layout(fig, height=320)

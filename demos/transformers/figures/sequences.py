@@ -8,7 +8,7 @@ red (the padded run, which differs), parameter = blue (the packed run), data = c
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from demos.style import COLORS, base_layout
+from demos.style import COLORS, base_layout, legend_on_top
 from demos.transformers.sequences import PackingResult, ShapeResult, TimingResult
 
 VALUES = "RdBu"
@@ -77,4 +77,4 @@ def timing_figure(r: TimingResult) -> go.Figure:
                         line_color=COLORS["data"], showlegend=col == 1, row=1, col=col)
     fig.update_xaxes(title="sequence length T", type="log", tickvals=r.lengths, ticktext=[str(n) for n in r.lengths])
     fig.update_yaxes(type="log")
-    return base_layout(fig, height=320)
+    return legend_on_top(base_layout(fig, height=340))
