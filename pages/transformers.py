@@ -90,8 +90,8 @@ def lookup_part() -> None:
 def padding_part(vocab: int, dim: int, ids_text: str, seed: int) -> None:
     st.subheader("padding_idx: the padding row gets no gradient")
     with ui.key_controls("tf_emb_pad"):
-        padding_idx = st.selectbox("padding_idx (a row of the table)", range(vocab), key="tf_emb_pad",
-                                   bind="query-params")
+        padding_idx = st.columns([1, 3])[0].selectbox("padding_idx (a row of the table)", range(vocab),
+                                                      key="tf_emb_pad", bind="query-params")
     with ui.input_errors():
         r = ui.compute(embeddings.padding_gradient, vocab, dim, ids_text, padding_idx, seed)
         ui.plot(ui.compute(emb_figs.padding_figure, r), key="tf_emb_pad_fig")
@@ -144,7 +144,7 @@ def sequences_section() -> None:
 def shapes_part() -> None:
     with ui.key_controls("tf_seq"):
         a, b, c, d = st.columns([1, 1.4, 1, 1], vertical_alignment="bottom")
-        cell = a.selectbox("Layer", sequences.CELLS, index=1, key="tf_seq_cell", bind="query-params")
+        cell = a.selectbox("Recurrent module", sequences.CELLS, index=1, key="tf_seq_cell", bind="query-params")
         layers = b.slider("num_layers", 1, sequences.MAX_LAYERS, 2, key="tf_seq_layers", bind="query-params")
         bidirectional = c.toggle("bidirectional", True, key="tf_seq_bidir", bind="query-params")
         batch_first = d.toggle("batch_first", True, key="tf_seq_batch_first", bind="query-params")
@@ -173,7 +173,7 @@ def packing_part() -> None:
         lengths = a.text_input(f"Sequence lengths ({sequences.MIN_SEQUENCES} to {sequences.MAX_SEQUENCES}, each 1 "
                                f"to {sequences.MAX_LEN})", sequences.DEFAULT_LENGTHS, key="tf_pack_lengths",
                                bind="query-params")
-        cell = b.selectbox("Layer", sequences.CELLS, index=2, key="tf_pack_cell", bind="query-params")
+        cell = b.selectbox("Module run on the batch", sequences.CELLS, index=2, key="tf_pack_cell", bind="query-params")
     with ui.settings("tf_pack"):
         seed = int(st.columns(4)[0].number_input("Seed", 0, sequences.MAX_SEED, 0, key="tf_pack_seed",
                                                  bind="query-params"))

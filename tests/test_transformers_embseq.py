@@ -297,7 +297,11 @@ def test_packing_sentences_follow_the_measured_differences():
     r = seq.padding_vs_packing("GRU", "5, 3, 2, 5", 0)
     text = seq.packing_sentence(r)
     assert "after sequences 1, 2 end" in text and f"**{max(r.padded_vs_alone[1:3]):.2g}**" in text
-    assert f"to within {max(r.packed_vs_alone):.1g}" in text
+    assert f"to within {max(r.packed_vs_alone):.1g}" in text or "equals the sequence alone exactly" in text
+    exact = dataclasses.replace(r, packed_vs_alone=(0.0,) * 4)
+    assert "every h_n equals the sequence alone exactly." in seq.packing_sentence(exact)
+    off = dataclasses.replace(r, packed_vs_alone=(0.0, 0.2, 0.0, 0.0))
+    assert "Packed, the largest difference from the sequence alone is 0.2." in seq.packing_sentence(off)
     assert seq.packing_sentence(seq.padding_vs_packing("GRU", "4, 4", 0)).startswith("Every sequence has the longest")
     one = seq.packing_sentence(seq.padding_vs_packing("LSTM", "2, 6", 0))
     assert "after sequence 0 ends" in one
@@ -312,7 +316,9 @@ def test_timing_sentences_follow_the_numbers():
                 unrolled_max_diff=(0.0, 1e-7), repeats=5, code="")
     slow_attention = seq.TimingResult(lstm_ms=(1.0, 2.0), attention_ms=(0.5, 4.0), **base)
     first, second, third = seq.timing_sentences(slow_attention)
-    assert "ran its cell 4, 8 times" in first and "ran 1 time at every length" in first
+    assert "ran its cell 4, 8 times" in first and "ran once at every length" in first
+    twice = dataclasses.replace(slow_attention, attention_calls=(2, 2))
+    assert "ran 2 times at every length" in seq.timing_sentences(twice)[0]
     assert "grew 2.0× and attention's 8.0×" in second and "Attention was faster at 1 of 2 lengths" in second
     assert "(1 thread, fastest of 5 runs, width 32)" in second
     assert "(2 threads," in seq.timing_sentences(dataclasses.replace(slow_attention, threads=2))[1]
@@ -326,7 +332,7 @@ def test_timing_sentences_follow_the_numbers():
 
 
 @pytest.mark.parametrize("call, words", [
-    (lambda: seq.rnn_shapes("CNN"), "Layer must be one of RNN, LSTM, GRU."),
+    (lambda: seq.rnn_shapes("CNN"), "Recurrent module must be one of RNN, LSTM, GRU; got `CNN`."),
     (lambda: seq.rnn_shapes("GRU", 4), "Layers must be between 1 and 3; got 4."),
     (lambda: seq.rnn_shapes("GRU", 1, True, True, 5), "Batch size must be between 1 and 4; got 5."),
     (lambda: seq.rnn_shapes("GRU", 1, True, True, 1, 0), "Sequence length must be between 1 and 12; got 0."),

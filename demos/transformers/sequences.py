@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.parsing import parse_numbers, whole_in_range
 from demos.quiz import Question
 from demos.shown import Script, entry, print_each, script
@@ -36,7 +36,7 @@ REPEATS = 5  # each time is the fastest of this many runs: the least disturbed b
 
 def validate_cell(cell: str) -> None:
     if cell not in CELLS:
-        raise InputError(f"Layer must be one of {', '.join(CELLS)}.")
+        raise InputError(f"Recurrent module must be one of {', '.join(CELLS)}; got {quoted(cell)}.")
 
 
 def validate_seed(seed: int) -> None:
@@ -335,9 +335,14 @@ def packing_sentence(r: PackingResult) -> str:
                 f"**{max(r.padded_vs_alone[i] for i in differs):.2g}** from the same sequence run alone.")
     else:
         text = "The padded run happened to match every sequence run alone here."
-    packed = (f"Packed, every h_n equals the sequence alone to within {max(r.packed_vs_alone):.1g} (float32 "
-              "rounding of a differently batched matmul)." if packed_equal else
-              f"Packed, the largest difference from the sequence alone is {max(r.packed_vs_alone):.2g}.")
+    worst = max(r.packed_vs_alone)
+    if not packed_equal:
+        packed = f"Packed, the largest difference from the sequence alone is {worst:.2g}."
+    elif worst == 0:
+        packed = "Packed, every h_n equals the sequence alone exactly."
+    else:
+        packed = (f"Packed, every h_n equals the sequence alone to within {worst:.1g} (float32 rounding of a "
+                  "differently batched matmul).")
     return f"{text} {packed}"
 
 
@@ -361,11 +366,13 @@ def timing_sentences(r: TimingResult) -> list[str]:
     growth = r.lengths[last] / r.lengths[first]
     faster = sum(a < b for a, b in zip(r.attention_ms, r.lstm_ms, strict=True))
     lstm_growth, attention_growth = r.lstm_ms[last] / r.lstm_ms[first], r.attention_ms[last] / r.attention_ms[first]
+    counts = sorted(set(r.attention_calls))
+    calls = "once" if counts == [1] else f"{', '.join(map(str, counts))} times"
     return [
         f"To cover T positions the LSTM ran its cell {', '.join(map(str, r.lstm_steps))} times, one call after "
         f"the other (the unrolled LSTMCell loop matches nn.LSTM within {max(r.unrolled_max_diff):.1g}); the "
-        f"attention layer ran {', '.join(map(str, sorted(set(r.attention_calls))))} time"
-        f"{'s' if max(r.attention_calls) > 1 else ''} at every length: all positions in one matmul.",
+        f"attention layer ran {calls} at every length: every position goes through the same matmuls, none "
+        "waiting for another.",
         f"Measured on this server's CPU ({r.threads} thread{'s' if r.threads > 1 else ''}, fastest of "
         f"{r.repeats} runs, width {r.width}): from T = "
         f"{r.lengths[first]} to T = {r.lengths[last]} ({growth:g}× longer) the LSTM's time grew "
