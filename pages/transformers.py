@@ -2,7 +2,9 @@
 
 import streamlit as st
 
-from demos.transformers import tiny_model
+from demos.transformers import embeddings, sequences, tiny_model
+from demos.transformers.figures import embeddings as emb_figs
+from demos.transformers.figures import sequences as seq_figs
 from demos.transformers.figures import tiny_model as tiny_figs
 from demos.transformers.questions import QUESTIONS
 from pages import ui
@@ -50,14 +52,161 @@ def block_section() -> None:
 
 
 def embeddings_section() -> None:
-    st.info("Embeddings & dropout: placeholder")
+    ui.prose(
+        "`nn.Embedding(V, E)` is a table of V learned rows of size E; `emb(ids)` returns row `ids[t]` for every "
+        "position t. That is exactly `one_hot(ids) @ emb.weight`, done without the multiplication. Below: the "
+        "lookup for your ids, the float-index error, `padding_idx`, tying the output head to the table, and "
+        "dropout — its mask, its 1/(1 − p) scaling and the `F.dropout` call that `model.eval()` cannot switch off."
+    )
+    lookup_part()
+    dropout_part()
+
+
+@st.fragment  # its own key row: a change of the ids or sizes redraws the lookup and padding figures, not dropout's
+def lookup_part() -> None:
+    with ui.key_controls("tf_emb"):
+        a, b, c = st.columns([2, 1, 1])
+        ids_text = a.text_input(f"Token ids (1 to {embeddings.MAX_IDS}, each a row of the table)",
+                                embeddings.DEFAULT_IDS, key="tf_emb_ids", bind="query-params")
+        vocab = b.slider("Vocabulary size V", embeddings.MIN_VOCAB, embeddings.MAX_VOCAB, 8, key="tf_emb_vocab",
+                         bind="query-params")
+        dim = c.slider("Embedding size E", embeddings.MIN_DIM, embeddings.MAX_DIM, 6, key="tf_emb_dim",
+                       bind="query-params")
+    with ui.settings("tf_emb"):
+        seed = int(st.columns(4)[0].number_input("Seed", 0, embeddings.MAX_SEED, 0, key="tf_emb_seed",
+                                                 bind="query-params"))
+    with ui.input_errors():
+        r = ui.compute(embeddings.embedding_lookup, vocab, dim, ids_text, seed)
+        ui.plot(ui.compute(emb_figs.lookup_figure, r), key="tf_emb_lookup_fig")
+        st.markdown(embeddings.lookup_sentence(r))
+        st.markdown(embeddings.float_index_sentence(r))
+        if r.float_index_error:
+            st.code(r.float_index_error, language=None, wrap_lines=True)
+        st.markdown(embeddings.tying_sentence(r))
+        ui.show_code(r.code, key="tf_emb_lookup_code", file_name="embedding_lookup.py")
+        padding_part(vocab, dim, ids_text, seed)
+
+
+@st.fragment  # its own key row: a change of padding_idx redraws the gradient bars alone
+def padding_part(vocab: int, dim: int, ids_text: str, seed: int) -> None:
+    st.subheader("padding_idx: the padding row gets no gradient")
+    with ui.key_controls("tf_emb_pad"):
+        padding_idx = st.columns([1, 3])[0].selectbox("padding_idx (a row of the table)", range(vocab),
+                                                      key="tf_emb_pad", bind="query-params")
+    with ui.input_errors():
+        r = ui.compute(embeddings.padding_gradient, vocab, dim, ids_text, padding_idx, seed)
+        ui.plot(ui.compute(emb_figs.padding_figure, r), key="tf_emb_pad_fig")
+        st.markdown(embeddings.padding_sentence(r))
+        ui.show_code(r.code, key="tf_emb_pad_code", file_name="padding_idx.py")
+
+
+@st.fragment  # its own key row: a change of p redraws the dropout figures alone
+def dropout_part() -> None:
+    st.subheader("Dropout: a random mask in train(), nothing in eval()")
+    with ui.key_controls("tf_drop"):
+        p = st.select_slider("Dropout p", embeddings.DROPOUT_PS, 0.5, key="tf_drop_p", bind="query-params")
+    with ui.settings("tf_drop"):
+        a, b = st.columns(2)
+        draws = a.select_slider("Draws averaged", embeddings.DRAW_CHOICES, 10_000, key="tf_drop_draws",
+                                format_func=lambda n: f"{n:,}", bind="query-params")
+        seed = int(b.number_input("Seed", 0, embeddings.MAX_SEED, 0, key="tf_drop_seed", bind="query-params"))
+    with ui.input_errors():
+        r = ui.compute(embeddings.dropout_expectation, p, draws, seed)
+        left, right = st.columns(2)  # side by side on the page; whiteboard mode stacks them
+        with left:
+            ui.plot(ui.compute(emb_figs.masks_figure, r), key="tf_drop_masks_fig")
+        with right:
+            ui.plot(ui.compute(emb_figs.expectation_figure, r), key="tf_drop_mean_fig")
+        st.markdown(embeddings.mask_sentence(r))
+        st.markdown(embeddings.expectation_sentence(r))
+        ui.show_code(r.code, key="tf_drop_code", file_name="dropout_expectation.py")
+        st.subheader("Correct vs trap: F.dropout inside forward")
+        trap = ui.compute(embeddings.functional_dropout_trap, p, seed)
+        ui.plot(ui.compute(emb_figs.trap_figure, trap), key="tf_drop_trap_fig")
+        st.markdown(embeddings.trap_sentence(trap))
+        ui.show_code(trap.code, key="tf_drop_trap_code", file_name="functional_dropout_trap.py")
 
 
 # ---- Sequences ---------------------------------------------------------------------------------------------------
 
 
 def sequences_section() -> None:
-    st.info("Sequences: placeholder")
+    ui.prose(
+        "`nn.RNN`, `nn.LSTM` and `nn.GRU` read a sequence one step at a time and return `output` (the last "
+        "layer's hidden state at every step) and `h_n` (every layer's and direction's state after the last step; "
+        "an LSTM adds its cell state `c_n`). Every shape below is read from a real module built with your settings."
+    )
+    shapes_part()
+    packing_part()
+    timing_part()
+
+
+@st.fragment  # its own key row: a change of the module's settings redraws the shapes figure alone
+def shapes_part() -> None:
+    with ui.key_controls("tf_seq"):
+        a, b, c, d = st.columns([1, 1.4, 1, 1], vertical_alignment="bottom")
+        cell = a.selectbox("Recurrent module", sequences.CELLS, index=1, key="tf_seq_cell", bind="query-params")
+        layers = b.slider("num_layers", 1, sequences.MAX_LAYERS, 2, key="tf_seq_layers", bind="query-params")
+        bidirectional = c.toggle("bidirectional", True, key="tf_seq_bidir", bind="query-params")
+        batch_first = d.toggle("batch_first", True, key="tf_seq_batch_first", bind="query-params")
+    with ui.settings("tf_seq"):
+        a, b, c, d, e = st.columns(5)
+        batch = a.slider("Batch size", 1, sequences.MAX_BATCH, 3, key="tf_seq_batch", bind="query-params")
+        length = b.slider("Sequence length", 1, sequences.MAX_LEN, 6, key="tf_seq_len", bind="query-params")
+        input_size = c.slider("Input size", 1, sequences.MAX_FEATURES, 5, key="tf_seq_input", bind="query-params")
+        hidden = d.slider("Hidden size", 1, sequences.MAX_FEATURES, 4, key="tf_seq_hidden", bind="query-params")
+        seed = int(e.number_input("Seed", 0, sequences.MAX_SEED, 0, key="tf_seq_seed", bind="query-params"))
+    with ui.input_errors():
+        r = ui.compute(sequences.rnn_shapes, cell, layers, bidirectional, batch_first, batch, length, input_size,
+                       hidden, seed)
+        ui.plot(ui.compute(seq_figs.shapes_figure, r), key="tf_seq_shapes_fig")
+        st.markdown(sequences.shapes_sentence(r))
+        st.markdown(sequences.match_sentence(r))
+        st.markdown(sequences.gate_sentence(r))
+        ui.show_code(r.code, key="tf_seq_shapes_code", file_name="rnn_shapes.py")
+
+
+@st.fragment  # its own key row: a change of lengths or layer redraws the packing bars alone
+def packing_part() -> None:
+    st.subheader("Padding vs packing: the last hidden state of short sequences")
+    with ui.key_controls("tf_pack"):
+        a, b = st.columns([2, 1])
+        lengths = a.text_input(f"Sequence lengths ({sequences.MIN_SEQUENCES} to {sequences.MAX_SEQUENCES}, each 1 "
+                               f"to {sequences.MAX_LEN})", sequences.DEFAULT_LENGTHS, key="tf_pack_lengths",
+                               bind="query-params")
+        cell = b.selectbox("Module run on the batch", sequences.CELLS, index=2, key="tf_pack_cell", bind="query-params")
+    with ui.settings("tf_pack"):
+        seed = int(st.columns(4)[0].number_input("Seed", 0, sequences.MAX_SEED, 0, key="tf_pack_seed",
+                                                 bind="query-params"))
+    with ui.input_errors():
+        r = ui.compute(sequences.padding_vs_packing, cell, lengths, seed)
+        ui.plot(ui.compute(seq_figs.packing_figure, r), key="tf_pack_fig")
+        st.markdown(sequences.packing_sentence(r))
+        st.markdown(sequences.batch_sizes_sentence(r))
+        st.markdown(sequences.enforce_sorted_sentence(r))
+        if r.enforce_sorted_error:
+            st.code(f"RuntimeError: {r.enforce_sorted_error}", language=None, wrap_lines=True)
+        ui.show_code(r.code, key="tf_pack_code", file_name="padding_vs_packing.py")
+
+
+@st.fragment  # its own key row: a change of width redraws the timing figure alone
+def timing_part() -> None:
+    st.subheader("Why attention replaced recurrence")
+    ui.prose(
+        "Step t of a recurrent layer needs the hidden state of step t − 1, so T positions take T steps one after "
+        "another, however many cores wait. Attention compares every position with every other in one matrix "
+        "product, which a GPU spreads over thousands of cores at once; its work grows as T², which is what long "
+        "contexts pay for. Below: the sequential steps counted with a hook, and one forward timed on this CPU.",
+        label="Recurrence vs attention")
+    with ui.key_controls("tf_time"):
+        width = st.select_slider("Width (input = hidden = embedding size)", sequences.WIDTHS, 32, key="tf_time_width",
+                                 bind="query-params")
+    with ui.input_errors():
+        r = ui.compute(sequences.recurrence_vs_attention, width)
+        ui.plot(ui.compute(seq_figs.timing_figure, r), key="tf_time_fig")
+        for sentence in sequences.timing_sentences(r):
+            st.markdown(sentence)
+        ui.show_code(r.code, key="tf_time_code", file_name="recurrence_vs_attention.py")
 
 
 # ---- Tiny model --------------------------------------------------------------------------------------------------
