@@ -94,6 +94,7 @@ def masked_rows_part() -> None:
     with ui.input_errors():
         rows = ui.compute(attention.fully_masked_rows, tokens, int(pad), int(seed))
         ui.plot(ui.compute(attention_figs.masked_rows_figure, rows), key="tf_rows_fig")
+        ui.legend(attention_figs.legend_colors())
         ui.steps(attention.masked_rows_sentences(rows), key="tf_rows_steps")
         ui.table(attention.masked_rows_table(rows), hide_index=True, width="stretch")
         ui.show_code(rows.code, key="tf_rows_code", file_name="fully_masked_rows.py")
@@ -118,6 +119,7 @@ def memory_part() -> None:
         memory = ui.compute(attention.score_memory, int(batch), int(heads), int(head_dim))
         ui.plot(ui.compute(attention_figs.memory_figure, memory), key="tf_mem_fig")
         st.markdown(attention.memory_sentence(memory))
+        st.markdown(attention.saved_sentence(memory))
         ui.show_code(memory.code, key="tf_mem_code", file_name="attention_memory.py")
 
 

@@ -15,8 +15,16 @@ from demos.errors import InputError
 from demos.quiz import Question
 from demos.shown import Script, entry, script
 
-IMPORTS = ("import math\nimport warnings\n\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
-           "from torch.nn.attention import SDPBackend, sdpa_kernel")
+_IMPORT_LINES = {"math": "import math", "warnings": "import warnings", "torch": "import torch",
+                 "nn": "import torch.nn as nn", "F": "import torch.nn.functional as F",
+                 "sdpa_kernel": "from torch.nn.attention import SDPBackend, sdpa_kernel"}
+
+
+def imports(*names: str) -> str:
+    """A snippet's import block with only the modules it uses: the standard library first, then torch."""
+    stdlib = [_IMPORT_LINES[n] for n in ("math", "warnings") if n in names]
+    third = [_IMPORT_LINES[n] for n in ("torch", "nn", "F", "sdpa_kernel") if n in names]
+    return "\n\n".join(block for block in ("\n".join(stdlib), "\n".join(third)) if block)
 
 MIN_TOKENS, MAX_TOKENS = 2, 16
 MIN_D_K, MAX_D_K = 1, 64
@@ -35,6 +43,7 @@ MAX_BATCH, MAX_HEADS = 64, 128
 MIN_HEAD_DIM, MAX_HEAD_DIM = 8, 256
 LENGTHS = tuple(2**p for p in range(9, 16))  # 512 ... 32768
 MEMORY_DTYPES = ("float32", "bfloat16")
+SAVED_SHAPE = (1, 2, 64, 16)  # small real tensors: what each backend saves for backward
 
 
 def fmt(x: float) -> str:
@@ -155,7 +164,7 @@ def attention_steps(tokens: int = 6, width: int = 16, d_k: int = 8, mask: str = 
     """One head's attention on one sequence, step by step, checked against F.scaled_dot_product_attention."""
     validate_steps(tokens, width, d_k, mask, pad, seed)
     code = script(projections, allowed_keys, attention_by_hand, kernel_that_ran, attention_steps_facts,
-                  imports=IMPORTS, run=STEPS_RUN,
+                  imports=imports("math", "torch", "nn", "F"), run=STEPS_RUN,
                   settings=dict(tokens=tokens, width=width, d_k=d_k, mask=mask, pad=pad, seed=seed))
     facts, matrices = attention_steps_facts(tokens, width, d_k, mask, pad, seed)
     return StepsResult(tokens, width, d_k, mask, pad, **facts, matrices=matrices, code=code)
@@ -247,7 +256,7 @@ def validate_scaling(keys, largest_d_k, seed) -> None:
 
 SCALING_RUN = """facts = scaling_facts(keys, largest_d_k, seed)
 for label in ("scaled", "unscaled"):
-    for d_k, stats in zip(facts["d_k"], facts[label]):
+    for d_k, stats in zip(facts["d_k"], facts[label], strict=True):
         print(label, d_k, stats)"""
 
 
@@ -379,7 +388,8 @@ def fully_masked_rows(tokens: int = 5, pad: int = 2, seed: int = 0) -> MaskedRow
     """A left-padded causal mask leaves the padding queries no key: what each way of attending returns there."""
     validate_rows(tokens, pad, seed)
     code = script(kernel_that_ran, left_padded_causal, by_hand, run_method, sdpa_under, masked_row_facts,
-                  imports=IMPORTS, settings=dict(BACKENDS=BACKENDS, tokens=tokens, pad=pad, seed=seed), run=ROWS_RUN)
+                  imports=imports("math", "warnings", "torch", "F", "sdpa_kernel"), run=ROWS_RUN,
+                  settings=dict(BACKENDS=BACKENDS, tokens=tokens, pad=pad, seed=seed))
     facts = masked_row_facts(tokens, pad, seed)
     return MaskedRowsResult(tokens, pad, tuple(map(tuple, facts["allowed"])), tuple(facts["rows"]), code)
 
@@ -455,9 +465,24 @@ def score_bytes(batch, heads, length, head_dim, dtype):
                 fused_shapes=(tuple(out.shape), tuple(logsumexp.shape)), logsumexp_dtype=str(logsumexp.dtype))
 
 
+def saved_for_backward(backend):
+    """What autograd keeps for backward when SDPA runs `backend` on small real bfloat16 tensors (B, H, T, d) =
+    SAVED_SHAPE: the shape and dtype of every tensor it saves."""
+    q, k, v = (torch.randn(SAVED_SHAPE, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    saved = []
+
+    def keep(t):
+        saved.append((tuple(t.shape), str(t.dtype).removeprefix("torch.")))
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t), sdpa_kernel(getattr(SDPBackend, backend)):
+        out = F.scaled_dot_product_attention(q, k, v)
+    return dict(kernel=kernel_that_ran(out), grad_fn=out.grad_fn.name(), saved=saved)
+
+
 def memory_facts(batch, heads, head_dim):
-    return {name: [score_bytes(batch, heads, t, head_dim, getattr(torch, name)) for t in LENGTHS]
-            for name in MEMORY_DTYPES}
+    return dict(bytes={name: [score_bytes(batch, heads, t, head_dim, getattr(torch, name)) for t in LENGTHS]
+                       for name in MEMORY_DTYPES},
+                saved={backend: saved_for_backward(backend) for backend in ("MATH", "FLASH_ATTENTION")})
 
 
 @dataclass(frozen=True)
@@ -467,6 +492,7 @@ class MemoryResult:
     head_dim: int
     lengths: tuple[int, ...]
     by_dtype: dict  # dtype name -> one score_bytes dict per length
+    saved: dict  # backend -> saved_for_backward's facts, on small real tensors
     code: Script
 
 
@@ -476,19 +502,25 @@ def validate_memory(batch, heads, head_dim) -> None:
     _check_int(head_dim, MIN_HEAD_DIM, MAX_HEAD_DIM, "Head size d")
 
 
-MEMORY_RUN = """for dtype, rows in memory_facts(batch, heads, head_dim).items():
-    for length, row in zip(LENGTHS, rows):
-        print(dtype, length, row)"""
+MEMORY_RUN = """facts = memory_facts(batch, heads, head_dim)
+for dtype, rows in facts["bytes"].items():
+    for length, row in zip(LENGTHS, rows, strict=True):
+        print(dtype, length, row)
+for backend, saved in facts["saved"].items():
+    print(backend, saved)"""
 
 
 @entry(2, 4, 64)
 def score_memory(batch: int = 1, heads: int = 32, head_dim: int = 128) -> MemoryResult:
-    """The T×T scores' bytes against a fused kernel's, for T up to 32768, from meta tensors."""
+    """The T×T scores' bytes against a fused kernel's, for T up to 32768, from meta tensors; and what each CPU
+    backend saves for backward, on small real tensors."""
     validate_memory(batch, heads, head_dim)
-    code = script(score_bytes, memory_facts, imports="import torch", run=MEMORY_RUN,
-                  settings=dict(LENGTHS=LENGTHS, MEMORY_DTYPES=MEMORY_DTYPES, batch=batch, heads=heads,
-                                head_dim=head_dim))
-    return MemoryResult(batch, heads, head_dim, LENGTHS, memory_facts(batch, heads, head_dim), code)
+    code = script(kernel_that_ran, score_bytes, saved_for_backward, memory_facts, run=MEMORY_RUN,
+                  imports=imports("torch", "F", "sdpa_kernel"),
+                  settings=dict(LENGTHS=LENGTHS, MEMORY_DTYPES=MEMORY_DTYPES, SAVED_SHAPE=SAVED_SHAPE, batch=batch,
+                                heads=heads, head_dim=head_dim))
+    facts = memory_facts(batch, heads, head_dim)
+    return MemoryResult(batch, heads, head_dim, LENGTHS, facts["bytes"], facts["saved"], code)
 
 
 def memory_sentence(r: MemoryResult) -> str:
@@ -497,11 +529,25 @@ def memory_sentence(r: MemoryResult) -> str:
     fused_growth = r.by_dtype["float32"][-1]["fused"] / r.by_dtype["float32"][-2]["fused"]
     out_shape, lse_shape = f32["fused_shapes"]
     return (f"At T = {r.lengths[-1]:,} the {f32['scores_shape']} scores take {fmt_bytes(f32['scores'])} in float32 "
-            f"and {fmt_bytes(bf16['scores'])} in bfloat16, for one attention call of one layer; the math backend "
-            f"holds them (and softmax's output, as large) for backward. The fused kernel returns the output "
-            f"{out_shape} and a {f32['logsumexp_dtype'].removeprefix('torch.')} logsumexp {lse_shape}: "
-            f"{fmt_bytes(f32['fused'])} in float32, {fmt_bytes(bf16['fused'])} in bfloat16. Doubling T "
-            f"multiplied the scores by {growth:g} and the fused kernel's bytes by {fused_growth:g}.")
+            f"and {fmt_bytes(bf16['scores'])} in bfloat16, for one attention call of one layer. The fused kernel "
+            f"returns the output {out_shape} and a {f32['logsumexp_dtype'].removeprefix('torch.')} logsumexp "
+            f"{lse_shape}: {fmt_bytes(f32['fused'])} in float32, {fmt_bytes(bf16['fused'])} in bfloat16. Doubling "
+            f"T multiplied the scores by {growth:g} and the fused kernel's bytes by {fused_growth:g}.")
+
+
+def saved_sentence(r: MemoryResult) -> str:
+    """What each backend saved for backward on the small real tensors, T×T ones counted."""
+    t = SAVED_SHAPE[2]
+    parts = []
+    for backend, facts in r.saved.items():
+        square = [f"{shape} {dtype}" for shape, dtype in facts["saved"] if shape[-2:] == (t, t)]
+        dtypes = sorted({dtype for _, dtype in facts["saved"]})
+        upcast = " (upcast from the bfloat16 inputs)" if "bfloat16" not in dtypes else ""
+        parts.append(f"{backend} (autograd node {facts['grad_fn']}) saved {len(facts['saved'])} tensors in "
+                     f"{' and '.join(dtypes)}{upcast}, " + (f"{len(square)} of them T×T: {', '.join(square)}"
+                                                            if square else "none of them T×T"))
+    return (f"Measured here on real bfloat16 tensors {SAVED_SHAPE} (B, H, T, d), with a hook on what autograd "
+            "saves for backward: " + "; ".join(parts) + ".")
 
 
 # ---- predict, then run -------------------------------------------------------------------------------------------

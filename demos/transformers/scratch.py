@@ -13,6 +13,7 @@ from demos.quiz import Question
 from demos.shown import Script, entry, script
 
 IMPORTS = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F"
+PIECE_IMPORTS = {"multi-head attention": "import torch\nimport torch.nn as nn"}  # the others: torch and F
 PIECES = ("attention", "multi-head attention", "LayerNorm", "RMSNorm", "dropout", "cross-entropy")
 DTYPES = ("float32", "float64", "bfloat16")
 MIN_ROWS, MAX_ROWS = 1, 16
@@ -269,7 +270,8 @@ def from_scratch(piece: str = "attention", dtype: str = "float32", rows: int = 6
     validate(piece, dtype, rows, width, heads, p, seed)
     p, case = float(p), all_cases()[piece]
     extra = (dropout_expectation,) if piece == "dropout" else ()
-    code = script(*SOURCES[piece], randn, case, compare, piece_facts, *extra, imports=IMPORTS, run=piece_run(piece),
+    code = script(*SOURCES[piece], randn, case, compare, piece_facts, *extra, run=piece_run(piece),
+                  imports=PIECE_IMPORTS.get(piece, "import torch\nimport torch.nn.functional as F"),
                   settings=dict(EXPECTATION_SAMPLES=EXPECTATION_SAMPLES, rows=rows, width=width, heads=heads, p=p,
                                 causal=causal, seed=seed, dtype=dtype))
     facts = piece_facts(case, rows, width, heads, p, causal, seed, dtype)

@@ -66,7 +66,8 @@ def scaling_figure(r: ScalingResult) -> go.Figure:
         fig.add_scatter(x=[r.d_k[0], r.d_k[-1]], y=[value, value], mode="lines", name=f"uniform over {r.keys} keys",
                         line=dict(color=REFERENCE, dash="dot"), legendgroup="uniform", showlegend=col == 1,
                         row=1, col=col, hovertemplate=f"uniform: {value:.3g}<extra></extra>")
-    fig.update_xaxes(type="log", title_text="d_k", dtick=math.log10(4) if len(r.d_k) > 7 else math.log10(2))
+    ticks = r.d_k[::2] if len(r.d_k) > 7 else r.d_k
+    fig.update_xaxes(type="log", title_text="d_k", tickvals=list(ticks), ticktext=[str(d) for d in ticks])
     fig.update_yaxes(type="log", row=1, col=3)
     fig = base_layout(fig, height=360)
     fig.update_layout(margin_t=70, legend=dict(y=1.14))
@@ -77,20 +78,30 @@ MASK_CELLS = {"may attend": COLORS["activation"], "masked": COLORS["idle"], "row
 OUTCOME_CELLS = {"NaN": COLORS["error"], "zeros": COLORS["idle"], "numbers": COLORS["data"]}
 
 
+def short_method(method: str) -> str:
+    """A method's name as a row label: 'SDPA FLASH_ATTENTION, bool mask' -> 'FLASH, bool'."""
+    for long, short in (("SDPA ", ""), ("_ATTENTION", ""), (" mask", ""), ("masked_fill(", ""), (")", ""),
+                        ("padding queries see themselves", "padding sees itself"), ("-inf float", "−∞ float"),
+                        ("-inf", "−∞"), ("SDPA, bool (SDPA picks", "SDPA picks, bool")):
+        method = method.replace(long, short)
+    return method
+
+
 def masked_rows_figure(r: MaskedRowsResult) -> go.Figure:
     """Left: the left-padded causal mask, rows with no allowed key in red. Right: each method that ran, the first
-    fully masked query's output row (its d values), coloured by what came out: NaN, zeros or numbers."""
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.3, 0.7], horizontal_spacing=0.22,
-                        subplot_titles=(f"mask, {r.pad} padding token{'s' if r.pad > 1 else ''} first",
-                                        "output of query 0 (no key allowed)"))
+    fully masked query's output row (its d values), coloured by what came out: NaN, zeros or numbers. The colours
+    are named by a legend beside the figure (ui.legend of MASK_CELLS and OUTCOME_CELLS)."""
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.32, 0.68], horizontal_spacing=0.2,
+                        subplot_titles=(f"mask: {r.pad} padding token{'s' if r.pad > 1 else ''} first, causal",
+                                        "output of query 0, which may attend to no key"))
     kinds = list(MASK_CELLS)
     z = [[kinds.index("may attend" if ok else "row with no key" if not any(row) else "masked") for ok in row]
          for row in r.allowed]
     fig.add_trace(go.Heatmap(z=z, x=[f"k{j}" for j in range(r.tokens)], y=[f"q{i}" for i in range(r.tokens)],
-                             xgap=2, ygap=2, hoverinfo="skip", **category_scale(MASK_CELLS)), row=1, col=1)
-    fig.data[-1].colorbar.update(x=0.27, len=0.9)
+                             xgap=2, ygap=2, hoverinfo="skip", **dict(category_scale(MASK_CELLS), showscale=False)),
+                  row=1, col=1)
     ran = r.ran
-    names = [row["method"] for row in ran]
+    names = [short_method(row["method"]) for row in ran]
     outcomes = list(OUTCOME_CELLS)
     values = [row["masked_rows"][0] for row in ran]
     z = [[outcomes.index(outcome(row))] * len(vals) for row, vals in zip(ran, values, strict=True)]
@@ -101,10 +112,16 @@ def masked_rows_figure(r: MaskedRowsResult) -> go.Figure:
              for row, name, vals in zip(ran, names, values, strict=True) for c, v in enumerate(vals)]
     fig.add_trace(cell_text(*map(list, zip(*cells, strict=True)), size=12), row=1, col=2)
     fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(side="top")
-    fig = base_layout(fig, height=120 + 34 * len(names))
-    fig.update_layout(margin_t=70)
+    fig = base_layout(fig, height=110 + 30 * len(names))
+    fig.update_layout(margin_t=50)
     return fig
+
+
+def legend_colors() -> dict[str, str]:
+    """The figure's colours by meaning, for the legend chips under it."""
+    return {"may attend": MASK_CELLS["may attend"], "masked": MASK_CELLS["masked"],
+            "row with no key / NaN": COLORS["error"], "zeros": OUTCOME_CELLS["zeros"],
+            "other numbers": OUTCOME_CELLS["numbers"]}
 
 
 def _short(x: float) -> str:
@@ -122,7 +139,8 @@ def memory_figure(r: MemoryResult) -> go.Figure:
             fig.add_scatter(x=list(r.lengths), y=[row[key] / 2**30 for row in rows], mode="lines+markers",
                             name=f"{name}, {dtype}", line=dict(color=color, dash=dash),
                             hovertemplate=f"{name}, {dtype}, T %{{x}}: %{{y:.3g}} GiB<extra></extra>")
-    fig.update_xaxes(type="log", title_text="sequence length T", tickvals=list(r.lengths),
+    fig.update_xaxes(type="log", title_text=f"sequence length T (B = {r.batch}, H = {r.heads}, d = {r.head_dim})",
+                     tickvals=list(r.lengths),
                      ticktext=[f"{t // 1024}k" if t >= 1024 else str(t) for t in r.lengths])
-    fig.update_yaxes(type="log", title_text=f"GiB (B = {r.batch}, H = {r.heads}, d = {r.head_dim})")
+    fig.update_yaxes(type="log", title_text="GiB", dtick=1)
     return base_layout(fig, height=380)

@@ -28,7 +28,8 @@ def scratch_figure(r: PieceResult) -> go.Figure:
     fig.add_scatter(x=x, y=y, mode="markers", marker=dict(color=COLORS["data"], size=6), name="output element",
                     hovertemplate="torch %{x:.6g}<br>from scratch %{y:.6g}<extra></extra>", row=1, col=1)
     fig.add_trace(go.Heatmap(z=[[float(f"{d:.3g}") for d in row] for row in diffs], colorscale="Purples", zmin=0,
-                             zmax=max(r.max_abs_diff, 1e-300), colorbar=dict(title="|diff|", thickness=12),
+                             zmax=max(r.max_abs_diff, 1e-300),
+                             colorbar=dict(title="|diff|", thickness=12, exponentformat="e"),
                              hovertemplate="row %{y}, col %{x}: |diff| %{z:.3g}<extra></extra>"), row=1, col=2)
     fig.update_xaxes(title_text="torch's output", row=1, col=1)
     fig.update_yaxes(title_text="from scratch", row=1, col=1)
