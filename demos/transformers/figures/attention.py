@@ -7,7 +7,6 @@ softmax as the grey reference; the score matrix in red (error: what runs out), t
 import math
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from demos.style import COLORS, REFERENCE, base_layout, category_scale, cell_text
 from demos.transformers.attention import MaskedRowsResult, MemoryResult, ScalingResult, StepsResult, outcome
@@ -21,6 +20,31 @@ def _finite(rows) -> list[list[float | None]]:
     return [[None if math.isinf(x) else round(x, 4) for x in row] for row in rows]
 
 
+def grid(rows: int, cols: int, titles: list[str], gap_x: float = 0.05, gap_y: float = 0.16,
+         widths: list[float] | None = None, x: dict | None = None, y: dict | None = None) -> dict:
+    """Layout entries of a rows×cols grid of subplots (axes xaxis, xaxis2, ... and a title above each), built as
+    plain dicts: plotly's make_subplots and update_*axes validate every axis object in Python, which cost more
+    than the figure's data here. `widths`: the columns' shares of the width; `x`, `y`: settings of every axis."""
+    shares = widths or [1] * cols
+    widths = [(1 - gap_x * (cols - 1)) * w / sum(shares) for w in shares]
+    height = (1 - gap_y * (rows - 1)) / rows
+    layout, titles_out = {}, []
+    for i, title in enumerate(titles):
+        row, col = divmod(i, cols)
+        x0, y1 = sum(widths[:col]) + col * gap_x, 1 - row * (height + gap_y)
+        n = axis_suffix(i)
+        layout[f"xaxis{n}"] = dict(x or {}, domain=[x0, x0 + widths[col]], anchor=f"y{n}", automargin=True)
+        layout[f"yaxis{n}"] = dict(y or {}, domain=[y1 - height, y1], anchor=f"x{n}", automargin=True)
+        titles_out.append(dict(text=title, x=x0 + widths[col] / 2, y=y1, xref="paper", yref="paper",
+                               xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=16)))
+    return dict(layout, annotations=titles_out)
+
+
+def axis_suffix(i: int) -> str:
+    """The i-th subplot's axis suffix: '' for the first, then '2', '3', ..."""
+    return "" if i == 0 else str(i + 1)
+
+
 def steps_figure(r: StepsResult) -> go.Figure:
     """Top row: the input and its three projections; bottom row: scores, scaled and masked, weights, output.
     Rows are tokens (queries), top to bottom; every panel's title has the tensor's shape."""
@@ -31,97 +55,103 @@ def steps_figure(r: StepsResult) -> go.Figure:
         ("masked", f"÷√{r.d_k}, masked {s['scores']}", VALUES), ("weights", f"softmax {s['weights']}", WEIGHTS),
         ("out", f"out = weights·V {s['out']}", VALUES),
     ]
-    fig = make_subplots(rows=2, cols=4, subplot_titles=[title for _, title, _ in panels], horizontal_spacing=0.05,
-                        vertical_spacing=0.16)
+    traces = []
     for i, (name, _, scale) in enumerate(panels):
         z = _finite(r.matrices[name])
         limit = 1.0 if scale == WEIGHTS else max((abs(x) for row in z for x in row if x is not None), default=1.0)
-        fig.add_trace(go.Heatmap(
-            z=z, colorscale=scale, zmin=0 if scale == WEIGHTS else -limit, zmax=limit, showscale=name == "weights",
-            colorbar=dict(title="weight", len=0.42, y=0.2, thickness=12),
-            hovertemplate=f"{name}[%{{y}}, %{{x}}] = %{{z:.3g}}<extra></extra>", xgap=1, ygap=1,
-        ), row=i // 4 + 1, col=i % 4 + 1)
-    fig.update_yaxes(autorange="reversed", showticklabels=False)
-    fig.update_xaxes(showticklabels=False)
-    fig.update_yaxes(title_text="token", row=1, col=1)
-    fig.update_yaxes(title_text="query", row=2, col=1)
-    for col in (1, 2, 3):
-        fig.update_xaxes(title_text="key", row=2, col=col)
-    fig = base_layout(fig, height=470)
-    fig.update_layout(margin_t=40)
-    return fig
+        n = axis_suffix(i)
+        traces.append(dict(
+            type="heatmap", z=z, colorscale=scale, zmin=0 if scale == WEIGHTS else -limit, zmax=limit,
+            showscale=name == "weights", colorbar=dict(title=dict(text="weight"), len=0.42, y=0.2, thickness=12),
+            hovertemplate=f"{name}[%{{y}}, %{{x}}] = %{{z:.3g}}<extra></extra>", xgap=1, ygap=1, xaxis=f"x{n}",
+            yaxis=f"y{n}"))
+    hidden = dict(showticklabels=False)
+    layout = grid(2, 4, [title for _, title, _ in panels], x=hidden, y=dict(hidden, autorange="reversed"))
+    layout["yaxis"]["title"] = dict(text="token")
+    layout["yaxis5"]["title"] = dict(text="query")
+    for n in (5, 6, 7):
+        layout[f"xaxis{n}"]["title"] = dict(text="key")
+    return go.Figure(dict(data=traces, layout=dict(layout, height=470, margin=dict(l=10, r=10, t=40, b=10))))
 
 
 def scaling_figure(r: ScalingResult) -> go.Figure:
     """Entropy, largest weight and the gradient reaching the scores against d_k (log axis), with and without the
     1/√d_k; the uniform softmax's entropy and weight as grey references."""
-    titles = ("softmax entropy (nats)", "largest weight (mean over queries)", "‖∂loss/∂scores‖ per query")
-    fig = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.08)
-    for label, color, name in (("scaled", COLORS["parameter"], "QKᵀ/√d_k"), ("unscaled", COLORS["error"], "QKᵀ")):
-        for col, stat in enumerate(("entropy", "top_weight", "grad_norm"), 1):
-            fig.add_scatter(x=list(r.d_k), y=list(r.series(label, stat)), mode="lines+markers", name=name,
-                            line_color=color, legendgroup=label, showlegend=col == 1, row=1, col=col,
-                            hovertemplate=f"{name}, d_k %{{x}}: %{{y:.3g}}<extra></extra>")
-    for col, value in ((1, math.log(r.keys)), (2, 1 / r.keys)):
-        fig.add_scatter(x=[r.d_k[0], r.d_k[-1]], y=[value, value], mode="lines", name=f"uniform over {r.keys} keys",
-                        line=dict(color=REFERENCE, dash="dot"), legendgroup="uniform", showlegend=col == 1,
-                        row=1, col=col, hovertemplate=f"uniform: {value:.3g}<extra></extra>")
+    titles = ["softmax entropy (nats)", "largest weight (mean over queries)", "‖∂loss/∂scores‖ per query"]
     ticks = r.d_k[::2] if len(r.d_k) > 7 else r.d_k
-    fig.update_xaxes(type="log", title_text="d_k", tickvals=list(ticks), ticktext=[str(d) for d in ticks])
-    fig.update_yaxes(type="log", row=1, col=3)
-    fig = base_layout(fig, height=360)
-    fig.update_layout(margin_t=70, legend=dict(y=1.14))
-    return fig
+    layout = grid(1, 3, titles, gap_x=0.08, x=dict(type="log", title=dict(text="d_k"), tickvals=list(ticks),
+                                                   ticktext=[str(d) for d in ticks]))
+    layout["yaxis3"]["type"] = "log"
+    traces = []
+    for label, color, name in (("scaled", COLORS["parameter"], "QKᵀ/√d_k"), ("unscaled", COLORS["error"], "QKᵀ")):
+        for i, stat in enumerate(("entropy", "top_weight", "grad_norm")):
+            traces.append(dict(type="scatter", x=list(r.d_k), y=list(r.series(label, stat)), mode="lines+markers",
+                               name=name, line=dict(color=color), legendgroup=label, showlegend=i == 0,
+                               xaxis=f"x{axis_suffix(i)}", yaxis=f"y{axis_suffix(i)}",
+                               hovertemplate=f"{name}, d_k %{{x}}: %{{y:.3g}}<extra></extra>"))
+    for i, value in ((0, math.log(r.keys)), (1, 1 / r.keys)):
+        traces.append(dict(type="scatter", x=[r.d_k[0], r.d_k[-1]], y=[value, value], mode="lines",
+                           name=f"uniform over {r.keys} keys", line=dict(color=REFERENCE, dash="dot"),
+                           legendgroup="uniform", showlegend=i == 0, xaxis=f"x{axis_suffix(i)}",
+                           yaxis=f"y{axis_suffix(i)}", hovertemplate=f"uniform: {value:.3g}<extra></extra>"))
+    legend = dict(orientation="h", yanchor="bottom", y=1.14, xanchor="left", x=0)
+    return go.Figure(dict(data=traces, layout=dict(layout, height=360, legend=legend,
+                                                   margin=dict(l=10, r=10, t=70, b=10))))
 
 
 MASK_CELLS = {"may attend": COLORS["activation"], "masked": COLORS["idle"], "row with no key": COLORS["error"]}
 OUTCOME_CELLS = {"NaN": COLORS["error"], "zeros": COLORS["idle"], "numbers": COLORS["data"]}
 
 
+SHORT_LABELS = {"by hand, masked_fill(-inf)": "by hand, −∞", "by hand, masked_fill(finfo.min)": "by hand, finfo.min",
+                "by hand, padding queries see themselves": "by hand, padding sees itself",
+                "SDPA, bool mask (SDPA picks)": "SDPA picks, bool"}
+
+
 def short_method(method: str) -> str:
-    """A method's name as a row label: 'SDPA FLASH_ATTENTION, bool mask' -> 'FLASH, bool'."""
-    for long, short in (("SDPA ", ""), ("_ATTENTION", ""), (" mask", ""), ("masked_fill(", ""), (")", ""),
-                        ("padding queries see themselves", "padding sees itself"), ("-inf float", "−∞ float"),
-                        ("-inf", "−∞"), ("SDPA, bool (SDPA picks", "SDPA picks, bool")):
-        method = method.replace(long, short)
-    return method
+    """A method's name as a row label: 'SDPA FLASH_ATTENTION, -inf float mask' -> 'FLASH, −∞ float'."""
+    if method in SHORT_LABELS:
+        return SHORT_LABELS[method]
+    return method.removeprefix("SDPA ").replace("_ATTENTION", "").replace(" mask", "").replace("-inf", "−∞")
 
 
 def masked_rows_figure(r: MaskedRowsResult) -> go.Figure:
     """Left: the left-padded causal mask, rows with no allowed key in red. Right: each method that ran, the first
     fully masked query's output row (its d values), coloured by what came out: NaN, zeros or numbers. The colours
-    are named by a legend beside the figure (ui.legend of MASK_CELLS and OUTCOME_CELLS)."""
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.32, 0.68], horizontal_spacing=0.2,
-                        subplot_titles=(f"mask: {r.pad} padding token{'s' if r.pad > 1 else ''} first, causal",
-                                        "output of query 0, which may attend to no key"))
-    kinds = list(MASK_CELLS)
-    z = [[kinds.index("may attend" if ok else "row with no key" if not any(row) else "masked") for ok in row]
-         for row in r.allowed]
-    fig.add_trace(go.Heatmap(z=z, x=[f"k{j}" for j in range(r.tokens)], y=[f"q{i}" for i in range(r.tokens)],
-                             xgap=2, ygap=2, hoverinfo="skip", **dict(category_scale(MASK_CELLS), showscale=False)),
-                  row=1, col=1)
+    are named by a legend beside the figure (ui.legend of legend_colors())."""
+    titles = [f"mask: {r.pad} padding token{'s' if r.pad > 1 else ''} first, causal",
+              "output of query 0, which may attend to no key"]
+    layout = grid(1, 2, titles, gap_x=0.2, widths=[0.32, 0.68], y=dict(autorange="reversed"))
+    kinds, outcomes = list(MASK_CELLS), list(OUTCOME_CELLS)
+    mask = [[kinds.index("may attend" if ok else "row with no key" if not any(row) else "masked") for ok in row]
+            for row in r.allowed]
     ran = r.ran
     names = [short_method(row["method"]) for row in ran]
-    outcomes = list(OUTCOME_CELLS)
     values = [row["masked_rows"][0] for row in ran]
-    z = [[outcomes.index(outcome(row))] * len(vals) for row, vals in zip(ran, values, strict=True)]
     columns = [f"out[{c}]" for c in range(len(values[0]))]
-    fig.add_trace(go.Heatmap(z=z, x=columns, y=names, xgap=2, ygap=2, hoverinfo="skip",
-                             **dict(category_scale(OUTCOME_CELLS), showscale=False)), row=1, col=2)
     cells = [(columns[c], name, _short(v), OUTCOME_CELLS[outcome(row)])
              for row, name, vals in zip(ran, names, values, strict=True) for c, v in enumerate(vals)]
-    fig.add_trace(cell_text(*map(list, zip(*cells, strict=True)), size=12), row=1, col=2)
-    fig.update_yaxes(autorange="reversed")
-    fig = base_layout(fig, height=110 + 30 * len(names))
-    fig.update_layout(margin_t=50)
-    return fig
+    text = cell_text(*map(list, zip(*cells, strict=True)), size=12)
+    text.update(xaxis="x2", yaxis="y2")
+    traces = [
+        dict(type="heatmap", z=mask, x=[f"k{j}" for j in range(r.tokens)], y=[f"q{i}" for i in range(r.tokens)],
+             xgap=2, ygap=2, hoverinfo="skip", **dict(category_scale(MASK_CELLS), showscale=False)),
+        dict(type="heatmap", z=[[outcomes.index(outcome(row))] * len(vals) for row, vals in zip(ran, values,
+                                                                                           strict=True)],
+             x=columns, y=names, xgap=2, ygap=2, hoverinfo="skip", xaxis="x2", yaxis="y2",
+             **dict(category_scale(OUTCOME_CELLS), showscale=False)),
+        text,
+    ]
+    return go.Figure(dict(data=traces, layout=dict(layout, height=110 + 30 * len(names),
+                                                   margin=dict(l=10, r=10, t=50, b=10))))
 
 
 def legend_colors() -> dict[str, str]:
     """The figure's colours by meaning, for the legend chips under it."""
-    return {"may attend": MASK_CELLS["may attend"], "masked": MASK_CELLS["masked"],
-            "row with no key / NaN": COLORS["error"], "zeros": OUTCOME_CELLS["zeros"],
-            "other numbers": OUTCOME_CELLS["numbers"]}
+    assert MASK_CELLS["masked"] == OUTCOME_CELLS["zeros"] and MASK_CELLS["row with no key"] == OUTCOME_CELLS["NaN"]
+    return {"may attend": MASK_CELLS["may attend"], "masked / output zeros": MASK_CELLS["masked"],
+            "row with no key / output NaN": MASK_CELLS["row with no key"],
+            "output other numbers": OUTCOME_CELLS["numbers"]}
 
 
 def _short(x: float) -> str:
