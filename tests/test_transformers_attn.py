@@ -157,7 +157,7 @@ def test_fully_masked_rows_against_direct_calls(tokens, pad, seed):
     allowed[:, :pad] = False
     assert [list(row) for row in r.allowed] == allowed.tolist()
     hand = r.row("by hand, masked_fill(-inf)")
-    assert hand["nan_output"] and hand["nan_grad"] and all(math.isnan(x) for x in hand["masked_rows"][0])
+    assert hand["nan_output"] and hand["nan_grads"] == ["v"] and all(math.isnan(x) for x in hand["masked_rows"][0])
     # finfo.min makes a masked row's scores all equal: softmax is uniform, the output V's mean over every key
     fmin = r.row("by hand, masked_fill(finfo.min)")
     assert fmin["masked_rows"][0] == pytest.approx(v[0, 0].mean(0).tolist(), abs=1e-5)
@@ -176,7 +176,7 @@ def test_fully_masked_rows_against_direct_calls(tokens, pad, seed):
                 continue
             assert row["ran"] and row["kernel"] == backend
             assert row["masked_rows"] == direct[0, 0, :pad].tolist()
-            assert row["real_rows_diff"] < 1e-5 and not row["nan_grad"]
+            assert row["real_rows_diff"] < 1e-5 and not row["nan_grads"]
 
 
 def test_on_this_build_math_and_flash_run_and_return_zeros_the_others_refuse():
@@ -191,18 +191,19 @@ def test_masked_row_sentences_read_the_rows(tokens, pad):
     r = attention.fully_masked_rows(tokens, pad, 0)
     items = attention.masked_rows_sentences(r)
     assert attention.rows_label(pad) in items[0]
-    assert ("V's gradient holds NaN" in items[0]) == r.row("by hand, masked_fill(-inf)")["nan_grad"]
+    assert ("the gradient of V holds NaN" in items[0]) == (r.row("by hand, masked_fill(-inf)")["nan_grads"] == ["v"])
     for row in r.ran:
         if row["method"].startswith("SDPA ") and "picks" not in row["method"]:
-            name = row["method"].removeprefix("SDPA ")
-            said = re.search(re.escape(name) + r"[^;]*? returned (\w+)", items[2])
-            assert said and said.group(1) == attention.outcome(row)
+            backend, kind = row["method"].removeprefix("SDPA ").removesuffix(" mask").split(", ")
+            said = re.search(re.escape(backend) + r" \(([^)]*) masks?\)[^;]*? returned ([^;]+?)[;.]", items[2])
+            assert said and said.group(2) == attention.said(row) and kind.replace("-inf", "−∞") in said.group(1)
     for row in r.rows:
         if not row["ran"]:
             assert row["method"].split()[1].rstrip(",") in items[2] and "refused" in items[2]
     assert f"SDPA ran {r.row('SDPA, bool mask (SDPA picks)')['kernel']}" in items[2]
     fixed = r.row("by hand, padding queries see themselves")
-    assert f"by {attention.fmt(fixed['real_rows_diff'])})" in items[3]
+    assert f"by {attention.fmt(fixed['real_rows_diff'])})" in items[3] and "the gradients stay finite" in items[3]
+    assert attention.outcome(r.row("by hand, masked_fill(finfo.min)")) == "numbers"
     table = attention.masked_rows_table(r)
     assert [t["method"] for t in table] == [x["method"] for x in r.rows]
     assert all((t["NaN in output"] == "yes") == x["nan_output"] for t, x in zip(table, r.rows, strict=True)
@@ -294,7 +295,8 @@ def test_each_from_scratch_piece_matches_torch_called_directly(piece, dtype):
     tolerance = 1e-5 if dtype == "float32" else 1e-12
     assert (mine - direct).abs().max().item() <= tolerance
     assert r.max_abs_diff <= tolerance and r.max_grad_diff <= 10 * tolerance
-    assert torch.tensor(r.ours, dtype=torch.float64).flatten().tolist() == pytest.approx(mine.double().flatten().tolist(), abs=tolerance)
+    shown = torch.tensor(r.ours, dtype=torch.float64).flatten()
+    assert shown.tolist() == pytest.approx(mine.double().flatten().tolist(), abs=tolerance)
     assert max(max(row) for row in r.diffs) == r.max_abs_diff
 
 

@@ -305,12 +305,12 @@ def by_hand(q, k, v, allowed, fill):
 
 def run_method(method, q, k, v, pad):
     """Run one way of attending; backward from the real (non-padding) rows only, as a loss that ignores padding
-    would. Returns the output, whether q, k, v's gradients hold NaN, and the backend that ran."""
+    would. Returns the output, the names of the inputs whose gradient holds NaN, and the backend that ran."""
     q, k, v = (t.detach().clone().requires_grad_() for t in (q, k, v))
     out = method(q, k, v)
     out[..., pad:, :].sum().backward()
-    nan_grad = any(t.grad.isnan().any().item() for t in (q, k, v))
-    return out.detach(), nan_grad, kernel_that_ran(out)
+    nan_grads = [name for name, t in zip("qkv", (q, k, v), strict=True) if t.grad.isnan().any().item()]
+    return out.detach(), nan_grads, kernel_that_ran(out)
 
 
 def sdpa_under(backend, mask):
@@ -345,13 +345,13 @@ def masked_row_facts(tokens, pad, seed):
         try:
             with warnings.catch_warnings():  # a backend that cannot run may warn why before it refuses
                 warnings.simplefilter("ignore")
-                out, nan_grad, kernel = run_method(method, q, k, v, pad)
+                out, nan_grads, kernel = run_method(method, q, k, v, pad)
         except RuntimeError as err:
             rows.append(dict(method=name, ran=False, refusal=str(err).split(". ")[0] + "."))
             continue
         rows.append(dict(method=name, ran=True, kernel=kernel if name.startswith("SDPA") else "by hand",
                          masked_rows=out[0, 0, :pad].tolist(),
-                         nan_output=out[..., :pad, :].isnan().any().item(), nan_grad=nan_grad,
+                         nan_output=out[..., :pad, :].isnan().any().item(), nan_grads=nan_grads,
                          real_rows_diff=(out[..., pad:, :] - reference).abs().max().item()))
     return dict(allowed=allowed.tolist(), rows=rows)
 
@@ -402,8 +402,21 @@ def outcome(row: dict) -> str:
     return "zeros" if all(x == 0 for x in values) else "numbers"
 
 
+OUTCOME_WORDS = {"NaN": "NaN", "zeros": "zeros", "numbers": "finite numbers, not all zero"}
+
+
+def said(row: dict) -> str:
+    """A method's outcome as a sentence says it."""
+    return OUTCOME_WORDS[outcome(row)]
+
+
 def rows_label(pad: int) -> str:
     return "query row 0" if pad == 1 else f"query rows 0–{pad - 1}"
+
+
+def _grads(row: dict) -> str:
+    names = " and ".join(n.upper() for n in row["nan_grads"])
+    return f"the gradient of {names} holds NaN" if names else "the gradients stay finite"
 
 
 def masked_rows_sentences(r: MaskedRowsResult) -> list[str]:
@@ -411,26 +424,27 @@ def masked_rows_sentences(r: MaskedRowsResult) -> list[str]:
     hand, fmin, fixed = (r.row(m) for m in ("by hand, masked_fill(-inf)", "by hand, masked_fill(finfo.min)",
                                             "by hand, padding queries see themselves"))
     rows = rows_label(r.pad)
-    sdpa = [x for x in r.ran if x["method"].startswith("SDPA ") and "picks" not in x["method"]]
     picked = r.row("SDPA, bool mask (SDPA picks)")
-    by_outcome: dict[str, list[str]] = {}
-    for x in sdpa:
-        by_outcome.setdefault(outcome(x), []).append(x["method"].removeprefix("SDPA "))
+    by_outcome: dict[str, dict[str, list[str]]] = {}  # outcome -> backend -> mask kinds
+    for x in r.ran:
+        if x["method"].startswith("SDPA ") and "picks" not in x["method"]:
+            backend, kind = x["method"].removeprefix("SDPA ").removesuffix(" mask").split(", ")
+            by_outcome.setdefault(outcome(x), {}).setdefault(backend, []).append(kind.replace("-inf", "−∞"))
     refused = sorted({x["method"].split()[1].rstrip(",") for x in r.rows if not x["ran"]})
+    sdpa = "; ".join(" and ".join(f"{b} ({' and '.join(kinds)} mask{'s' if len(kinds) > 1 else ''})"
+                                  for b, kinds in backends.items()) + f" returned {OUTCOME_WORDS[kind]}"
+                     for kind, backends in by_outcome.items())
+    if refused:
+        sdpa += f"; {' and '.join(refused)} refused (“{next(x['refusal'] for x in r.rows if not x['ran'])}”)"
     return [
-        f"**By hand with −∞:** every score of {rows} is −∞, softmax computes 0/0 and returns "
-        f"{outcome(hand)} for them"
-        + ("; V's gradient holds NaN too, although the loss reads only the real rows (NaN·0 is NaN)."
-           if hand["nan_grad"] else "; the gradients stay finite."),
-        f"**By hand with `finfo.min`:** {outcome(fmin)}, no NaN"
-        + (" in the gradients either" if not fmin["nan_grad"] else ", but NaN in the gradients")
-        + ": each masked row is an average of V over the keys it was not allowed to see.",
-        "**SDPA here:** " + "; ".join(f"{', '.join(names)} returned {kind}" for kind, names in by_outcome.items())
-        + (f"; {', '.join(refused)} refused (“{next(x['refusal'] for x in r.rows if not x['ran'])}”)"
-           if refused else "")
-        + f". Left to pick, SDPA ran {picked['kernel']} on these (B, H, T, d) tensors.",
-        "**Avoid the row:** give every query at least one key (here, each padding query may attend to itself: "
-        f"{outcome(fixed)} in its rows, and the real rows differ from the −∞ version's by "
+        f"**By hand with −∞:** every score of {rows} is −∞, so softmax has no finite score to normalise and "
+        f"returns {said(hand)} there; {_grads(hand)}"
+        + (", although the loss reads only the real rows (NaN·0 is NaN)." if hand["nan_grads"] else "."),
+        f"**By hand with `finfo.min`:** {said(fmin)} there, and {_grads(fmin)}: a masked row's scores are all "
+        "equal, so softmax spreads its weight evenly over keys the query was not allowed to see.",
+        f"**SDPA here:** {sdpa}. Left to pick, SDPA ran {picked['kernel']} on these (B, H, T, d) tensors.",
+        "**Avoid the row:** give every query at least one key (here each padding query may also attend to itself: "
+        f"{said(fixed)} in its rows, {_grads(fixed)}, and the real rows differ from the −∞ version's by "
         f"{fmt(fixed['real_rows_diff'])}), or drop the padding queries' outputs before anything sums over them.",
     ]
 
@@ -442,12 +456,12 @@ def masked_rows_table(r: MaskedRowsResult) -> list[dict]:
     for row in r.rows:
         if not row["ran"]:
             table.append({"method": row["method"], "ran": "refused: " + row["refusal"], "query 0's output": "—",
-                          "NaN in output": "—", "NaN in q/k/v grads": "—", "real rows max |diff|": "—"})
+                          "NaN in output": "—", "NaN in the grads of": "—", "real rows max |diff|": "—"})
             continue
         table.append({"method": row["method"], "ran": row["kernel"],
                       "query 0's output": "[" + ", ".join(f"{x:.3g}" for x in row["masked_rows"][0]) + "]",
                       "NaN in output": "yes" if row["nan_output"] else "no",
-                      "NaN in q/k/v grads": "yes" if row["nan_grad"] else "no",
+                      "NaN in the grads of": ", ".join(row["nan_grads"]) or "none",
                       "real rows max |diff|": fmt(row["real_rows_diff"])})
     return table
 
@@ -593,8 +607,9 @@ QUESTIONS = (
     Question("causal_count", "How many (query, key) pairs may attend under a causal mask over 6 tokens?",
              _causal_count, "The lower triangle with its diagonal: 6·7/2 = 21 of the 36 pairs.", kind="number"),
     Question("masked_row", "Row 1 masks every key with −∞. What does the hand-written softmax put in weights[1, 0]?",
-             _masked_row, "Every score is −∞: exp gives 0 for each, and 0/0 is NaN. SDPA's own backends handle the "
-             "row (they return zeros here); a hand-written softmax does not.", kind="choice",
+             _masked_row, "Every score in the row is −∞: softmax has no finite score to normalise (exp/sum would "
+             "be 0/0) and returns NaN. SDPA's backends on this build return zeros for such a row; a hand-written "
+             "softmax does not.", kind="choice",
              choices=("0", "0.333333", "nan", "-inf")),
     Question("scores_bytes", "How many bytes does the (1, 32, 8192, 8192) bfloat16 score matrix take?", _scores_bytes,
              "32 · 8192² · 2 bytes = 4 GiB, for a single layer's attention at T = 8192: what flash kernels never "
