@@ -22,6 +22,14 @@ def attention_section() -> None:
         "softmax, and the weights average the values: `softmax(QKᵀ/√d_k + mask)·V`. Below, one head on one short "
         "sequence, each step computed by torch now and checked against `F.scaled_dot_product_attention`."
     )
+    steps_part()
+    scaling_part()
+    masked_rows_part()
+    memory_part()
+
+
+@st.fragment  # each part has its own key row: a change reruns that part alone
+def steps_part() -> None:
     with ui.key_controls("tf_attn"):
         left, middle, right = st.columns(3)
         tokens = left.slider("Tokens T", attention.MIN_TOKENS, attention.MAX_TOKENS, 6, key="tf_attn_tokens",
@@ -44,12 +52,9 @@ def attention_section() -> None:
         st.markdown(attention.check_sentence(steps))
         ui.steps(attention.steps_sentences(steps), key="tf_attn_steps_text")
         ui.show_code(steps.code, key="tf_attn_steps_code", file_name="attention_steps.py")
-    scaling_part()
-    masked_rows_part()
-    memory_part()
 
 
-@st.fragment  # its own key row: a change reruns this part alone
+@st.fragment
 def scaling_part() -> None:
     st.subheader("Why divide by √d_k: measured")
     ui.prose(
