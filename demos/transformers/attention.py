@@ -94,7 +94,7 @@ def attention_by_hand(q, k, v, allowed):
 
 def kernel_that_ran(out) -> str:
     """The SDPA backend that produced `out`, read from the autograd node it recorded: a fused kernel records its
-    own backward node; the math backend is composite ops (its last one, a view, is what shows)."""
+    own backward node; the math backend is composite ops, and its last op is what shows."""
     name = out.grad_fn.name()
     fused = {"Flash": "FLASH_ATTENTION", "Efficient": "EFFICIENT_ATTENTION", "Cudnn": "CUDNN_ATTENTION"}
     return next((backend for part, backend in fused.items() if part in name), "MATH")
