@@ -148,7 +148,7 @@ TOPICS = (
         ("Scaled dot-product attention", "Attention masks", "Multi-head attention", "Positional encodings",
          "LayerNorm, BatchNorm and RMSNorm", "Pre-norm vs post-norm", "Embeddings", "Dropout",
          "RNNs, padding and packing", "Implementing it from scratch"),
-        charts=1,
+        charts=4,  # the Attention tab's four parts: the steps, the scaling, the masked rows, the scores' memory
         engine="demos.transformers",
         tab_sets=(TabSet("tf_tab", ("Attention", "Multi-head", "Positions", "Norms & residuals", "The block",
                                      "Embeddings & dropout", "Sequences", "Tiny model", "From scratch")),),
