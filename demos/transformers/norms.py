@@ -146,7 +146,7 @@ def depth_run(depth, width, heads, norm_first, seed):
 def depth_facts(depth, width, heads, seed):
     """The same weights (same seed) stacked both ways."""
     return {name: depth_run(depth, width, heads, norm_first, seed)
-            for name, norm_first in (("pre-norm", True), ("post-norm", False))}
+            for name, norm_first in (("pre_norm", True), ("post_norm", False))}
 
 
 # ---- validation ---------------------------------------------------------------------------------------------------
@@ -292,7 +292,7 @@ def pre_vs_post(depth: int = 12, width: int = 32, heads: int = 4, seed: int = 0)
                   run=print_each("depth_facts(depth, width, heads, seed)"))
     f = depth_facts(depth, width, heads, seed)
     runs = {name: DepthRun(tuple(r["grad_norms"]), tuple(r["stream_rms"])) for name, r in f.items()}
-    return PrePost(depth, width, heads, runs["pre-norm"], runs["post-norm"], code)
+    return PrePost(depth, width, heads, runs["pre_norm"], runs["post_norm"], code)
 
 
 # ---- the sentences the page shows, built from the numbers ----------------------------------------------------------
@@ -347,10 +347,12 @@ def axes_sentences(a: Axes) -> list[str]:
 def batch_sentences(d: BatchDependence) -> list[str]:
     train, evaluated, layer = (d.spread(name) for name in ("BatchNorm train()", "BatchNorm eval()", "LayerNorm"))
     by_size = ", ".join(f"{size} → {value:.2g}" for size, value in d.train_spread_by_size)
+    pair = (" With 2 samples per batch it can only output ±1 per feature (each value sits one std from the mean "
+            "of the two), so the other sample decides only the sign." if d.batch == 2 else "")
     return [
         f"**BatchNorm in train()** normalized sample 0 with each batch's own mean and variance: its output moved "
         f"by up to {measured(train)} across the {d.batches} batches of {d.batch}, though the sample itself never "
-        f"changed. The same measurement at each batch size: {by_size}.",
+        f"changed.{pair} The same measurement at each batch size: {by_size}.",
         f"**BatchNorm in eval()** (the same module, after those {d.batches} train() calls) used its running "
         f"statistics, the same numbers for every batch: spread {measured(evaluated)}.",
         f"**LayerNorm** normalized sample 0 over its own {d.features} features and never looked across the "

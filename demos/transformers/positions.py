@@ -13,6 +13,7 @@ from demos.quiz import Question
 from demos.shown import Script, entry, print_each, script
 
 POS_IMPORTS = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F"
+TABLE_IMPORTS = "import torch\nimport torch.nn as nn"  # the tables and RoPE's scores call no torch.nn.functional
 ENCODINGS = ("none", "sinusoidal", "learned", "rope")
 ENCODING_LABELS = {"none": "no positions", "sinusoidal": "sinusoidal, added", "learned": "learned, added",
                    "rope": "RoPE on q and k"}
@@ -237,7 +238,7 @@ def encoding_tables(positions: int = 32, dim: int = 32, seed: int = 0) -> Tables
     check_range("Positions", positions, MIN_TOKENS, MAX_TABLE_POSITIONS)
     check_even("Dimensions", dim, MIN_DIM, MAX_TABLE_DIM)
     check_range("Seed", seed, 0, 9999)
-    code = script(sinusoidal, rounded, diagonal_spread, table_facts, imports=POS_IMPORTS,
+    code = script(sinusoidal, rounded, diagonal_spread, table_facts, imports=TABLE_IMPORTS,
                   settings={"positions": positions, "dim": dim, "seed": seed},
                   run=print_each("table_facts(positions, dim, seed)"))
     f = table_facts(positions, dim, seed)
@@ -272,7 +273,7 @@ def rope_offsets(positions: int = 12, head_dim: int = 16, base: float = 10000.0,
     if base not in BASES:
         raise InputError(f"RoPE base must be one of {', '.join(f'{b:g}' for b in BASES)}; got {base:g}.")
     check_range("Seed", seed, 0, 9999)
-    code = script(sinusoidal, rope, rounded, diagonal_spread, offset_scores, imports=POS_IMPORTS,
+    code = script(sinusoidal, rope, rounded, diagonal_spread, offset_scores, imports=TABLE_IMPORTS,
                   settings={"positions": positions, "head_dim": head_dim, "base": base, "seed": seed},
                   run=print_each("offset_scores(positions, head_dim, base, seed)"))
     return OffsetScores(positions, head_dim, base, **{k: nested(v) if isinstance(v, list) else v
