@@ -195,7 +195,7 @@ def rms_part() -> None:
 @st.fragment
 def depth_part() -> None:
     st.subheader("Pre-norm vs post-norm at depth")
-    st.markdown("Two stacks of the same `nn.TransformerEncoderLayer`s (same weights, dropout 0) differ only in "
+    st.markdown("Two stacks of `nn.TransformerEncoderLayer` with the same weights (dropout 0) differ only in "
                 "`norm_first`; a pre-norm stack ends in a final LayerNorm. One forward and backward at init, on a "
                 "(4, 8, width) input, with a mean-squared-error loss on a random linear read-out.")
     with ui.key_controls("tf_norm_depth"):

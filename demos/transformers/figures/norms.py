@@ -4,7 +4,7 @@ against RMSNorm, and pre-norm against post-norm stacks."""
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from demos.style import COLORS, SERIES, base_layout, category_scale
+from demos.style import COLORS, SERIES, base_layout, category_scale, legend_on_top
 from demos.transformers.norms import Axes, BatchDependence, PrePost, RmsVsLayer
 
 CELLS = {"output unchanged": "#e0e0e0", "output changed": COLORS["activation"], "the nudged input": COLORS["data"]}
@@ -32,8 +32,8 @@ def axes_figure(a: Axes) -> go.Figure:
     fig.update_xaxes(title="channel c", row=len(names))
     for row in range(1, len(names) + 1):
         fig.update_yaxes(title="token t", row=row, col=1)
-    return base_layout(fig, title=f"Which outputs move when x[{nb}, {nt}, {nc}] moves: the group whose statistics "
-                                  "include it", height=400)
+    fig = base_layout(fig, title=f"Outputs that move when x[{nb}, {nt}, {nc}] is nudged", height=400)
+    return fig.update_layout(margin_t=80)  # the title above the column titles
 
 
 def batch_figure(d: BatchDependence) -> go.Figure:
@@ -49,13 +49,13 @@ def batch_figure(d: BatchDependence) -> go.Figure:
                             hovertemplate=f"batch {i + 1}, feature %{{x}}: %{{y:.4f}}<extra></extra>")
     fig.update_xaxes(title="feature")
     fig.update_yaxes(title="sample 0's output", row=1, col=1)
-    return base_layout(fig, title=f"The same sample in {d.batches} batches of {d.batch}", height=380)
+    return legend_on_top(base_layout(fig, height=380), top=80)
 
 
 def rms_figure(r: RmsVsLayer) -> go.Figure:
     """The chosen row and both norms' outputs; the largest LayerNorm-RMSNorm gap against the mean added."""
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
-        f"one row with mean {r.offset:g} added", "max |LayerNorm − RMSNorm| by the mean added"))
+        f"a zero-mean row + {r.offset:g}, and both norms of it", "max |LayerNorm − RMSNorm| by the mean added"))
     features = list(range(r.features))
     for values, name, color, dash in ((r.shifted, "input row", COLORS["data"], "dot"),
                                       (r.layer, "LayerNorm", PRE, "solid"), (r.rms, "RMSNorm", POST, "dash")):
@@ -69,13 +69,13 @@ def rms_figure(r: RmsVsLayer) -> go.Figure:
     fig.update_xaxes(title="feature", row=1, col=1)
     fig.update_xaxes(title="mean added to the zero-mean row", row=1, col=2)
     fig.update_yaxes(title="value", row=1, col=1)
-    return base_layout(fig, title="RMSNorm is LayerNorm without subtracting the mean", height=380)
+    return legend_on_top(base_layout(fig, height=380), top=80)
 
 
 def prepost_figure(p: PrePost) -> go.Figure:
     """Per-layer gradient norms at init, and the residual stream's RMS after each layer, for both placements."""
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
-        "gradient norm of each layer's parameters", "RMS of the residual stream"))
+        "‖gradient‖ of each layer's parameters, at init", "RMS of the residual stream, at init"))
     layers = list(range(1, p.depth + 1))
     for run, name, color in ((p.pre, "pre-norm (norm_first=True)", PRE), (p.post, "post-norm (norm_first=False)",
                                                                           POST)):
@@ -87,5 +87,4 @@ def prepost_figure(p: PrePost) -> go.Figure:
     fig.update_xaxes(title="layer (1 = next to the input)", row=1, col=1)
     fig.update_xaxes(title="after layer (0 = the input)", row=1, col=2)
     fig.update_yaxes(rangemode="tozero")
-    return base_layout(fig, title=f"{p.depth} encoder layers, width {p.width}, at init: pre-norm vs post-norm",
-                       height=380)
+    return legend_on_top(base_layout(fig, height=380), top=80)

@@ -28,6 +28,11 @@ def _matrix_axes(fig: go.Figure, x_title: str, y_title: str, cols: int) -> None:
     fig.update_yaxes(title=y_title, row=1, col=1)
 
 
+def _titled(fig: go.Figure, title: str) -> go.Figure:
+    """The shared layout, with room between the title and the panels' own titles."""
+    return base_layout(fig, title=title, height=400).update_layout(margin_t=80)
+
+
 def equivariance_figure(r: Equivariance) -> go.Figure:
     """P·f(x) beside f(P·x) on one colour scale, and their difference on the same scale (blank when equal)."""
     mask = " + causal mask" if r.causal else ""
@@ -44,8 +49,7 @@ def equivariance_figure(r: Equivariance) -> go.Figure:
                              colorbar=dict(_bar_beside(fig, 3), title="|diff|"),
                              hovertemplate="row %{y}, dim %{x}: %{z:.2g}<extra></extra>"), row=1, col=3)
     _matrix_axes(fig, "dim", f"row (token order {', '.join(map(str, r.perm))})", 3)
-    return base_layout(fig, title=f"One attention head, {ENCODING_LABELS[r.encoding]}{mask}: permute the input "
-                                  "or the output?", height=380)
+    return _titled(fig, f"{ENCODING_LABELS[r.encoding].capitalize()}{mask}: f(P·x) against P·f(x)")
 
 
 def tables_figure(t: Tables) -> go.Figure:
@@ -58,8 +62,7 @@ def tables_figure(t: Tables) -> go.Figure:
                                  colorbar=_bar_beside(fig, col),
                                  hovertemplate="position %{y}, dim %{x}: %{z:.4f}<extra></extra>"), row=1, col=col)
     _matrix_axes(fig, "dimension", "position", 2)
-    return base_layout(fig, title=f"Positional encodings: {t.positions} positions × {t.dim} dimensions",
-                       height=380)
+    return _titled(fig, f"Positional encodings: {t.positions} positions × {t.dim} dimensions")
 
 
 def dots_figure(t: Tables) -> go.Figure:
@@ -73,7 +76,7 @@ def dots_figure(t: Tables) -> go.Figure:
                                  colorbar=_bar_beside(fig, col),
                                  hovertemplate="m %{y}, n %{x}: %{z:.4f}<extra></extra>"), row=1, col=col)
     _matrix_axes(fig, "position n", "position m", 2)
-    return base_layout(fig, title="Dot products of two positions' encodings, PE[m]·PE[n] / d", height=380)
+    return _titled(fig, "Dot products of two positions' encodings, PE[m]·PE[n] / d")
 
 
 def offsets_figure(o: OffsetScores) -> go.Figure:
@@ -87,4 +90,4 @@ def offsets_figure(o: OffsetScores) -> go.Figure:
                                  colorbar=_bar_beside(fig, col),
                                  hovertemplate="q at %{y}, k at %{x}: %{z:.4f}<extra></extra>"), row=1, col=col)
     _matrix_axes(fig, "k's position n", "q's position m", 2)
-    return base_layout(fig, title="Score q_m·k_n / √d of the same token at every pair of positions", height=380)
+    return _titled(fig, "q_m·k_n / √d for one token placed at every position")
