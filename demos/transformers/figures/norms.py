@@ -1,6 +1,9 @@
 """Figures of the Norms & residuals view: the outputs one input reaches, one sample across batches, LayerNorm
 against RMSNorm, and pre-norm against post-norm stacks."""
 
+import itertools
+
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -12,28 +15,35 @@ PRE, POST = SERIES[0], SERIES[1]
 
 
 def axes_figure(a: Axes) -> go.Figure:
-    """One row of panels per norm, one panel per sample (token × channel): green where an output moved when the
-    cyan input was nudged, so the green cells are the group that input shares its statistics with."""
-    names = [name for name, _ in a.moved]
-    fig = make_subplots(rows=len(names), cols=a.batch, row_titles=names, vertical_spacing=0.08,
-                        horizontal_spacing=0.03, column_titles=[f"sample {b}" for b in range(a.batch)])
+    """One block per norm (rows) and sample (columns), token × channel inside, drawn as one heatmap with blank
+    gaps: green where an output moved when the cyan input was nudged, so the green cells are the group that input
+    shares its statistics with."""
     nb, nt, nc = a.cell
-    for row, (name, moved) in enumerate(a.moved, 1):
-        for b in range(a.batch):
-            z = [[2 if (b, t, c) == (nb, nt, nc) else moved[b][t][c] for c in range(a.channels)]
-                 for t in range(a.tokens)]
-            fig.add_trace(go.Heatmap(z=z, xgap=2, ygap=2, **category_scale(CELLS),
-                                     hovertemplate=f"{name}, sample {b}, token %{{y}}, channel %{{x}}"
-                                                   "<extra></extra>"), row=row, col=b + 1)
-    for trace in fig.data[1:]:
-        trace.showscale = False
-    fig.update_yaxes(autorange="reversed", tickmode="linear", dtick=1)
-    fig.update_xaxes(tickmode="linear", dtick=1)
-    fig.update_xaxes(title="channel c", row=len(names))
-    for row in range(1, len(names) + 1):
-        fig.update_yaxes(title="token t", row=row, col=1)
+    names = [name for name, _ in a.moved]
+    rows, cols = len(names) * (a.tokens + 1) - 1, a.batch * (a.channels + 1) - 1
+    z = np.full((rows, cols), np.nan)
+    hover = np.full((rows, cols), "", dtype=object)
+    for n, (name, moved) in enumerate(a.moved):
+        for b, t, c in itertools.product(range(a.batch), range(a.tokens), range(a.channels)):
+            y, x = n * (a.tokens + 1) + t, b * (a.channels + 1) + c
+            z[y, x] = 2 if (b, t, c) == (nb, nt, nc) else moved[b][t][c]
+            hover[y, x] = f"{name}: sample {b}, token {t}, channel {c}"
+    fig = go.Figure(go.Heatmap(z=z, customdata=hover, xgap=2, ygap=2, hoverongaps=False, **category_scale(CELLS),
+                               hovertemplate="%{customdata}<extra></extra>"))
+    channel_x = [b * (a.channels + 1) + c for b in range(a.batch) for c in range(a.channels)]
+    token_y = [n * (a.tokens + 1) + t for n in range(len(names)) for t in range(a.tokens)]
+    fig.update_xaxes(tickvals=channel_x, ticktext=[f"c{x % (a.channels + 1)}" for x in channel_x], showgrid=False,
+                     zeroline=False)
+    fig.update_yaxes(tickvals=token_y, ticktext=[f"t{y % (a.tokens + 1)}" for y in token_y], autorange="reversed",
+                     showgrid=False, zeroline=False)
+    for b in range(a.batch):  # sample names above their blocks, norm names left of theirs
+        fig.add_annotation(x=b * (a.channels + 1) + (a.channels - 1) / 2, y=1.0, yref="paper", yanchor="bottom",
+                           text=f"sample {b}", showarrow=False)
+    for n, name in enumerate(names):
+        fig.add_annotation(x=0, xref="paper", xanchor="right", xshift=-40, y=n * (a.tokens + 1) + (a.tokens - 1) / 2,
+                           text=f"<b>{name}</b>", showarrow=False)
     fig = base_layout(fig, title=f"Outputs that move when x[{nb}, {nt}, {nc}] is nudged", height=400)
-    return fig.update_layout(margin_t=80)  # the title above the column titles
+    return fig.update_layout(margin=dict(t=80, l=180))  # the title above the sample names; the norm names (20 px)
 
 
 def batch_figure(d: BatchDependence) -> go.Figure:

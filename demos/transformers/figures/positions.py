@@ -1,5 +1,6 @@
 """Figures of the Positions view: outputs of a permuted input, encoding tables, and score matrices by position."""
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -42,10 +43,10 @@ def equivariance_figure(r: Equivariance) -> go.Figure:
     difference = [[abs(a - b) for a, b in zip(p, q, strict=True)]
                   for p, q in zip(r.permuted_outputs, r.outputs_of_permuted, strict=True)]
     for col, z in ((1, r.permuted_outputs), (2, r.outputs_of_permuted)):
-        fig.add_trace(go.Heatmap(z=z, zmin=-limit, zmax=limit, zmid=0, colorscale=DIVERGING, showscale=col == 1,
-                                 colorbar=dict(_bar_beside(fig, 2), title="value"),
+        fig.add_trace(go.Heatmap(z=np.asarray(z), zmin=-limit, zmax=limit, zmid=0, colorscale=DIVERGING,
+                                 showscale=col == 1, colorbar=dict(_bar_beside(fig, 2), title="value"),
                                  hovertemplate="row %{y}, dim %{x}: %{z:.4f}<extra></extra>"), row=1, col=col)
-    fig.add_trace(go.Heatmap(z=difference, zmin=0, zmax=limit, colorscale=MAGNITUDE, showscale=True,
+    fig.add_trace(go.Heatmap(z=np.asarray(difference), zmin=0, zmax=limit, colorscale=MAGNITUDE, showscale=True,
                              colorbar=dict(_bar_beside(fig, 3), title="|diff|"),
                              hovertemplate="row %{y}, dim %{x}: %{z:.2g}<extra></extra>"), row=1, col=3)
     _matrix_axes(fig, "dim", f"row (token order {', '.join(map(str, r.perm))})", 3)
@@ -58,7 +59,7 @@ def tables_figure(t: Tables) -> go.Figure:
         "sinusoidal: sin/cos of p / 10000^(2i/d)", "learned: nn.Embedding at init, N(0, 1)"))
     for col, z in ((1, t.sinusoidal), (2, t.learned)):
         limit = _limit(z)
-        fig.add_trace(go.Heatmap(z=z, zmin=-limit, zmax=limit, zmid=0, colorscale=DIVERGING,
+        fig.add_trace(go.Heatmap(z=np.asarray(z), zmin=-limit, zmax=limit, zmid=0, colorscale=DIVERGING,
                                  colorbar=_bar_beside(fig, col),
                                  hovertemplate="position %{y}, dim %{x}: %{z:.4f}<extra></extra>"), row=1, col=col)
     _matrix_axes(fig, "dimension", "position", 2)
@@ -72,7 +73,7 @@ def dots_figure(t: Tables) -> go.Figure:
         f"learned at init (diagonal spread {t.learned_diagonal_spread:.2g})"))
     for col, z in ((1, t.sinusoidal_dots), (2, t.learned_dots)):
         limit = _limit(z)
-        fig.add_trace(go.Heatmap(z=z, zmin=-limit, zmax=limit, zmid=0, colorscale=DIVERGING,
+        fig.add_trace(go.Heatmap(z=np.asarray(z), zmin=-limit, zmax=limit, zmid=0, colorscale=DIVERGING,
                                  colorbar=_bar_beside(fig, col),
                                  hovertemplate="m %{y}, n %{x}: %{z:.4f}<extra></extra>"), row=1, col=col)
     _matrix_axes(fig, "position n", "position m", 2)
@@ -86,7 +87,7 @@ def offsets_figure(o: OffsetScores) -> go.Figure:
         f"sinusoidal added to x (diagonal spread {o.added_spread:.2g})"))
     for col, z in ((1, o.rope_scores), (2, o.added_scores)):
         limit = _limit(z)
-        fig.add_trace(go.Heatmap(z=z, zmin=-limit, zmax=limit, zmid=0, colorscale=DIVERGING,
+        fig.add_trace(go.Heatmap(z=np.asarray(z), zmin=-limit, zmax=limit, zmid=0, colorscale=DIVERGING,
                                  colorbar=_bar_beside(fig, col),
                                  hovertemplate="q at %{y}, k at %{x}: %{z:.4f}<extra></extra>"), row=1, col=col)
     _matrix_axes(fig, "k's position n", "q's position m", 2)
