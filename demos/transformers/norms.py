@@ -398,9 +398,10 @@ def depth_sentences(p: PrePost) -> list[str]:
         f"LayerNorm, so after each layer the RMS is {post_text}.",
         f"**Gradients at init** (norm of each layer's parameter gradients): pre-norm {_profile(p.pre, p.depth)}; "
         f"post-norm {_profile(p.post, p.depth)}; {ratios}.",
-        "The wiring that differs: in pre-norm, x + f(LN(x)) keeps an identity path from the loss to every layer; in "
-        "post-norm, LN(x + f(x)) puts a LayerNorm on that path after every layer, so what reaches a lower layer "
-        "has passed back through every LayerNorm above it.",
+        "The wiring that differs: in pre-norm, x + f(LN(x)) leaves the stream itself un-normalized, so the gradient "
+        "at the top of the stack reaches every layer through additions alone; in post-norm, LN(x + f(x)) puts a "
+        "LayerNorm on that path after every layer, so what reaches a lower layer has passed back through every "
+        "LayerNorm above it.",
     ]
 
 # ---- predict-then-run questions -------------------------------------------------------------------------------------

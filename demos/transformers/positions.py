@@ -36,7 +36,7 @@ def sinusoidal(positions, dim):
     angle = p * 10000.0 ** (-torch.arange(0, dim, 2, dtype=torch.float32) / dim)
     pe = torch.zeros(positions, dim)
     pe[:, 0::2] = angle.sin()
-    pe[:, 1::2] = angle.cos()[:, : dim // 2]
+    pe[:, 1::2] = angle.cos()
     return pe
 
 
@@ -368,8 +368,8 @@ def offset_sentences(o: OffsetScores) -> list[str]:
     added_text = (f"spread {o.added_spread:.2g} along a diagonal, within rounding for this token"
                   if added_relative else
                   f"the same offset scores differently at different places: spread up to {o.added_spread:.3g} "
-                  f"along a diagonal, in scores that range over {o.added_range:.3g}. (x + PE[m])·W_qᵀW_k·(x + PE[n]) "
-                  "has terms in PE[m] and in PE[n] on their own, not only in their offset")
+                  f"along a diagonal, in scores that range over {o.added_range:.3g}. (W_q(x + PE[m]) + b_q)·(W_k(x + "
+                  "PE[n]) + b_k) has terms in PE[m] and in PE[n] on their own, not only in their offset")
     return [f"**RoPE**: {rope_text}. The rotation keeps q's length (changed by at most {o.rope_norm_change:.1e}).",
             f"**Sinusoidal added to the input**: {added_text}."]
 
