@@ -265,15 +265,15 @@ def timeline_code_part(t, card: str) -> None:
 def trap_section() -> None:
     st.subheader("Correct vs trap: a validation loop that keeps its graphs")
     trap = ui.compute(training.logging_trap)
+    batches = len(trap.kept_graph)
     left, right = st.columns(2)
     left.markdown("**Trap**: grad on, `total = total + loss`")
-    left.metric("Live after 3 batches", fmt_bytes(trap.kept_graph[-1]),
+    left.metric(f"Kept after {batches} batches", fmt_bytes(trap.kept_graph[-1]),
                 f"+{fmt_bytes(trap.kept_graph[-1] - trap.kept_graph[0])} since batch 1", delta_color="inverse")
     right.markdown("**Correct**: `with torch.no_grad():` (and `.item()` on a GPU)")
-    right.metric("Live after 3 batches", fmt_bytes(trap.no_grad[-1]),
+    right.metric(f"Kept after {batches} batches", fmt_bytes(trap.no_grad[-1]),
                  f"+{fmt_bytes(trap.no_grad[-1] - trap.no_grad[0])} since batch 1", delta_color="off")
-    st.caption("Both loops ran just now on meta tensors (MLP, batch 256) under the same tracker: each kept loss "
-               "tensor holds its whole graph, with every activation it saved.")
+    st.caption(training.trap_caption(trap))
     ui.show_code(trap.code, key="mem_trap_code", file_name="validation_trap.py")
 
 

@@ -2,7 +2,8 @@
 
 import torch
 
-from demos.memory import stream_recorder
+from demos.memory import stream_recorder, training
+from demos.memory.allocator import fmt_bytes
 from demos.memory.questions import QUESTIONS
 from tests.conftest import assert_clean, open_page
 
@@ -17,6 +18,10 @@ def test_defaults_are_clean_and_say_what_ran():
     else:
         assert any("meta tensors" in i.value for i in at.info)
     assert len(at.get("plotly_chart")) >= 2, "the training-step tab: timeline and peak holders"
+    trap = training.logging_trap()  # the validation-loop trap below the timeline, at the page's settings
+    kept = [m for m in at.metric if m.label == "Kept after 3 batches"]
+    assert [m.value for m in kept] == [fmt_bytes(trap.kept_graph[-1]), fmt_bytes(trap.no_grad[-1])]
+    assert training.trap_caption(trap) in [c.value for c in at.caption]
 
 
 def test_streams_tab_shows_the_shipped_recording_with_its_provenance_and_lessons():
