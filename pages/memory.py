@@ -16,7 +16,6 @@ from demos.memory.surprises import autocast_above, optimizer_peak, surprising_pa
 from demos.memory.training import (
     CARDS,
     CONV_WORKSPACE_SOURCE,
-    CUDA_CONTEXT_ESTIMATE,
     DTYPES,
     MAX_BATCH,
     MAX_SEQ,
@@ -25,7 +24,7 @@ from demos.memory.training import (
     OVERHEAD_SOURCE,
     SWEEP_BUDGET_S,
     SWEEP_STEPS,
-    WORKSPACE_RESERVED,
+    WORKSPACE_ALLOWANCE,
     RunSpec,
     default_device,
     gpu_fit,
@@ -112,9 +111,10 @@ def device_note(device: str, why: str | None = None) -> None:
 
 
 RESERVED_HELP = ("What the allocator model reserves for these steps' tensors, starting from an empty cache: "
-                 "segments only, without the CUDA context, the segments that the cuBLAS workspaces pin (about "
-                 "350 MiB stay reserved after empty_cache() on an H200) or other processes. On a GPU the measured "
-                 "reserved markers are counted the same way, from the reserved bytes at the start.")
+                 "segments only, without the CUDA context, the segments holding the cuBLAS workspaces (they pinned "
+                 f"{fmt_bytes(WORKSPACE_ALLOWANCE)} in one H200 measurement; it depends on what ran before) or other "
+                 "processes. On a GPU the measured reserved markers are counted the same way, from the reserved "
+                 "bytes at the start.")
 
 
 def reserved_error_text(model: str) -> str:
@@ -123,16 +123,6 @@ def reserved_error_text(model: str) -> str:
     spread = f"{e.low_pct:+.1f}%" if round(e.low_pct, 1) == round(e.high_pct, 1) else \
         f"{e.low_pct:+.1f}% to {e.high_pct:+.1f}%"
     return f"{spread} ({e.rows} H200 run{'s' * (e.rows != 1)})"
-
-
-def headroom_caption(t, card: str) -> str:
-    """Where the timeline's headroom comes from, in the numbers the figure used."""
-    capacity, peak = CARDS[card], max(t.reserved)
-    room = usable(capacity) - peak
-    return (f"Headroom on the {card}: {fmt_bytes(capacity)} less the CUDA context (≈ "
-            f"{fmt_bytes(CUDA_CONTEXT_ESTIMATE)}), the segments the cuBLAS workspaces pin "
-            f"({fmt_bytes(WORKSPACE_RESERVED)}) and the peak reserved (model) {fmt_bytes(peak)} leaves ≈ "
-            f"{fmt_bytes(room)}" + (" (negative: OOM)" if room < 0 else "") + f"; {OVERHEAD_SOURCE}.")
 
 
 def summary_metrics(t) -> None:
@@ -185,8 +175,8 @@ def show_sweep(spec: RunSpec, card: str) -> None:
     capacity = CARDS[card]
     steps = min(spec.steps, SWEEP_STEPS)
     st.caption("Peak reserved (allocator model) is close to affine in batch size, so the largest batch that fits "
-               f"under the card less the CUDA context and workspaces ({fmt_bytes(usable(capacity))}: "
-               f"{OVERHEAD_SOURCE}) is interpolated between the swept sizes (≈). "
+               "under the card less the CUDA context estimate and the workspace allowance "
+               f"({fmt_bytes(usable(capacity))}: {OVERHEAD_SOURCE}) is interpolated between the swept sizes (≈). "
                f"Each point is a full tracked run of {steps} step{'s' * (steps != 1)} at that batch size"
                f"{' (from step 2 on, every step repeats step 2’s peak)' if spec.steps > steps else ''}.")
     for plain, auto, batch in surprising_pairs(list(peaks), batches, peaks):
@@ -225,7 +215,7 @@ def training_section() -> None:
                      f"({CONV_WORKSPACE_SOURCE}).") if t.category_peaks["workspace"] else ""
         st.caption("input = the batch and its targets." + workspace)
         ui.plot(ui.compute(figs.timeline_figure, t, CARDS[card], card), key="mem_timeline")
-        st.caption(headroom_caption(t, card))
+        st.caption(training.headroom_sentence(t, card))
         left, right = st.columns([2, 3])
         with left:
             st.markdown(f"**What holds the peak** (op {t.op_index[t.peak_event]}, {fmt_bytes(t.peak)})")

@@ -32,13 +32,20 @@ CONV_WORKSPACE_SOURCE = ("estimated: fitted to the Small CNN at batch 256 on an 
 CONV_OPS = ("convolution", "convolution_backward")
 
 # What a card holds before a training step's first tensor, so that headroom is counted from capacity less these.
-# Workspaces: measured, memory_reserved() after the cuBLAS workspaces were made and empty_cache() ran, H200, torch
-# 2.11 (assets/gpu/probe_ws.txt, "reserved at start"): the segments the workspaces pin. CUDA context: an estimate,
-# not measured in this project: the driver's per-process context and loaded kernels, outside memory_reserved(),
-# typically 300 to 600 MiB with CUDA 12+ lazy module loading (nvidia-smi's per-process use minus memory_reserved()).
-WORKSPACE_RESERVED = 364_904_448
+# Workspaces: cuBLAS keeps a 32 MiB workspace for each thread that runs a matmul (the step's thread and autograd's
+# device thread) and cuBLASLt 1 MiB: 65 MiB, measured on an H200 with torch 2.11 (assets/gpu/probe_ws.txt, "=ws").
+# They stay allocated, so the segments they sit in cannot be returned; how large those segments are depends on
+# what was allocated before the workspaces were made. The probe's one measurement after a GPT-2 small step and
+# empty_cache() ("=pin", "reserved at start") found them pinning two large segments (198 MiB and 148 MiB) and a
+# 2 MiB one: 348 MiB, used here as an allowance for every model and card, not measured for them.
+# CUDA context: an estimate, not measured in this project: the driver's per-process context and loaded kernels,
+# outside memory_reserved(), typically 300 to 600 MiB with CUDA 12+ lazy module loading (nvidia-smi's per-process
+# use minus memory_reserved()).
+WORKSPACE_BYTES = 2 * 32 * MiB + 1 * MiB
+WORKSPACE_ALLOWANCE = 364_904_448
 CUDA_CONTEXT_ESTIMATE = 500 * MiB
-OVERHEAD_SOURCE = ("workspace segments measured on an H200 (assets/gpu/probe_ws.txt); CUDA context estimated "
+OVERHEAD_SOURCE = ("the workspace allowance is one H200 measurement after a GPT-2 small step "
+                   "(assets/gpu/probe_ws.txt), not of this model or card; the CUDA context is estimated "
                    "(typically 300 to 600 MiB with CUDA 12+ lazy loading, not measured here)")
 MEMTRUTH = Path(__file__).resolve().parents[2] / "assets" / "gpu" / "memtruth_h200_after.json"
 
@@ -384,8 +391,25 @@ def gpu_fit(predicted: Timeline) -> str | None:
 
 
 def usable(capacity: float) -> float:
-    """What a card leaves for the allocator's segments: capacity less the CUDA context and the workspace segments."""
-    return capacity - CUDA_CONTEXT_ESTIMATE - WORKSPACE_RESERVED
+    """What a card leaves for the allocator's segments: capacity less the CUDA context estimate and the workspace
+    allowance."""
+    return capacity - CUDA_CONTEXT_ESTIMATE - WORKSPACE_ALLOWANCE
+
+
+def headroom_sentence(t: "Timeline", card: str) -> str:
+    """Where the timeline's headroom on `card` comes from, in the numbers the figure used, each named for what it
+    is: a card's capacity, an estimate, an allowance from one measurement, and the allocator model's peak."""
+    capacity, peak = CARDS[card], max(t.reserved)
+    room = usable(capacity) - peak
+    return (f"Headroom on the {card}: {fmt_bytes(capacity)} less the CUDA context (≈ "
+            f"{fmt_bytes(CUDA_CONTEXT_ESTIMATE)}, an estimate), an allowance of {fmt_bytes(WORKSPACE_ALLOWANCE)} for "
+            f"the segments holding the cuBLAS workspaces and the peak reserved (model) {fmt_bytes(peak)} leaves ≈ "
+            f"{fmt_bytes(room)}" + (" (negative: OOM)" if room < 0 else "") + ". "
+            f"The workspaces themselves are {fmt_bytes(WORKSPACE_BYTES)} on an H200 (32 MiB for each of the two "
+            "threads that run matmuls, 1 MiB for cuBLASLt), but the segments they sit in stay reserved while they "
+            "live, and how large those are depends on what was allocated before: the allowance is what they pinned "
+            "in one H200 process after a GPT-2 small step (assets/gpu/probe_ws.txt), not measured for this model "
+            "or card.")
 
 
 @dataclass(frozen=True)
