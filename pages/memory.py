@@ -336,6 +336,11 @@ def _oom_or_ok(run) -> None:
     if run.oom:
         st.markdown("**Out of memory.** The message, anatomy included:")
         st.code(run.oom, language=None, wrap_lines=True)
+        st.caption("torch's CUDA OOM message, in its own format (c10/cuda/CUDACachingAllocator.cpp), filled in from "
+                   "the model: 'Tried to allocate' is the segment the allocator asked the device for (the request "
+                   "rounded up to its segment size). The model has no CUDA context, so 'this process has' equals "
+                   "what it reserved; on a GPU it adds the context, and every other process using the GPU gets a "
+                   "'Process <pid> has …' clause.")
     else:
         st.success(f"Ran to the end: allocated {fmt_bytes(run.allocated[-1])}, reserved {fmt_bytes(run.reserved[-1])}.",
                    icon=":material/check_circle:")

@@ -92,6 +92,16 @@ def test_interview_answer_check():
     assert any("Correct" in s.value for s in at.success)
 
 
+def test_the_allocator_tab_shows_torchs_oom_message_for_the_default_script():
+    from demos.memory.cache_demo import PRESETS, run_script
+    at = open_page(PAGE, query={"mem_tab": "Caching allocator"})
+    assert_clean(at)
+    oom = run_script(PRESETS["Fragmentation"], 128, False).oom
+    assert "Including non-PyTorch memory, this process has 100.00 MiB memory in use." in oom
+    assert [c.value for c in at.code].count(oom) == 1, "the classic run's message; expandable segments fit"
+    assert any("c10/cuda/CUDACachingAllocator.cpp" in c.value for c in at.caption)
+
+
 def test_a_link_carries_the_allocator_script():
     script = "a = 40 MiB\nb = 30 MiB\ndel a"
     at = open_page(PAGE, query={"mem_tab": "Caching allocator", "mem_script": script})
