@@ -223,17 +223,23 @@ def backward_order(view: dict, padded: dict[str, tuple[int, int]], world: int) -
     root_shard = padded["root"][1] // world if "root" in padded else None
     needed = first_rs < len(backward) and backward[first_rs]["bytes"] != root_shard
     ahead = first_rs - 1 if needed else first_rs
-    if needed:
-        text += ("Backward needs a layer's full weights, and `reshard_after_forward=True` freed them after forward, "
-                 "so the first all-gather rebuilds those of the first layer to run backward (the last in forward), "
-                 "whose gradients the first reduce-scatter then sends")
-    else:
-        text += "The first reduce-scatter sends the root's gradients, whose weights were never freed"
+    text += _needed_gather(backward, padded) if needed else \
+        "The first reduce-scatter sends the root's gradients, whose weights were never freed"
     if ahead == 0:
         return text + "; no other all-gather ran ahead of it, so nothing was prefetched."
     return (text + f"; the {_count(ahead, 'other all-gather')} before that reduce-scatter "
             + ("is" if ahead == 1 else "are") + " FSDP2's backward prefetch: the next layer's weights, gathered "
             "while the current layer's gradients are computed, so communication overlaps compute.")
+
+
+def _needed_gather(backward: list[dict], padded: dict[str, tuple[int, int]]) -> str:
+    """The first backward all-gather, which the first layer to run backward needs (it is no prefetch)."""
+    root_kept = "root" in padded and not any(c["bytes"] == padded["root"][1] for c in backward
+                                             if "allgather" in c["op"])
+    return ("Backward needs a layer's full weights, and `reshard_after_forward=True` freed them after forward, so "
+            "the first all-gather rebuilds those of the first layer to run backward (the last layer forward resharded"
+            + ("; no all-gather of the root group's size ran in backward: the root's own parameters stayed gathered"
+               if root_kept else "") + "), whose gradients the first reduce-scatter then sends")
 
 
 def _count(n: int, noun: str, plural: str = "") -> str:
