@@ -175,7 +175,8 @@ def show_sampler(run: runs.DistRun, key: str) -> None:
     a, b, c, d = st.columns(4)
     a.metric("dataset", view["dataset"])
     b.metric("samples per rank", view["num_samples"])
-    c.metric("padding repeats", e0["padding"], help="Indices read twice so every rank gets the same count.")
+    c.metric("padding repeats", e0["padding"],
+             help="Extra reads of indices from the start of the order, so every rank gets the same count.")
     d.metric("indices dropped", e0["dropped"], help="With drop_last=True the tail that does not divide evenly.")
     ui.plot(sampler_figure(run, "epoch 0"), key=f"{key}_s0")
     st.caption(stories.sampler_caption(view, run.world_size, run.params))
