@@ -430,8 +430,10 @@ def d2h_section() -> None:
     st.subheader("The trap: reading a non_blocking copy to the host too early")
     ui.prose("`y = x.to('cpu', non_blocking=True)` returns before the copy has finished: `y` is page-locked host "
              "memory that the GPU is still writing. Reading it before `torch.cuda.synchronize()` (or an event's "
-             "`synchronize()`) can see part of the old contents, with no error. Host-to-device copies are safe "
-             "to issue this way because later kernels on the same stream wait for them; the host does not.")
+             "`synchronize()`) can see memory the copy has not reached yet: stale bytes of an earlier tensor (the "
+             "caching host allocator reuses pinned blocks) or uninitialized memory, with no error. Host-to-device "
+             "copies are safe to issue this way because later kernels on the same stream wait for them; the host "
+             "does not.")
     view = ui.compute(d2h_demo)
     d = view.trap
     if d is None:

@@ -81,8 +81,7 @@ def show_collectives(run: runs.DistRun, key: str) -> None:
         st.markdown("**all_reduce(SUM)**: every rank holds the sum.")
         ui.plot(collective_figure(run, "all_reduce_sum"), key=f"{key}_trap_ok")
     with right:
-        st.markdown("**reduce(dst=0)**: only rank 0's buffer is the sum; rank 1's is undefined scratch (grey), "
-                    "so reading it there is wrong.")
+        st.markdown(stories.reduce_caption(run.world_size))
         ui.plot(collective_figure(run, "reduce"), key=f"{key}_trap_bad")
     st.subheader("Ring all_reduce: bytes sent per rank")
     rows = ui.compute(views.ring_rows, run)
@@ -176,11 +175,11 @@ def show_sampler(run: runs.DistRun, key: str) -> None:
     a, b, c, d = st.columns(4)
     a.metric("dataset", view["dataset"])
     b.metric("samples per rank", view["num_samples"])
-    c.metric("padding repeats", e0["padding"], help="Indices read twice so every rank gets the same count.")
+    c.metric("padding repeats", e0["padding"],
+             help="Extra reads of indices from the start of the order, so every rank gets the same count.")
     d.metric("indices dropped", e0["dropped"], help="With drop_last=True the tail that does not divide evenly.")
     ui.plot(sampler_figure(run, "epoch 0"), key=f"{key}_s0")
-    st.caption(f"Disjoint apart from padding and covering the dataset: {e0['covered']}. A red outline marks an index "
-               "repeated to pad every rank to the same length (drop_last=False).")
+    st.caption(stories.sampler_caption(view, run.world_size, run.params))
     left, right = st.columns(2)
     with left:
         ui.plot(sampler_figure(run, "epoch 1 after set_epoch(1)"), key=f"{key}_s1")
@@ -202,7 +201,7 @@ def show_fsdp(run: runs.DistRun, key: str) -> None:
     ui.table(pd.DataFrame([{"collective": c["op"].strip("_"), "phase": c["phase"], "output bytes": c["bytes"],
                                 "input bytes": c.get("in_bytes", ""),
                                 "ms since forward began": round(c["t_ms"], 2)} for c in view["collectives"]]),
-                 hide_index=True)
+                 whole=True)  # every row in view, no inner scroll: the last rows are what the sentences below read
     ui.prose("All-gathers before each layer's forward rebuild the full weights (and free them after: "
              "`reshard_after_forward=True`), again before its backward; reduce-scatters after backward leave each "
              "rank only its shard of the gradient.")
@@ -231,10 +230,7 @@ def show_env(run: runs.DistRun, key: str) -> None:
     ui.graph(ui.compute(figs.launch_dot, rows, figs.launch_label(live)), key=f"{key}_launch")
     ui.legend(figs.launch_legend(len(rows)))
     if live:
-        st.caption("Every value is what the rank read from its own environment and from torch.distributed. The "
-                   "ranks meet through a FileStore in the run's temporary folder instead of a TCPStore at "
-                   "MASTER_ADDR:MASTER_PORT (gloo's own connections stay on 127.0.0.1): the two are set as torchrun "
-                   "sets them, and `init_process_group()` without an init_method, as under torchrun, reads them.")
+        st.caption(stories.launch_caption(rows))
     ui.table(pd.DataFrame(rows), hide_index=True)
 
 
@@ -323,7 +319,8 @@ def ddp_section() -> None:
     default = DEFAULTS["ddp"]
     raw["bucket_cap_mb"] = bucket.text_input("bucket_cap_mb", default["bucket_cap_mb"], key="dist_bucket",
                                              bind="query-params",
-                                             help=f"{BUCKET_MB[0]} to {BUCKET_MB[1]} MB")
+                                             help=f"{BUCKET_MB[0]} to {BUCKET_MB[1]}: DDP reads it as MiB "
+                                                  "(it multiplies by 2**20)")
     micro = micro_batch_choices(raw["per_rank"])  # at most one micro-batch per sample
     raw["micro_batches"] = d.select_slider("Micro-batches (no_sync)", micro,
                                            nearest_choice(micro, default["micro_batches"]), key="dist_micro",
@@ -460,7 +457,8 @@ def tradeoffs_part(world: int) -> None:
         params, how = ui.compute(calculators.model_param_count, preset, layers, width)
         rows = [{**r, "memory per rank": calculators.human_bytes(r["memory per rank"]),
                  "communication per step": calculators.human_bytes(r["communication per step"])}
-                for r in ui.compute(calculators.tradeoff_rows, params, world, layers, width, tokens, precision)]
+                for r in ui.compute(calculators.tradeoff_rows, params, world, layers, width, tokens, precision,
+                                    preset)]
         st.markdown(f"{preset}: {params:,} parameters ({how}), {world} ranks, {precision}.")
         ui.table(pd.DataFrame(rows), whole=True)  # whole: the "what is sent" cells are sentences
         st.caption(calculators.precision_note(precision))

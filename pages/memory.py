@@ -16,7 +16,6 @@ from demos.memory.surprises import autocast_above, optimizer_peak, surprising_pa
 from demos.memory.training import (
     CARDS,
     CONV_WORKSPACE_SOURCE,
-    CUDA_CONTEXT_ESTIMATE,
     DTYPES,
     MAX_BATCH,
     MAX_SEQ,
@@ -25,7 +24,7 @@ from demos.memory.training import (
     OVERHEAD_SOURCE,
     SWEEP_BUDGET_S,
     SWEEP_STEPS,
-    WORKSPACE_RESERVED,
+    WORKSPACE_ALLOWANCE,
     RunSpec,
     default_device,
     gpu_fit,
@@ -112,9 +111,10 @@ def device_note(device: str, why: str | None = None) -> None:
 
 
 RESERVED_HELP = ("What the allocator model reserves for these steps' tensors, starting from an empty cache: "
-                 "segments only, without the CUDA context, the segments that the cuBLAS workspaces pin (about "
-                 "350 MiB stay reserved after empty_cache() on an H200) or other processes. On a GPU the measured "
-                 "reserved markers are counted the same way, from the reserved bytes at the start.")
+                 "segments only, without the CUDA context, the segments holding the cuBLAS workspaces (they pinned "
+                 f"{fmt_bytes(WORKSPACE_ALLOWANCE)} in one H200 measurement; it depends on what ran before) or other "
+                 "processes. On a GPU the measured reserved markers are counted the same way, from the reserved "
+                 "bytes at the start.")
 
 
 def reserved_error_text(model: str) -> str:
@@ -123,16 +123,6 @@ def reserved_error_text(model: str) -> str:
     spread = f"{e.low_pct:+.1f}%" if round(e.low_pct, 1) == round(e.high_pct, 1) else \
         f"{e.low_pct:+.1f}% to {e.high_pct:+.1f}%"
     return f"{spread} ({e.rows} H200 run{'s' * (e.rows != 1)})"
-
-
-def headroom_caption(t, card: str) -> str:
-    """Where the timeline's headroom comes from, in the numbers the figure used."""
-    capacity, peak = CARDS[card], max(t.reserved)
-    room = usable(capacity) - peak
-    return (f"Headroom on the {card}: {fmt_bytes(capacity)} less the CUDA context (≈ "
-            f"{fmt_bytes(CUDA_CONTEXT_ESTIMATE)}), the segments the cuBLAS workspaces pin "
-            f"({fmt_bytes(WORKSPACE_RESERVED)}) and the peak reserved (model) {fmt_bytes(peak)} leaves ≈ "
-            f"{fmt_bytes(room)}" + (" (negative: OOM)" if room < 0 else "") + f"; {OVERHEAD_SOURCE}.")
 
 
 def summary_metrics(t) -> None:
@@ -185,8 +175,8 @@ def show_sweep(spec: RunSpec, card: str) -> None:
     capacity = CARDS[card]
     steps = min(spec.steps, SWEEP_STEPS)
     st.caption("Peak reserved (allocator model) is close to affine in batch size, so the largest batch that fits "
-               f"under the card less the CUDA context and workspaces ({fmt_bytes(usable(capacity))}: "
-               f"{OVERHEAD_SOURCE}) is interpolated between the swept sizes (≈). "
+               "under the card less the CUDA context estimate and the workspace allowance "
+               f"({fmt_bytes(usable(capacity))}: {OVERHEAD_SOURCE}) is interpolated between the swept sizes (≈). "
                f"Each point is a full tracked run of {steps} step{'s' * (steps != 1)} at that batch size"
                f"{' (from step 2 on, every step repeats step 2’s peak)' if spec.steps > steps else ''}.")
     for plain, auto, batch in surprising_pairs(list(peaks), batches, peaks):
@@ -225,7 +215,7 @@ def training_section() -> None:
                      f"({CONV_WORKSPACE_SOURCE}).") if t.category_peaks["workspace"] else ""
         st.caption("input = the batch and its targets." + workspace)
         ui.plot(ui.compute(figs.timeline_figure, t, CARDS[card], card), key="mem_timeline")
-        st.caption(headroom_caption(t, card))
+        st.caption(training.headroom_sentence(t, card))
         left, right = st.columns([2, 3])
         with left:
             st.markdown(f"**What holds the peak** (op {t.op_index[t.peak_event]}, {fmt_bytes(t.peak)})")
@@ -265,15 +255,15 @@ def timeline_code_part(t, card: str) -> None:
 def trap_section() -> None:
     st.subheader("Correct vs trap: a validation loop that keeps its graphs")
     trap = ui.compute(training.logging_trap)
+    batches = len(trap.kept_graph)
     left, right = st.columns(2)
     left.markdown("**Trap**: grad on, `total = total + loss`")
-    left.metric("Live after 3 batches", fmt_bytes(trap.kept_graph[-1]),
+    left.metric(f"Kept after {batches} batches", fmt_bytes(trap.kept_graph[-1]),
                 f"+{fmt_bytes(trap.kept_graph[-1] - trap.kept_graph[0])} since batch 1", delta_color="inverse")
     right.markdown("**Correct**: `with torch.no_grad():` (and `.item()` on a GPU)")
-    right.metric("Live after 3 batches", fmt_bytes(trap.no_grad[-1]),
+    right.metric(f"Kept after {batches} batches", fmt_bytes(trap.no_grad[-1]),
                  f"+{fmt_bytes(trap.no_grad[-1] - trap.no_grad[0])} since batch 1", delta_color="off")
-    st.caption("Both loops ran just now on meta tensors (MLP, batch 256) under the same tracker: each kept loss "
-               "tensor holds its whole graph, with every activation it saved.")
+    st.caption(training.trap_caption(trap))
     ui.show_code(trap.code, key="mem_trap_code", file_name="validation_trap.py")
 
 
@@ -346,6 +336,11 @@ def _oom_or_ok(run) -> None:
     if run.oom:
         st.markdown("**Out of memory.** The message, anatomy included:")
         st.code(run.oom, language=None, wrap_lines=True)
+        st.caption("torch's CUDA OOM message, in its own format (c10/cuda/CUDACachingAllocator.cpp), filled in from "
+                   "the model: 'Tried to allocate' is the segment the allocator asked the device for (the request "
+                   "rounded up to its segment size). The model has no CUDA context, so 'this process has' equals "
+                   "what it reserved; on a GPU it adds the context, and every other process using the GPU gets a "
+                   "'Process <pid> has …' clause.")
     else:
         st.success(f"Ran to the end: allocated {fmt_bytes(run.allocated[-1])}, reserved {fmt_bytes(run.reserved[-1])}.",
                    icon=":material/check_circle:")
@@ -430,7 +425,7 @@ def compile_section() -> None:
     )
     explain_title, time_title = st.columns(2)
     explain_title.markdown(f"**Graph breaks and recompiles** (dynamo only, at most {EXPLAIN_BUDGET_S} s on 2 cores)")
-    time_title.markdown("**Eager vs compiled** (inductor: compiling takes tens of seconds on 2 cores)")
+    time_title.markdown("**Eager vs compiled** (inductor: the first call compiles; how long it took is measured)")
     with ui.key_controls("mem_compile"):  # both runs in one row, under the two titles above
         explain_half, time_half = st.columns(2)
         shapes_col, explain_col = explain_half.columns(2, vertical_alignment="bottom")  # wide enough for whole labels
@@ -458,7 +453,8 @@ def compile_section() -> None:
             timing = ui.queued_status("Compiling with inductor…", lambda t: f"Compiled in {t.compile_s:.1f} s",
                                       compiling.compile_timing_in_child, int(size), key="mem_inductor")
             ui.plot(ui.compute(figs.compile_figure, timing), key="mem_compile_fig")
-            st.caption(f"Largest difference between eager and compiled outputs: {timing.max_abs_diff:.2e}.")
+            st.caption(f"{compiling.payoff_sentence(timing)} Largest difference between eager and compiled outputs: "
+                       f"{timing.max_abs_diff:.2e}.")
             ui.show_code(timing.code, key="mem_compile_code", file_name="compile_timing.py")
 
 

@@ -96,8 +96,7 @@ def crash_part(width: int) -> None:
         for col, res in zip(cols, demo.crashes, strict=True):
             with col.container(border=True):
                 st.markdown(f"**{res.strategy}**")
-                st.markdown(f"File on disk after the crash: {res.bytes_on_disk:,} of the new checkpoint's "
-                            f"{res.new_file_bytes:,} bytes (width {width} weights and the step).")
+                st.markdown(checkpoint.crash_sentence(res, width))
                 if res.loaded_step is not None:
                     st.success(f"torch.load: {res.load_outcome}", icon=":material/check_circle:")
                 else:  # the trap being demonstrated, not an input error

@@ -236,9 +236,24 @@ def test_on_a_gpu_the_trap_shows_both_reads_and_a_sentence_true_of_them(monkeypa
     assert values["sum read before synchronize (trap)"] == "12,000,000"
     assert values["sum read after synchronize"] == "16,777,216"
     said = next(c.value for c in at.caption if "early read" in c.value)
-    assert said.startswith("The early read summed 12,000,000 of 16,777,216: 28.5% of the values had not arrived")
+    assert said == pinning.d2h_verdict(pinning.D2HResult(total, early, total))
+    assert said.startswith("The early read summed 12,000,000 where the GPU's values sum to 16,777,216 (-4,777,216)")
+    assert "%" not in said, "a sum of stale or uninitialized bytes says nothing about how many values arrived"
+    prose = next(m.value for m in at.markdown if "non_blocking=True)` returns before" in m.value)
+    assert "part of the old contents" not in prose and "stale bytes of an earlier tensor" in prose
+    assert "or uninitialized memory" in prose
     assert not any(i.value.startswith("No CUDA GPU here") for i in at.info)
     clear()
+
+
+def test_the_trap_sentence_reads_an_early_sum_above_the_gpus_as_stale_memory_too():
+    """Stale bytes of an earlier tensor can sum to more than the copy would: no 'had not arrived' fraction."""
+    from demos.data.pinning import D2HResult, d2h_verdict
+
+    said = d2h_verdict(D2HResult(1_000.0, 1_700.5, 1_000.0))
+    assert said.startswith("The early read summed 1,700 where the GPU's values sum to 1,000 (+700), and nothing raised")
+    assert "stale bytes of an earlier tensor or uninitialized memory" in said and said.endswith("sums right.")
+    assert d2h_verdict(D2HResult(1_000.0, 0.0, 999.0)).endswith("After synchronize it summed 999.")
 
 
 def test_the_trap_sentence_when_the_early_read_won_the_race():

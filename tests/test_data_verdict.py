@@ -2,6 +2,7 @@
 
 import math
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -76,7 +77,9 @@ def test_long_run_does_not_blame_the_first_batch():
                                                    "step: about 3 workers would keep up."),
     (Workload(40, 100, 0, 10), LoaderConfig(num_workers=4, batch_size=4), "no worker count allowed here keeps up"),
     (Workload(40, 0, 20, 40), LoaderConfig(num_workers=4, batch_size=16), "The transforms need 320 ms of CPU per "
-                                                                           "batch and 2 cores give 160 ms"),
+                                                                           "batch, and 2 cores give at best one batch "
+                                                                           "every 160 ms against a 40 ms step: more "
+                                                                           "workers than cores cannot help."),
     (W, DEFAULT_B, "By the bound the loaders should keep up"),
     (Workload(40, 25, 1, 0), DEFAULT_B, "With a 0 ms step there is nothing to hide loading behind"),
 ])
@@ -116,6 +119,43 @@ def test_default_pair_is_the_problem_and_the_fix():
     assert math.isfinite(r.speedup(b))
 
 
+def with_transforms(run: LoaderRun, ms: float, count: int = 9) -> LoaderRun:
+    """The run with `count` measured transforms of `ms` each in worker 0 (its median_transform_ms)."""
+    spans = tuple(Span("worker 0", "transform", i, i + ms / 1000, "") for i in range(count))
+    return replace(run, spans=run.spans + spans)
+
+
+def test_two_workers_on_two_cores_are_not_told_that_two_workers_would_keep_up():
+    """The finding: 2 workers, 64% starved, told 'about 2 workers would keep up' from the nominal 20 ms while the
+    run measured 48.6 ms per transform. On 2 cores the transforms need 80 ms of CPU per batch: at best one batch
+    per 40 ms, the step itself; contended, they delivered one batch every 4 x 48.6 / 2 = 97 ms."""
+    w, c = Workload(40, 0, 20, 40), LoaderConfig(num_workers=2, batch_size=4)
+    b = with_transforms(synthetic_run(w, c, 0.3, [0.057] * 9), 48.6)
+    assert b.median_transform_ms == pytest.approx(48.6)
+    text = comparison(b, b, 10.0, load=3.4).verdict(b)
+    assert "would keep up" not in text
+    assert ("The transforms need 80 ms of CPU per batch, and 2 cores give at best one batch every 40 ms against a "
+            "40 ms step, no faster than the step, with nothing to spare: more workers than cores cannot help.") in text
+    assert ("Here each transform measured 48.6 ms against 20 ms on an idle core: 2 workers and the main process "
+            "shared 2 cores (load average 3.4), so the workers delivered about one batch every 97 ms.") in text
+    assert text.count("48.6 ms") == 1, "the slowdown clause does not say it twice"
+
+
+@pytest.mark.parametrize("io_ms, nominal, measured, need", [(25, 5, 12.0, 4), (25, 5, 5.5, 4), (10, 1, 0.0, 2)])
+def test_how_many_workers_would_keep_up_is_counted_from_the_measured_transform(io_ms, nominal, measured, need):
+    w, c = Workload(40, io_ms, nominal, 40), LoaderConfig(num_workers=1, batch_size=4)
+    b = synthetic_run(w, c, 0.3, [0.05] * 9)
+    b = with_transforms(b, measured) if measured else b
+    text = comparison(b, b, 10.0, load=3.0).verdict(b)
+    per_sample = io_ms + (measured or nominal)
+    load_ms = 4 * per_sample
+    assert need == math.floor(load_ms / 40) + 1 and need > c.num_workers
+    assert f"= {load_ms:.0f} ms each, so 1 workers together deliver one batch every {load_ms:.0f} ms" in text
+    assert f"about {need} workers would keep up" in text
+    assert ("as measured" in text) == bool(measured)
+    assert ("against 5 ms on an idle core" in text) == (measured > 1.25 * nominal)
+
+
 def test_a_slowdown_is_explained_from_the_runs_own_numbers():
     """Workers slower than none: the verdict says so, with the start-up share and the measured transform."""
     w, c = Workload(40, 0, 20, 10), LoaderConfig(num_workers=2, batch_size=4)
@@ -127,7 +167,8 @@ def test_a_slowdown_is_explained_from_the_runs_own_numbers():
     assert r.speedup(b) < 1
     assert f"Overall {r.speedup(b):.2f}x: slower than loading in the main process" in text
     assert f"{b.first_batch_s / b.wall_s:.0%} of this run went to starting workers" in text
-    assert "each transform took 31.0 ms in the workers against 20 ms on an idle core" in text
+    assert "each transform measured 31.0 ms against 20 ms on an idle core" in text, "said once, by the bottleneck"
+    assert text.count("31.0 ms") == 1
     assert "(load average 3.4)" in text
     fast = comparison(b, b, 0.5 * b.samples_per_s)
     assert "Overall" not in fast.verdict(b)

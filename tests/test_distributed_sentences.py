@@ -4,9 +4,10 @@ order, the Launch tab's per-rank pipeline bytes and precision accounting, and a 
 import json
 import re
 
+import pytest
 import torch
 
-from demos.distributed import calculators
+from demos.distributed import calculators, stories
 from demos.distributed.results import MAX_DEPTH
 from demos.style import COLORS
 from tests.conftest import assert_clean, open_page, shown_table
@@ -25,7 +26,7 @@ def test_reduce_draws_non_root_results_as_undefined_scratch():
     at.button(key="dist_collectives_button").click().run()
     assert_clean(at)
     said = next(m.value for m in at.markdown if m.value.startswith("**reduce(dst=0)**"))
-    assert "rank 1's is undefined scratch (grey)" in said
+    assert said == stories.reduce_caption(2) and "rank 1's is undefined scratch (grey)" in said
     trace = _chart(at, "reduce")["data"][0]
     rank0 = [(t, c) for t, c, y in zip(trace["text"], trace["marker"]["color"], trace["y"], strict=True) if y == 0]
     rank1 = [(t, c) for t, c, y in zip(trace["text"], trace["marker"]["color"], trace["y"], strict=True) if y == -1]
@@ -35,16 +36,48 @@ def test_reduce_draws_non_root_results_as_undefined_scratch():
     assert [float(t) for t, _ in rank0[length:]] == [a + b for a, b in zip(*before, strict=True)]
 
 
+@pytest.mark.parametrize("query, metric", [
+    ({}, None),  # the default: 10 indices over 2 ranks split evenly
+    ({"dist_dataset": "11", "dist_drop_last": "true"}, "indices dropped"),
+    ({"dist_dataset": "11"}, "padding repeats"),
+], ids=["even", "drop-last", "padding"])
+def test_sampler_caption_reads_the_split_it_draws(query, metric):
+    at = open_page(PAGE, query={"dist_tab": "DistributedSampler", **query})
+    if query:
+        at.button(key="dist_sampler_button").click().run()
+    assert_clean(at)
+    said = next(c.value for c in at.caption if c.value.startswith("drop_last="))
+    shown = {m.label: int(m.value) for m in at.metric}
+    dataset, per_rank = shown["dataset"], shown["samples per rank"]
+    assert f"{dataset} indices over 2 ranks" in said and "(drop_last=False)" not in said
+    if metric is None:
+        assert said.endswith(f"split evenly, {per_rank} each: every index is read exactly once, with no padding and "
+                             "nothing dropped.")
+    elif metric == "indices dropped":
+        n = shown[metric]
+        assert said.startswith("drop_last=True") and f"dropped {n} index on purpose" in said
+        assert f"each rank reads {per_rank}. The ranks cover {dataset - n} of the {dataset} indices" in said
+    else:
+        assert said.startswith("drop_last=False") and f"pads with {shown[metric]} extra read of 1 index" in said
+        assert f"to give every rank {per_rank}. The ranks cover all {dataset} indices" in said
+
+
 def test_fsdp_sentences_follow_the_recorded_collectives():
     at = open_page(PAGE, query={"dist_tab": "FSDP & ZeRO"})
     at.button(key="dist_fsdp_button").click().run()
     assert_clean(at)
-    table = next(d.value for d in at.dataframe if "collective" in d.value.columns)
+    assert not [d for d in at.dataframe if "collective" in d.value.columns], "a grid scrolls its last rows away"
+    table = next(f for f in map(shown_table, at.table) if "collective" in f.columns)  # st.table: every row shown
     padding = next(m.value for m in at.markdown if m.value.startswith("Padding:"))
     order = next(m.value for m in at.markdown if m.value.startswith("Backward order:"))
     backward = ["AG" if "allgather" in c else "RS" for c in table[table["phase"] == "backward"]["collective"]]
     assert order.startswith(f"Backward order: {', '.join(backward)} (")
-    assert backward.index("RS") >= 2 and f"the {backward.index('RS')} all-gathers before" in order
+    first_rs = backward.index("RS")  # the first all-gather is needed by the first layer's backward, not prefetched
+    assert "the first all-gather rebuilds those of the first layer to run backward" in order
+    ahead = first_rs - 1
+    assert ahead >= 1 and f"the {ahead} other all-gather{'s' * (ahead != 1)} before that reduce-scatter" in order
+    assert f"the {first_rs} all-gathers before" not in order
+
     world, shard, out = (int(v.replace(",", "")) for v in
                          re.search(r"returns (\d) × ([\d,]+) = ([\d,]+) B, as the table records", padding).groups())
     gathers = table[table["collective"].str.contains("allgather")]
@@ -57,6 +90,10 @@ def test_fsdp_sentences_follow_the_recorded_collectives():
 def test_launch_tab_sentences_and_code_boxes():
     at = open_page(PAGE, query={"dist_tab": "Launch"})
     assert_clean(at)
+    ranks = next(d.value for d in at.dataframe if "MASTER_PORT" in d.value.columns)
+    said = next(c.value for c in at.caption if c.value.startswith("Every value is what the rank read"))
+    assert said == stories.launch_caption(ranks.astype(str).to_dict("records"))
+    assert f"MASTER_PORT={ranks['MASTER_PORT'][0]} as torchrun sets them, but these ranks never used them" in said
     boxes = [c for c in at.code if "mp.spawn" in c.value or "init_process_group(\"gloo\")" in c.value]
     assert len(boxes) == 2 and all(c.proto.wrap_lines for c in boxes), "half-width code boxes wrap instead of cutting"
     rows = next(f for f in map(shown_table, at.table) if "strategy" in f.columns).set_index("strategy")
@@ -66,6 +103,12 @@ def test_launch_tab_sentences_and_code_boxes():
     human = calculators.human_bytes
     assert (f"{2 * (world - 1)} tensors of {human(act)} over all {world - 1} boundaries "
             f"({human(2 * (world - 1) * act)} in total)") in rows.loc["Pipeline parallel", "what is sent"]
+    tp = rows.loc["Tensor parallel", "what is sent"]  # the page's MLP: 3 Linear(64, 64) blocks and the head
+    assert tp.startswith("1 all_reduce per pair of Linear layers (column- then row-parallel) forward, 1 backward: "
+                         "4 over this MLP's 2 pairs of its 4 Linear layers, the last with the head")
+    per_token = (64 + 1) + 2 * 64  # forward: fc1's and the head's outputs; backward: fc0's and fc2's input gradients
+    assert rows.loc["Tensor parallel", "communication per step"] == calculators.human_bytes(
+        2 * (world - 1) / world * tokens * per_token * 2)
     note = next(c.value for c in at.caption if "bytes per parameter" in c.value)
     assert note.startswith("2 + 2 + 12 = 16 bytes per parameter is the ZeRO paper's accounting")
     assert "Under `torch.autocast` parameters and gradients stay fp32" in note

@@ -65,6 +65,32 @@ def test_bucket_sentences_compare_each_real_bucket_with_the_cap(ddp_runs):
     assert "at most" not in story[0]
 
 
+@pytest.mark.parametrize("cap_mb, cap", [(0.02, 20_971), (25.0, 26_214_400)])
+def test_bucket_cap_is_called_mib_as_ddp_reads_it(ddp_runs, cap_mb, cap):
+    """'0.02 MB = 20,971 B' and '25 MB = 26,214,400 B' are MiB: DDP multiplies bucket_cap_mb by 2**20."""
+    from torch.nn.parallel.distributed import _MB_TO_BYTES
+    assert views.bucket_cap_bytes(cap_mb) == int(cap_mb * _MB_TO_BYTES) == cap and _MB_TO_BYTES == 2**20
+    said = stories.ddp_story(views.ddp_view(ddp_runs[True]), cap_mb)[0]
+    assert f"`bucket_cap_mb={cap_mb:g}`, which DDP reads as MiB: int({cap_mb:g} × 2**20) = {cap:,} B" in said
+    assert " MB" not in said
+
+
+def test_the_model_answer_describes_the_first_iteration_the_page_shows(ddp_runs):
+    """The answer said buckets follow 'roughly reverse order of use'; the page's own first iteration is one bucket
+    in registration order, and only the rebuilt buckets follow the order gradients became ready."""
+    from pages.ui.quiz import model_answers
+    answer = dict(model_answers("distributed"))["How does DDP overlap communication with the backward pass?"]
+    assert "roughly reverse order of use" not in answer and "25 MB" not in answer
+    assert "all parameters share one bucket, listed in registration order" in answer
+    assert "26,214,400 bytes" in answer and views.bucket_cap_bytes(25) == 26_214_400
+    view = views.ddp_view(ddp_runs[False])  # the head registered last: registration order is the forward order
+    (first,) = view["iterations"][0]["buckets"]
+    assert first["params"] == [name for name, _, _ in view["params"]], "one bucket, in registration order"
+    rebuilt = [p for b in view["iterations"][-1]["buckets"] for p in b["params"]]
+    assert rebuilt[:2] == ["head.weight", "head.bias"] or rebuilt[:2] == ["head.bias", "head.weight"], \
+        "rebuilt in the order gradients became ready: the head's first, the reverse of forward"
+
+
 def test_iteration_one_is_one_bucket_and_registration_order_only_reorders_its_names(ddp_runs):
     by_flag = {flag: views.ddp_view(run) for flag, run in ddp_runs.items()}
     firsts = {flag: v["iterations"][0]["buckets"] for flag, v in by_flag.items()}

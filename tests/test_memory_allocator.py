@@ -1,11 +1,13 @@
 """The caching allocator model: rounding, pools, reuse, splitting, empty_cache, OOM; the script grammar fuzzed."""
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from demos.errors import InputError
-from demos.memory.allocator import CachingAllocator, MiB, OutOfMemory, round_size, segment_size
+from demos.memory.allocator import CachingAllocator, MiB, OutOfMemory, round_size, segment_size, torch_size
 from demos.memory.cache_demo import MAX_ACTIONS, PRESETS, parse_script, run_script
 
 
@@ -62,6 +64,38 @@ def test_fragmentation_ooms_classic_and_fits_with_expandable_segments():
     assert "60.00 MiB is reserved by PyTorch but unallocated" in classic.oom
     grown = run_script(PRESETS["Fragmentation"], 128, True)
     assert grown.oom is None and grown.allocated[-1] == 90 * MiB
+
+
+def test_sizes_are_written_as_torchs_format_size_writes_them():
+    """c10's format_size: '<= 1024' is bytes, '<= 1 MiB' KiB, '<= 1 GiB' MiB, else GiB (so 1 MiB is 1024.00 KiB)."""
+    assert [torch_size(n) for n in (0, 1024, 1025, MiB, MiB + 1, 1024 * MiB, 1024 * MiB + 1)] == [
+        "0 bytes", "1024 bytes", "1.00 KiB", "1024.00 KiB", "1.00 MiB", "1024.00 MiB", "1.00 GiB"]
+
+
+OOM_PATTERN = re.compile(
+    r"CUDA out of memory\. Tried to allocate (.+?)\. GPU 0 has a total capacity of (.+?) of which (.+?) is free\. "
+    r"Including non-PyTorch memory, this process has (.+?) memory in use\. Of the allocated memory (.+?) is "
+    r"allocated by PyTorch, and (.+?) is reserved by PyTorch but unallocated\. If reserved but unallocated memory is "
+    r"large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation\.  See documentation "
+    r"for Memory Management  \(https://docs\.pytorch\.org/docs/stable/notes/cuda\.html#optimizing-memory-usage-with-"
+    r"pytorch-cuda-alloc-conf\)")
+
+
+@pytest.mark.parametrize("script, capacity, expandable, asked", [
+    (PRESETS["Fragmentation"], 128, False, 50 * MiB),  # the page's default: a 50 MiB tensor after fragmentation
+    ("a = 100 MiB\nb = 5 MiB", 110, False, 5 * MiB),  # a 5 MiB request asks the device for a 20 MiB segment
+    ("a = 100 MiB\nb = 5 MiB", 110, True, 5 * MiB),
+], ids=["fragmentation", "small-request", "small-request-expandable"])
+def test_the_oom_message_is_torchs_format_filled_from_the_model(script, capacity, expandable, asked):
+    """The message lacked torch's 'Including non-PyTorch memory, this process has ...' clause and wrote the request
+    where torch writes the segment it asked the device for."""
+    r = run_script(script, capacity, expandable)
+    said = OOM_PATTERN.fullmatch(r.oom)
+    assert said, r.oom
+    reserved, allocated = r.reserved[-1], r.allocated[-1]  # the model's state when it raised
+    assert said.groups() == (torch_size(segment_size(round_size(asked))), torch_size(capacity * MiB),
+                             torch_size(capacity * MiB - reserved), torch_size(reserved), torch_size(allocated),
+                             torch_size(reserved - allocated))
 
 
 def test_oom_is_raised_when_the_device_is_full():

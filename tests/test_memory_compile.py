@@ -1,5 +1,7 @@
 """torch.compile demos: every planted graph break reported by explain(), recompiles counted, inductor timed."""
 
+import math
+import re
 import resource
 
 import pytest
@@ -42,6 +44,25 @@ def test_recompiles_on_new_shapes():
     assert count_recompiles("8; 8; 8").compiles["dynamic=False"] == 1
 
 
+@pytest.mark.parametrize("shapes, dynamic_graph, second_default", [
+    ("8; 16; 32", "SymInt {0}, Tensor({0})", "SymInt {0}, Tensor({0})"),
+    ("4, 8; 4, 16; 2, 16", "SymInt {0}, SymInt {1}, Tensor({0}, {1})", "SymInt {1}, Tensor(4, {1})"),
+])
+def test_a_symbolic_graph_input_is_shown_with_its_symbolic_size(shapes, dynamic_graph, second_default):
+    """A dynamic=True row once read 'SymInt s77, Tensor(8)': the size of the call that compiled the graph, not the
+    graph's input, whose size is the symbol."""
+    rc = count_recompiles(shapes)
+    (graph,) = rc.graphs["dynamic=True"]
+    symbols = re.findall(r"SymInt (\w+)", graph)
+    assert graph == dynamic_graph.format(*symbols)
+    first = parse_shapes(shapes)[0]
+    assert f"Tensor({', '.join(map(str, first))})" not in graph, "no concrete size for a symbolic input"
+    default = rc.graphs["dynamic=None (default)"]
+    assert default[0] == f"Tensor({', '.join(map(str, first))})", "the first call compiles a static graph"
+    assert default[1] == second_default.format(*symbols), "the second call: dynamo marks the changed size dynamic"
+    assert all("SymInt" not in g for g in rc.graphs["dynamic=False"])
+
+
 @pytest.mark.parametrize("shapes", ["8; 16; 32", "4, 4; 4, 5; 5, 5", "2, 3, 4; 2, 3, 4; 3, 3, 4"])
 def test_meta_inputs_compile_exactly_as_real_tensors_of_those_shapes(shapes):
     real = [torch.ones(s) for s in parse_shapes(shapes)]
@@ -78,10 +99,29 @@ def test_bad_shapes_are_refused(text):
 def test_inductor_matches_eager_and_is_timed():
     t = time_compile(64, repeats=5)
     assert t.compile_s > 0 and t.eager_ms > 0 and t.compiled_ms > 0
+    said = compiling.payoff_sentence(t)  # the caption under the timing figure
+    assert said.startswith(f"Compiling took {t.compile_s:.1f} s, once; ")
+    saved = t.eager_ms - t.compiled_ms
+    if saved > 0:
+        assert f"saves {saved:.3f} ms" in said and f"after {math.ceil(1000 * t.compile_s / saved):,} calls" in said
+    else:
+        assert "never pays that back" in said
     g = torch.Generator().manual_seed(0)
     x, w1, w2 = (torch.randn(64, 64, generator=g) / 8 for _ in range(3))
     assert t.max_abs_diff < 1e-4
     assert mlp_block(x, w1, w2).shape == (64, 64)
+
+
+@pytest.mark.parametrize("eager_ms, compiled_ms, calls", [(2.0, 1.5, 6_200), (1.0, 1.2, None)])
+def test_the_payoff_sentence_follows_the_measured_times(eager_ms, compiled_ms, calls):
+    t = compiling.CompileTiming(256, eager_ms, compiled_ms, 3.1, 0.0, "")
+    said = compiling.payoff_sentence(t)
+    assert said.startswith("Compiling took 3.1 s, once; ") and "tens of seconds" not in said
+    if calls:
+        assert said.endswith(f"({eager_ms:.3f} → {compiled_ms:.3f} ms) at size 256, so it pays for itself after "
+                             f"{calls:,} calls.")
+    else:
+        assert f"the compiled call ({compiled_ms:.3f} ms) is no faster than eager ({eager_ms:.3f} ms)" in said
 
 
 def test_compile_size_is_bounded():

@@ -2,7 +2,8 @@
 
 import torch
 
-from demos.memory import stream_recorder
+from demos.memory import stream_recorder, training
+from demos.memory.allocator import fmt_bytes
 from demos.memory.questions import QUESTIONS
 from tests.conftest import assert_clean, open_page
 
@@ -17,6 +18,10 @@ def test_defaults_are_clean_and_say_what_ran():
     else:
         assert any("meta tensors" in i.value for i in at.info)
     assert len(at.get("plotly_chart")) >= 2, "the training-step tab: timeline and peak holders"
+    trap = training.logging_trap()  # the validation-loop trap below the timeline, at the page's settings
+    kept = [m for m in at.metric if m.label == "Kept after 3 batches"]
+    assert [m.value for m in kept] == [fmt_bytes(trap.kept_graph[-1]), fmt_bytes(trap.no_grad[-1])]
+    assert training.trap_caption(trap) in [c.value for c in at.caption]
 
 
 def test_streams_tab_shows_the_shipped_recording_with_its_provenance_and_lessons():
@@ -69,6 +74,8 @@ def test_dynamo_section_and_bad_shapes():
     at.button(key="mem_explain_button").click().run()
     assert_clean(at)
     assert any("2 graphs, 1 break" in m.value for m in at.markdown)
+    title = next(m.value for m in at.markdown if m.value.startswith("**Eager vs compiled**"))
+    assert "seconds" not in title, "the compile time is measured below the title, not promised in it"
     at.select_slider(key="mem_size").set_value(64).run()
     assert any("2 graphs, 1 break" in m.value for m in at.markdown), "another section's widget keeps the result"
     at.text_input(key="mem_shapes").set_value("8; banana").run()
@@ -83,6 +90,16 @@ def test_interview_answer_check():
     at.button(key="memory_q_round_up_run").click().run()
     assert_clean(at)
     assert any("Correct" in s.value for s in at.success)
+
+
+def test_the_allocator_tab_shows_torchs_oom_message_for_the_default_script():
+    from demos.memory.cache_demo import PRESETS, run_script
+    at = open_page(PAGE, query={"mem_tab": "Caching allocator"})
+    assert_clean(at)
+    oom = run_script(PRESETS["Fragmentation"], 128, False).oom
+    assert "Including non-PyTorch memory, this process has 100.00 MiB memory in use." in oom
+    assert [c.value for c in at.code].count(oom) == 1, "the classic run's message; expandable segments fit"
+    assert any("c10/cuda/CUDACachingAllocator.cpp" in c.value for c in at.caption)
 
 
 def test_a_link_carries_the_allocator_script():

@@ -9,7 +9,7 @@ from torch.utils.checkpoint import DefaultDeviceType
 
 from demos.errors import InputError
 from demos.memory import training
-from demos.memory.allocator import round_size
+from demos.memory.allocator import fmt_bytes, round_size
 from demos.memory.autocast import SimulatedAutocast
 from demos.memory.models import MODELS, build_model
 from demos.memory.tracker import CATEGORIES
@@ -159,10 +159,23 @@ def test_largest_fitting_interpolates_between_swept_sizes():
     assert largest_fitting((1, 2, 4), (10, 20, 40), 50) == float("inf")
 
 
-def test_logging_trap_grows_only_with_grad_on():
-    trap = logging_trap(MLP, 64, 3)
-    assert trap.kept_graph[2] - trap.kept_graph[1] == trap.kept_graph[1] - trap.kept_graph[0] > 0
-    assert trap.no_grad[0] == trap.no_grad[2]
+@pytest.mark.parametrize("model, batch, batches", [(MLP, 256, 3), (CNN, 32, 2)], ids=["page-mlp-256", "cnn-32"])
+def test_logging_trap_counts_what_the_loop_keeps_and_names_what_it_leaves_out(model, batch, batches):
+    """The metrics once counted the four MLP weights (40.08 MiB, seen through aten.t views) as 'live' and nothing
+    else the loop read; now parameters and batch are left out by name, with their sizes, and the rest is counted."""
+    trap = logging_trap(model, batch, batches)
+    built = build_model(MODELS[model], 64)
+    assert trap.parameter_bytes == sum(round_size(p.numel() * p.element_size()) for p in built.parameters())
+    x, y = training.make_batch(MODELS[model], batch, 64, "cpu")
+    assert trap.batch_bytes == round_size(x.numel() * x.element_size()) + round_size(y.numel() * y.element_size())
+    assert trap.no_grad == (round_size(4),) * batches, "under no_grad only the running total stays"
+    graph = trap.kept_graph[0] - trap.no_grad[0]
+    assert graph > 0 and all(b - a == graph for a, b in zip(trap.kept_graph, trap.kept_graph[1:], strict=False))
+    caption = training.trap_caption(trap)
+    for said in (f"({model}, batch {batch})", f"parameters ({fmt_bytes(trap.parameter_bytes)}, weights and biases)",
+                 f"the batch ({fmt_bytes(trap.batch_bytes)})", f"running total ({fmt_bytes(round_size(4))}:",
+                 f"{fmt_bytes(graph)} more per batch"):
+        assert said in caption, said
 
 
 def test_cnn_convolutions_carry_the_estimated_cudnn_workspace_and_free_it_at_once():

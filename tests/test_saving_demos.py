@@ -8,7 +8,7 @@ from torch import nn
 
 from demos.errors import InputError
 from demos.saving import state
-from demos.saving.checkpoint import checkpoint_contents, crash_during_save
+from demos.saving.checkpoint import _checkpoint, _saved, checkpoint_contents, crash_during_save, crash_sentence
 from demos.saving.export import export_demo, trace_vs_script
 from demos.saving.models import MLP, WithBuffer
 from demos.saving.state import TrainingConfig, WithBufferRenamed, saved_bytes, state_dict_report
@@ -83,6 +83,27 @@ def test_interrupted_atomic_save_leaves_previous_checkpoint(fraction):
     naive, atomic = crash_during_save(fraction)
     assert naive.loaded_step is None and "Error" in naive.load_outcome
     assert atomic.loaded_step == 1 and atomic.load_outcome.startswith("loads")
+
+
+@pytest.mark.parametrize("fraction, width", [(0.5, 128), (0.1, 32)])
+def test_the_crash_sentence_says_what_each_file_left_on_disk_holds(fraction, width):
+    """'File on disk after the crash: 79,573 of the new checkpoint's 79,573 bytes' described the untouched old
+    checkpoint; the new bytes were in the orphaned .tmp file. Each file is now read back and compared with both."""
+    old, new = (_saved(_checkpoint(step, width)) for step in (1, 2))
+    written = int(len(new) * fraction)
+    naive, atomic = crash_during_save(fraction, width)
+    assert naive.files == (("checkpoint.pt", written, "the start of the new checkpoint"),)
+    assert atomic.files == (("checkpoint.pt", len(old), "the old checkpoint"),
+                            ("checkpoint.pt.tmp", written, "the start of the new checkpoint"))
+    said = crash_sentence(naive, width)
+    assert (f"`checkpoint.pt`: {written:,} bytes, the first {written:,} of the new checkpoint's {len(new):,} bytes"
+            in said)
+    assert "No file holds the old checkpoint any more." in said and ".tmp" not in said
+    said = crash_sentence(atomic, width)
+    assert f"`checkpoint.pt`: {len(old):,} bytes, the old checkpoint (step 1), byte for byte" in said
+    assert f"`checkpoint.pt.tmp`: {written:,} bytes, the first {written:,} of the new checkpoint's {len(new):,}" in said
+    assert "the orphaned `checkpoint.pt.tmp`, never renamed" in said and "No file holds" not in said
+    assert f"(width {width} weights and the step)" in said
 
 
 def test_crash_point_is_validated():

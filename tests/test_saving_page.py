@@ -2,6 +2,7 @@
 
 import torch
 
+from demos.saving.checkpoint import crash_during_save, crash_sentence
 from demos.saving.models import MLP
 from demos.saving.state import saved_bytes
 from tests.conftest import assert_clean, open_page, shown_table, switch_tab
@@ -69,7 +70,10 @@ def test_crash_demo_saves_the_model_of_the_width_slider():
     assert_clean(at)
     torch.manual_seed(2)  # the crashing save writes step 2's checkpoint
     expected = saved_bytes({"model": MLP(width=32).state_dict(), "step": 2})
-    said = [m.value for m in at.markdown if m.value.startswith("File on disk after the crash")]
-    assert len(said) == 2 and all(f"of the new checkpoint's {expected:,} bytes (width 32" in s for s in said)
+    said = [m.value for m in at.markdown if m.value.startswith("On disk after the crash")]
+    naive, atomic = crash_during_save(0.5, 32)  # the slider's default crash point
+    assert said == [crash_sentence(naive, 32), crash_sentence(atomic, 32)]
+    assert all("(width 32 weights and the step)" in s and f"of the new checkpoint's {expected:,} bytes" in s
+               for s in said)
     weights = shown_table(at.table[0]).set_index("item").loc["model.state_dict()", "bytes"]
     assert int(str(weights).replace(",", "")) <= expected

@@ -145,10 +145,16 @@ D2H_RUN = """print(d2h_trap(megabytes) or "No CUDA GPU here: a device-to-host co
 
 
 def d2h_verdict(d: D2HResult) -> str:
-    """One sentence on what the early read saw, from the two reads."""
+    """One sentence on what the early read saw, from the two reads. What the copy had not yet reached held whatever
+    that host memory held before: a pinned block reused from the caching host allocator keeps an earlier tensor's
+    bytes, a fresh one is uninitialized. So the sum's shortfall (or excess) says nothing about how many values were
+    missing, and the sentence claims no fraction."""
+    after = ("After synchronize the same tensor sums right." if d.read_after_sync == d.expected else
+             f"After synchronize it summed {d.read_after_sync:,.0f}.")
     if d.read_early != d.expected:
-        missing = d.expected - d.read_early
-        return (f"The early read summed {d.read_early:,.0f} of {d.expected:,.0f}: {missing / d.expected:.1%} of the "
-                "values had not arrived yet, and nothing raised. After synchronize the same tensor sums right.")
+        return (f"The early read summed {d.read_early:,.0f} where the GPU's values sum to {d.expected:,.0f} "
+                f"({d.read_early - d.expected:+,.0f}), and nothing raised: part of the buffer did not yet hold the "
+                "copied values, so the read saw whatever that memory held before, stale bytes of an earlier tensor "
+                f"or uninitialized memory. {after}")
     return ("This time the early read saw every value: the copy finished before the host read its end. The race is "
             "still there (nothing orders the read after the copy); a busier GPU or a larger tensor loses it.")

@@ -172,17 +172,19 @@ class Comparison:
                 return opening + rest
             return opening + rest + self.slowdown(run)
         return (opening + f" Still starved: from then on the main loop waited {steady:.0%} of the time. "
-                + bottleneck(w, c, self.cores, self.load_average) + self.slowdown(run))
+                + bottleneck(w, c, self.cores, self.load_average, run.median_transform_ms)
+                + self.slowdown(run, transform_said=contended(w, run.median_transform_ms)))
 
-    def slowdown(self, run: LoaderRun) -> str:
-        """Why a run with workers was slower than no workers at all, from its measurements ('' when it was not)."""
+    def slowdown(self, run: LoaderRun, transform_said: bool = False) -> str:
+        """Why a run with workers was slower than no workers at all, from its measurements ('' when it was not);
+        the measured transform is left out when the sentence before already gave it."""
         speedup = self.speedup(run)
         if run.config.num_workers == 0 or speedup >= 1:
             return ""
         nominal, measured = run.workload.transform_ms, run.median_transform_ms
         text = (f" Overall {speedup:.2f}x: slower than loading in the main process, which pays no worker start-up "
                 f"({run.first_batch_s / run.wall_s:.0%} of this run went to starting workers and the first batch)")
-        if nominal >= 1 and measured > 1.25 * nominal:
+        if contended(run.workload, measured) and not transform_said:
             text += (f", and each transform took {measured:.1f} ms in the workers against {nominal:g} ms on an idle "
                      f"core: {run.config.num_workers} workers and the main process shared {self.cores} cores "
                      f"(load average {self.load_average:.1f})")
@@ -277,25 +279,66 @@ def speedup_bound(w: Workload, c: LoaderConfig, n_cores: int) -> float:
     return serial / parallel
 
 
-def bottleneck(w: Workload, c: LoaderConfig, n_cores: int, load_average: float) -> str:
-    """Why a loader with workers still starves the step: the slowest stage of speedup_bound, in numbers."""
+def bottleneck(w: Workload, c: LoaderConfig, n_cores: int, load_average: float, measured_ms: float = 0.0) -> str:
+    """Why a loader with workers still starves the step: the slowest stage, in numbers. `measured_ms` is the run's
+    median transform per sample (0: not measured, the nominal cost stands in); a transform slower than nominal
+    means the processes shared the cores, and the counts below use what was measured."""
+    shared = f" Here {shared_cores(w, c, n_cores, load_average, measured_ms)}." if contended(w, measured_ms) else ""
     if w.step_ms == 0:
-        return "With a 0 ms step there is nothing to hide loading behind: every batch is waited for."
-    load_ms = c.batch_size * (w.io_ms + w.transform_ms)
-    per_worker, cpu = load_ms / c.num_workers, c.batch_size * w.transform_ms / n_cores
-    if per_worker >= max(w.step_ms, cpu) and per_worker > 0:
-        need = math.ceil(load_ms / w.step_ms)
-        more = (f"about {need} workers would keep up" if need <= MAX_WORKERS
-                else "no worker count allowed here keeps up; a longer step or cheaper samples would")
-        return (f"Each worker builds whole batches, {c.batch_size} x {w.io_ms + w.transform_ms:g} ms = {load_ms:g} ms "
-                f"each, so {c.num_workers} workers together deliver one batch every {per_worker:.0f} ms against a "
-                f"{w.step_ms:g} ms step: {more}.")
+        return "With a 0 ms step there is nothing to hide loading behind: every batch is waited for." + shared
+    cpu = c.batch_size * w.transform_ms / n_cores
     if cpu >= w.step_ms and cpu > 0:
-        return (f"The transforms need {c.batch_size * w.transform_ms:g} ms of CPU per batch and {n_cores} cores "
-                f"give {cpu:.0f} ms per batch against a {w.step_ms:g} ms step: more workers than cores cannot help.")
+        return cpu_bound(w, c, n_cores, load_average, measured_ms)
+    transform = measured_ms or w.transform_ms
+    load_ms = c.batch_size * (w.io_ms + transform)
+    per_worker = load_ms / c.num_workers
+    if per_worker >= w.step_ms and per_worker > 0:
+        return too_few_workers(w, c, n_cores, load_average, measured_ms)
     busy = f" (load average {load_average:.1f} on {n_cores} cores)" if load_average > n_cores else ""
     return ("By the bound the loaders should keep up, so the waits are costs the bound leaves out: passing batches "
-            f"between processes{', pinning them' if c.pin_memory else ''} and a busy host{busy}.")
+            f"between processes{', pinning them' if c.pin_memory else ''} and a busy host{busy}." + shared)
+
+
+def contended(w: Workload, measured_ms: float) -> bool:
+    """Whether the transform measured clearly slower than its cost on an idle core (the cores were shared)."""
+    return w.transform_ms >= 1 and measured_ms > 1.25 * w.transform_ms
+
+
+def shared_cores(w: Workload, c: LoaderConfig, n_cores: int, load_average: float, measured_ms: float) -> str:
+    return (f"each transform measured {measured_ms:.1f} ms against {w.transform_ms:g} ms on an idle core: "
+            f"{c.num_workers} {'worker' if c.num_workers == 1 else 'workers'} and the main process shared {n_cores} "
+            f"cores (load average {load_average:.1f})")
+
+
+def cpu_bound(w: Workload, c: LoaderConfig, n_cores: int, load_average: float, measured_ms: float) -> str:
+    """The transforms alone need more CPU per batch than the cores give in one step."""
+    cpu = c.batch_size * w.transform_ms / n_cores
+    text = (f"The transforms need {c.batch_size * w.transform_ms:g} ms of CPU per batch, and {n_cores} cores give "
+            f"at best one batch every {cpu:.0f} ms against a {w.step_ms:g} ms step"
+            + (", no faster than the step, with nothing to spare" if cpu == w.step_ms else "")
+            + ": more workers than cores cannot help.")
+    if contended(w, measured_ms):
+        lanes = min(c.num_workers, n_cores)
+        text += (f" Here {shared_cores(w, c, n_cores, load_average, measured_ms)}, so the workers delivered about one "
+                 f"batch every {c.batch_size * (w.io_ms + measured_ms) / lanes:.0f} ms.")
+    return text
+
+
+def too_few_workers(w: Workload, c: LoaderConfig, n_cores: int, load_average: float, measured_ms: float) -> str:
+    """Each worker takes longer per batch than the step; how many would keep up, from the measured sample cost."""
+    transform = measured_ms or w.transform_ms
+    load_ms = c.batch_size * (w.io_ms + transform)
+    need = math.floor(load_ms / w.step_ms) + 1  # strictly faster than the step
+    more = (f"about {need} workers would keep up" + (" at the measured speed" if measured_ms else "")
+            if need <= MAX_WORKERS else "no worker count allowed here keeps up; a longer step or cheaper samples would")
+    cost = (f"({w.io_ms:g} ms read + {transform:.1f} ms transform, as measured)" if measured_ms
+            else f"{w.io_ms + w.transform_ms:g} ms")
+    text = (f"Each worker builds whole batches, {c.batch_size} x {cost} = {load_ms:.0f} ms each, so {c.num_workers} "
+            f"workers together deliver one batch every {load_ms / c.num_workers:.0f} ms against a {w.step_ms:g} ms "
+            f"step: {more}.")
+    if contended(w, measured_ms):
+        text += f" Here {shared_cores(w, c, n_cores, load_average, measured_ms)}."
+    return text
 
 
 def _loader_kwargs(c: LoaderConfig) -> dict:

@@ -78,7 +78,8 @@ def zero_table(params: int, precision: str) -> list[dict]:
             for s in STAGE_NAMES for n in WORLD_SIZES]
 
 
-def tradeoff_rows(params: int, world: int, layers: int, width: int, tokens: int, precision: str) -> list[dict]:
+def tradeoff_rows(params: int, world: int, layers: int, width: int, tokens: int, precision: str,
+                  preset: str = "GPT-2 small shape (12 × 768)") -> list[dict]:
     """Memory per rank, communication per step and complexity of DDP, FSDP, TP and PP for one model and world size."""
     p_b, g_b, o_b = _precision(precision)
     state = params * (p_b + g_b + o_b)
@@ -91,8 +92,7 @@ def tradeoff_rows(params: int, world: int, layers: int, width: int, tokens: int,
          "communication per step": 1.5 * ring * params * p_b,
          "what is sent": "all_gather params (fwd + bwd) + reduce_scatter grads", "complexity": "medium: wrap policy"},
         {"strategy": "Tensor parallel", "memory per rank": state / world,
-         "communication per step": 4 * layers * ring * act,
-         "what is sent": "2 all_reduce of activations per layer, forward and backward",
+         **tensor_parallel_traffic(preset, layers, width, tokens, p_b, ring),
          "complexity": "high: rewrite layers, needs fast links"},
         {"strategy": "Pipeline parallel", "memory per rank": state / world,
          "communication per step": min(2, world - 1) * act,
@@ -101,6 +101,28 @@ def tradeoff_rows(params: int, world: int, layers: int, width: int, tokens: int,
                           f"{world - 1} boundaries ({human_bytes(2 * (world - 1) * act)} in total)"),
          "complexity": "high: split stages, schedule, bubble"},
     ]
+
+
+def tensor_parallel_traffic(preset: str, layers: int, width: int, tokens: int, p_b: int, ring: float) -> dict:
+    """Megatron tensor parallelism's all_reduces per step, counted for the model's own Linear layers.
+
+    A column-parallel Linear followed by a row-parallel one needs one all_reduce of the pair's output in forward
+    and one of the pair's input gradient in backward (the Tensor & pipeline tab runs such a pair: one all_reduce
+    forward). A transformer block has two such pairs (attention, MLP); the page's MLP tower pairs its Linear
+    layers in order, fc0 with fc1 and so on, and an odd last block with the Linear(width, 1) head.
+    """
+    if PRESETS.get(preset) is not None:  # a transformer shape
+        return {"communication per step": 4 * layers * ring * tokens * width * p_b,
+                "what is sent": (f"2 all_reduce of activations per transformer block (attention, MLP) forward, 2 "
+                                 f"backward: {4 * layers} over {layers} blocks")}
+    pairs, head_paired = layers // 2 + layers % 2, layers % 2 == 1
+    out_elems = (layers // 2) * width + (1 if head_paired else 0)  # the row-parallel outputs, per token
+    grad_elems = pairs * width  # each pair's input gradient, per token
+    head = ", the last with the head" if head_paired else "; the head stays whole on every rank"
+    return {"communication per step": ring * tokens * (out_elems + grad_elems) * p_b,
+            "what is sent": (f"1 all_reduce per pair of Linear layers (column- then row-parallel) forward, 1 "
+                             f"backward: {2 * pairs} over this MLP's {pairs} pair{'s' * (pairs != 1)} of its "
+                             f"{layers + 1} Linear layers{head}")}
 
 
 def human_bytes(n: float) -> str:

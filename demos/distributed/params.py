@@ -65,7 +65,7 @@ def validate_params(demo: str, world: int, raw: dict) -> dict:
             mb = parse_number(str(value), "bucket_cap_mb")
             if not BUCKET_MB[0] <= mb <= BUCKET_MB[1]:
                 raise InputError(f"bucket_cap_mb: {quoted(value)} is out of range; it must be from {BUCKET_MB[0]} "
-                                 f"to {BUCKET_MB[1]} MB.")
+                                 f"to {BUCKET_MB[1]} (MiB, as DDP reads it).")
             p[name] = mb
         elif name in FLAGS:
             p[name] = bool(value)

@@ -81,7 +81,7 @@ def report_ddp(results: list, p: dict) -> list[str]:
     for flag in ("False", "True"):
         run = first["unused"][flag]
         outcome = "two iterations ran" if run["ok"] else f"RuntimeError: {run['error']}"
-        lines.append(f"find_unused_parameters={flag}: {outcome}")
+        lines += f"find_unused_parameters={flag}: {outcome}".splitlines()  # torch's message has several lines
     return lines
 
 

@@ -14,7 +14,7 @@ PARTS = {
     "env": (workers.env_seen,),
     "collectives": (workers.barrier_times, workers.ring_all_reduce, workers.collectives),
     "ddp": (Tower, workers.global_batch, workers._ddp_recorder, workers._time_layers, workers._rank_spread,
-            workers._accumulation, workers._unused_branch, workers.ddp),
+            workers._accumulation, workers.whole_sentences, workers._unused_branch, workers.ddp),
     "fsdp": (Tower, workers.global_batch, workers._CommLog, workers._tensors_in, workers._tensor_bytes,
              workers._local, workers._memory, workers.fsdp),
     "tensor_parallel": (workers.tensor_parallel,),
@@ -24,8 +24,9 @@ PARTS = {
 IMPORTS = {
     "env": "import os\n\nimport torch\nimport torch.distributed as dist",
     "collectives": "import time\n\nimport torch\nimport torch.distributed as dist",
-    "ddp": ("import time\nimport warnings\n\nimport torch\nimport torch.distributed as dist\nimport torch.nn as nn\n"
-            "import torch.nn.functional as F\nfrom torch.nn.parallel import DistributedDataParallel as DDP"),
+    "ddp": ("import re\nimport time\nimport warnings\n\nimport torch\nimport torch.distributed as dist\n"
+            "import torch.nn as nn\nimport torch.nn.functional as F\n"
+            "from torch.nn.parallel import DistributedDataParallel as DDP"),
     "fsdp": ("import time\nimport warnings\n\nimport torch\nimport torch.distributed as dist\nimport torch.nn as nn\n"
              "import torch.nn.functional as F\nfrom torch.distributed.device_mesh import init_device_mesh\n"
              "from torch.utils._python_dispatch import TorchDispatchMode"),

@@ -80,7 +80,8 @@ def ddp_story(view: dict, cap_mb: float) -> list[str]:
     over = any(b["bytes"] > cap for b in last["buckets"])
     steps = [
         f"DDP hooks each parameter's gradient and packs parameters into buckets: it adds parameters to a bucket and "
-        f"closes the bucket once it reaches `bucket_cap_mb` = {cap_mb:g} MB = {cap:,} B"
+        f"closes the bucket once it reaches `bucket_cap_mb={cap_mb:g}`, which DDP reads as MiB: "
+        f"int({cap_mb:g} × 2**20) = {cap:,} B"
         + (", so a bucket can pass the cap by up to its last parameter. " if over else ". ")
         + f"In iteration {n_last}: " + "; ".join(rebuilt) + "."
     ]
@@ -207,14 +208,80 @@ def fsdp_story(view: dict, world: int) -> tuple[str, str]:
     else:
         padding = (f"Every group's dim 0 splits evenly over {world} ranks, so each all-gather returns exactly the "
                    "group's parameter bytes (no padding).")
-    order = ["AG" if "allgather" in c["op"] else "RS" for c in view["collectives"] if c["phase"] == "backward"]
+    return padding, backward_order(view, padded, world)
+
+
+def backward_order(view: dict, padded: dict[str, tuple[int, int]], world: int) -> str:
+    """Why backward runs all-gather, all-gather, reduce-scatter: the first all-gather rebuilds weights freed after
+    forward for the first layer to run backward, any others before the first reduce-scatter are prefetches."""
+    backward = [c for c in view["collectives"] if c["phase"] == "backward"]
+    order = ["AG" if "allgather" in c["op"] else "RS" for c in backward]
     first_rs = order.index("RS") if "RS" in order else len(order)
-    prefetch = (f"Backward order: {', '.join(order)} (AG all-gather, RS reduce-scatter). The last layer's weights "
-                "were freed after forward (`reshard_after_forward=True`), so backward gathers them again; ")
-    if first_rs >= 2:
-        prefetch += (f"the {first_rs} all-gathers before the first reduce-scatter are FSDP2's backward prefetch: it "
-                     "gathers the next layer's parameters while the current layer's gradients are computed, then "
-                     "reduce-scatters those gradients, so communication overlaps compute.")
-    else:
-        prefetch += "no all-gather ran ahead of a reduce-scatter in this run (nothing was prefetched)."
-    return padding, prefetch
+    text = f"Backward order: {', '.join(order)} (AG all-gather, RS reduce-scatter). "
+    if first_rs == 0:
+        return text + "No all-gather ran before the first reduce-scatter: nothing was gathered ahead of need."
+    root_shard = padded["root"][1] // world if "root" in padded else None
+    needed = first_rs < len(backward) and backward[first_rs]["bytes"] != root_shard
+    ahead = first_rs - 1 if needed else first_rs
+    text += _needed_gather(backward, padded) if needed else \
+        "The first reduce-scatter sends the root's gradients, whose weights were never freed"
+    if ahead == 0:
+        return text + "; no other all-gather ran ahead of it, so nothing was prefetched."
+    return (text + f"; the {_count(ahead, 'other all-gather')} before that reduce-scatter "
+            + ("is" if ahead == 1 else "are") + " FSDP2's backward prefetch: the next layer's weights, gathered "
+            "while the current layer's gradients are computed, so communication overlaps compute.")
+
+
+def _needed_gather(backward: list[dict], padded: dict[str, tuple[int, int]]) -> str:
+    """The first backward all-gather, which the first layer to run backward needs (it is no prefetch)."""
+    root_kept = "root" in padded and not any(c["bytes"] == padded["root"][1] for c in backward
+                                             if "allgather" in c["op"])
+    return ("Backward needs a layer's full weights, and `reshard_after_forward=True` freed them after forward, so "
+            "the first all-gather rebuilds those of the first layer to run backward (the last layer forward resharded"
+            + ("; no all-gather of the root group's size ran in backward: the root's own parameters stayed gathered"
+               if root_kept else "") + "), whose gradients the first reduce-scatter then sends")
+
+
+def _count(n: int, noun: str, plural: str = "") -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def reduce_caption(world: int) -> str:
+    """What reduce(dst=0) leaves on every rank but the root, naming those ranks for this world size."""
+    others = "rank 1's is" if world == 2 else f"ranks 1–{world - 1}'s are"
+    return (f"**reduce(dst=0)**: only rank 0's buffer is the sum; {others} undefined scratch (grey), so reading "
+            f"{'it' if world == 2 else 'them'} there is wrong.")
+
+
+def sampler_caption(view: dict, world: int, params: dict) -> str:
+    """What epoch 0's split did with the indices that do not divide evenly over the ranks, from the split itself."""
+    e0, size, per_rank = view["views"]["epoch 0"], view["dataset"], view["num_samples"]
+    flat = [i for idx in e0["indices"] for i in idx]
+    order = "shuffled order" if params["shuffle"] else "dataset's order"
+    head = f"drop_last={params['drop_last']}: {size} indices over {world} ranks"
+    if e0["dropped"]:
+        dropped = sorted(set(range(size)) - set(flat))
+        return (f"{head} do not split evenly, so the sampler dropped {_count(len(dropped), 'index', 'indices')} on "
+                f"purpose ({', '.join(map(str, dropped))}: the tail of the {order}) and each rank reads {per_rank}. "
+                f"The ranks cover {size - len(dropped)} of the {size} indices, each once: not the whole dataset, "
+                "by design.")
+    repeated = sorted({i for i in flat if flat.count(i) > 1})
+    if repeated:
+        return (f"{head} do not split evenly, so the sampler pads with {_count(e0['padding'], 'extra read')} of "
+                f"{_count(len(repeated), 'index', 'indices')} from the start of the {order} "
+                f"({', '.join(map(str, repeated))}, outlined in red) to give every rank {per_rank}. The ranks cover "
+                f"all {size} indices; {'that one is' if len(repeated) == 1 else 'those are'} read more than once.")
+    return (f"{head} split evenly, {per_rank} each: every index is read exactly once, with no padding and nothing "
+            "dropped.")
+
+
+def launch_caption(rows: list[dict]) -> str:
+    """How the page's ranks met, against the torchrun environment the table shows them reading."""
+    addr, port = rows[0]["MASTER_ADDR"], rows[0]["MASTER_PORT"]
+    return ("Every value is what the rank read from its own environment and from torch.distributed. The launcher "
+            f"sets MASTER_ADDR={addr} and MASTER_PORT={port} as torchrun sets them, but these ranks never used them: "
+            "each called `init_process_group(\"gloo\", init_method=\"file://…/store\", rank=RANK, "
+            "world_size=WORLD_SIZE)` and they met through a FileStore in the run's temporary folder, so nothing "
+            f"listens on port {port} (gloo's own connections stay on 127.0.0.1). Under torchrun the same worker "
+            "calls `init_process_group(backend)` with no init_method: the default `env://` then reads "
+            "MASTER_ADDR:MASTER_PORT and meets at rank 0's TCPStore there.")

@@ -5,6 +5,7 @@ The same functions run under the page's launcher and under `torchrun -m demos.di
 """
 
 import os
+import re
 import time
 import warnings
 
@@ -267,6 +268,24 @@ def _accumulation(ddp_model, log: list, x: torch.Tensor, y: torch.Tensor, micro:
     return {"micro_batches": micro, "all_reduces": counts, "max_grad_diff": diff, "rank_spread": spread}
 
 
+def whole_sentences(text: str, limit: int = 1500) -> str:
+    """An error message as its lines (a line that goes on in lower case joined to the one before: torch breaks
+    lines inside sentences), cut after its last whole sentence within `limit` characters (the first sentence
+    whole, however long), so it never stops mid-sentence."""
+    lines: list[str] = []
+    for line in (" ".join(raw.split()) for raw in text.strip().splitlines()):
+        if lines and line[:1].islower():
+            lines[-1] += " " + line
+        elif line:
+            lines.append(line)
+    joined = "\n".join(lines)
+    if len(joined) <= limit:
+        return joined
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s+[A-Z])", joined)]  # not inside "e.g. list"
+    fits = [e for e in ends if e <= limit]
+    return joined[:fits[-1] if fits else (ends[0] if ends else len(joined))]
+
+
 def _unused_branch(rank: int, width: int, seed: int) -> dict:
     """A model whose `unused` branch never runs: DDP fails without find_unused_parameters, works with it."""
     class Branchy(nn.Module):
@@ -288,7 +307,7 @@ def _unused_branch(rank: int, width: int, seed: int) -> dict:
                 model(x).sum().backward()
             out[str(flag)] = {"ok": True, "error": ""}
         except RuntimeError as err:
-            out[str(flag)] = {"ok": False, "error": str(err).strip().split("\n")[0][:400]}
+            out[str(flag)] = {"ok": False, "error": whole_sentences(str(err))}
     return out
 
 

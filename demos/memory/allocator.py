@@ -51,6 +51,28 @@ def fmt_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+def torch_size(n: int) -> str:
+    """A size as torch's OOM message writes it (c10's format_size): up to 1024 in bytes, then KiB up to 1 MiB, MiB
+    up to 1 GiB, else GiB, with two decimals."""
+    if n <= KiB:
+        return f"{n} bytes"
+    for unit, scale in (("KiB", KiB), ("MiB", MiB)):
+        if n <= scale * KiB:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n / GiB:.2f} GiB"
+
+
+# torch's CUDA OOM message, c10/cuda/CUDACachingAllocator.cpp (pytorch/pytorch at eb42ad6, the TORCH_CHECK_WITH
+# in DeviceCachingAllocator::malloc; the process clause from reportProcessMemoryInfo). One clause per process NVML
+# lists on the GPU ("Process <pid> has ..." for others); no CUDA-graph pools and no memory fraction here.
+OOM_FORMAT = ("CUDA out of memory. Tried to allocate {alloc}. GPU 0 has a total capacity of {total} of which {free} "
+              "is free. Including non-PyTorch memory, this process has {process} memory in use. Of the allocated "
+              "memory {allocated} is allocated by PyTorch, and {cached} is reserved by PyTorch but unallocated. If "
+              "reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+              "to avoid fragmentation.  See documentation for Memory Management  "
+              "(https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)")
+
+
 @dataclass
 class Block:
     offset: int
@@ -268,13 +290,11 @@ class CachingAllocator:
         self.peak_reserved = max(self.peak_reserved, self.reserved)
 
     def oom_message(self, nbytes: int) -> str:
-        """The anatomy of torch.OutOfMemoryError, filled in from the model's state."""
+        """torch.OutOfMemoryError's message (OOM_FORMAT), filled in from the model's state. 'Tried to allocate' is
+        what the allocator asked the device for: the request rounded to its segment size (get_allocation_size).
+        The modelled process holds only its segments (no CUDA context), so its memory in use is what it reserved."""
         cap = self.capacity or 0
         reserved, allocated = self.reserved, self.allocated
-        return (
-            f"CUDA out of memory. Tried to allocate {fmt_bytes(round_size(nbytes))}. GPU 0 has a total capacity of "
-            f"{fmt_bytes(cap)} of which {fmt_bytes(cap - reserved)} is free. Of the allocated memory "
-            f"{fmt_bytes(allocated)} is allocated by PyTorch, and {fmt_bytes(reserved - allocated)} is reserved "
-            "by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."
-        )
+        return OOM_FORMAT.format(alloc=torch_size(segment_size(round_size(nbytes))), total=torch_size(cap),
+                                 free=torch_size(cap - reserved), process=torch_size(reserved),
+                                 allocated=torch_size(allocated), cached=torch_size(reserved - allocated))

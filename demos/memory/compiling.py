@@ -7,6 +7,7 @@ dynamo first. Each takes the server's run slot (demos.guests) first: one heavy r
 import contextlib
 import inspect
 import io
+import math
 import textwrap
 import time
 from dataclasses import dataclass
@@ -171,11 +172,15 @@ def _shape_settings(shapes: tuple[tuple[int, ...], ...]) -> dict:
 
 
 def _compiled_graphs(inputs: list[torch.Tensor], dynamic: bool | None, fn=clean) -> list[str]:
-    """The input signature of every graph dynamo compiles while fn is called on each input in turn."""
+    """The input signature of every graph dynamo compiles while fn is called on each input in turn: each graph
+    input as the graph holds it (its placeholder's example value), so a symbolic size reads s77, not the size of
+    the call that compiled it."""
     seen = []
 
     def backend(gm, example_inputs):
-        seen.append(", ".join(_describe(t) for t in example_inputs))
+        held = [n.meta.get("example_value", x) for n, x in
+                zip(gm.graph.find_nodes(op="placeholder"), example_inputs, strict=True)]
+        seen.append(", ".join(_describe(t) for t in held))
         return gm.forward
 
     torch._dynamo.reset()  # an empty cache: count this call's compiles only
@@ -272,6 +277,18 @@ def time_compile(size: int, repeats: int = 20) -> CompileTiming:
                   settings={"size": size, "repeats": repeats}, run=print_each("eager_vs_compiled(size, repeats)"))
     with fresh_dynamo():
         return CompileTiming(size, **eager_vs_compiled(size, repeats), code=code)
+
+
+def payoff_sentence(t: CompileTiming) -> str:
+    """The one-off compile time against what each compiled call saves, from the timing's own numbers."""
+    saved = t.eager_ms - t.compiled_ms
+    head = f"Compiling took {t.compile_s:.1f} s, once"
+    if saved <= 0:
+        return (head + f"; here the compiled call ({t.compiled_ms:.3f} ms) is no faster than eager "
+                f"({t.eager_ms:.3f} ms) at size {t.size}, so it never pays that back.")
+    calls = math.ceil(1000 * t.compile_s / saved)
+    return (head + f"; each compiled call saves {saved:.3f} ms ({t.eager_ms:.3f} → {t.compiled_ms:.3f} ms) at size "
+            f"{t.size}, so it pays for itself after {calls:,} calls.")
 
 
 TIMING_IMPORTS = """import statistics

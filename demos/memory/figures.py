@@ -94,9 +94,9 @@ def timeline_figure(t, capacity: float | None = None, card: str = "") -> go.Figu
         shapes.append(dict(type="line", xref="paper", x0=0, x1=1, y0=capacity / scale, y1=capacity / scale,
                            line=dict(color=COLORS["error"], dash="dash", width=2)))
         headroom = usable(capacity) - max(t.reserved, default=0)
-        room = (f"headroom ≈ {fmt_bytes(headroom)} above the peak reserved, CUDA context and workspaces"
-                if headroom >= 0 else f"the peak reserved, CUDA context and workspaces are ≈ {fmt_bytes(-headroom)} "
-                "over: OOM")
+        room = (f"headroom ≈ {fmt_bytes(headroom)} above the peak reserved, CUDA context and workspace allowance"
+                if headroom >= 0 else f"the peak reserved, CUDA context and workspace allowance are ≈ "
+                f"{fmt_bytes(-headroom)} over: OOM")
         notes.append(dict(x=1, xref="paper", y=capacity / scale, xanchor="right", yanchor="top", showarrow=False,
                           text=f"{card}: {fmt_bytes(capacity)}, OOM above ({room})", **badge("error")))
     fig.update_layout(shapes=shapes, annotations=notes)
@@ -150,7 +150,7 @@ def sweep_figure(batches, peaks: dict, capacity: float, card: str, fits: dict) -
                         marker=dict(symbol=SWEEP_MARKER[i % 4], size=8 + 3 * (len(peaks) - 1 - i)))
     fig.add_hline(y=capacity / scale, line=dict(color=COLORS["error"], dash="dash"), annotation_text=f"{card}")
     fig.add_hline(y=usable(capacity) / scale, line=dict(color=COLORS["error"], dash="dot"),
-                  annotation_text=f"less CUDA context and workspaces: {fmt_bytes(usable(capacity))}",
+                  annotation_text=f"less CUDA context and workspace allowance: {fmt_bytes(usable(capacity))}",
                   annotation_position="bottom right")
     # a linear axis, so the affine peak draws as a straight line, as the caption under the chart says
     fig.update_xaxes(title="batch size", type="linear", rangemode="tozero", tickvals=list(batches))

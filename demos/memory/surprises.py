@@ -55,24 +55,30 @@ def optimizer_peak(t: Timeline, unfused: Timeline | None = None) -> str | None:
 
 def autocast_above(plain_name: str, auto_name: str, batch: int, plain: Timeline, auto: Timeline,
                    drawn: tuple[int, int]) -> str | None:
-    """Why an autocast run peaks above its full-precision twin: the low-precision copies its casts keep alive.
+    """Why an autocast run's drawn peak (reserved bytes, allocator model) is above its full-precision twin's.
 
-    `drawn` is the pair of peaks the chart shows (allocator model, plain then autocast); the composition comes
-    from the tracked storages alive at each run's own peak.
+    `drawn` is the pair the chart shows (plain, then autocast). Either autocast's tensors peak higher (the
+    low-precision copies its casts keep alive outweigh what half precision saved), or they peak lower and the
+    allocator model's cache makes the difference; the sentence says which, from the two runs' own numbers.
     """
     if drawn[1] <= drawn[0]:
         return None
+    above, below = _distinct(drawn[1], drawn[0])
+    head = f"Why {auto_name} peaks above {plain_name} at batch {batch}: {above} against {below} reserved, as drawn."
     casts = [g for g in auto.peak_groups if g.op == "_to_copy" and g.dtype in LOW_PRECISION]
+    if auto.peak > plain.peak:
+        return head + (_cast_copies(plain_name, plain, auto, casts) if casts else
+                       f" Its tensors peak higher too: {fmt_bytes(auto.peak)} against {fmt_bytes(plain.peak)}.")
+    return head + _tensors_lower(plain_name, plain, auto, casts) + _allocator_cache(plain_name, plain, auto)
+
+
+def _cast_copies(plain_name: str, plain: Timeline, auto: Timeline, casts: list[Group]) -> str:
+    """The tensors' side: autocast's low-precision copies outweigh what half precision saved at the peak."""
     cast_bytes = sum(g.nbytes for g in casts)
-    if not casts:
-        return None
-    low = casts[0].dtype
     biggest = max(casts, key=lambda g: max(g.largest or (0,)))
     rest_auto, rest_plain = auto.peak - cast_bytes, plain.peak
-    above, below = _distinct(drawn[1], drawn[0])
-    text = (f"Why {auto_name} peaks above {plain_name} at batch {batch}: {above} against {below} as drawn. "
-            f"At its peak ({peak_phase(auto)}) autocast's casts hold "
-            f"{fmt_bytes(cast_bytes)} of {low} copies ({sum(g.count for g in casts)} tensors, the largest "
+    text = (f" Its tensors peak higher: at its peak ({peak_phase(auto)}) autocast's casts hold "
+            f"{fmt_bytes(cast_bytes)} of {casts[0].dtype} copies ({sum(g.count for g in casts)} tensors, the largest "
             f"{_shape(biggest.largest)}) that the {plain_name} run never makes, while everything else at its peak "
             f"takes {fmt_bytes(rest_auto)}, "
             + (f"only {fmt_bytes(rest_plain - rest_auto)} less than" if rest_plain > rest_auto else "no less than")
@@ -85,6 +91,36 @@ def autocast_above(plain_name: str, auto_name: str, batch: int, plain: Timeline,
                     else f"outputs, the largest {_shape(top_auto.largest)}, together ")
                  + f"{fmt_bytes(top_auto.nbytes)}.")
     return text
+
+
+def _tensors_lower(plain_name: str, plain: Timeline, auto: Timeline, casts: list[Group]) -> str:
+    """The tensors' side when they are not the reason: autocast's peak of live tensors is the lower one."""
+    copies = (f", its {fmt_bytes(sum(g.nbytes for g in casts))} of {casts[0].dtype} copies included"
+              if casts else "")
+    less = f"{fmt_bytes(plain.peak - auto.peak)} less than" if plain.peak > auto.peak else "as much as"
+    return (f" Its tensors do not: at its peak ({peak_phase(auto)}) they take {fmt_bytes(auto.peak)}{copies}, "
+            f"{less} the {fmt_bytes(plain.peak)} at {plain_name}'s peak ({peak_phase(plain)}).")
+
+
+def cache_growth(t: Timeline) -> tuple[int, int, int]:
+    """(op, request bytes, bytes free in cached blocks just before it) for the request that last grew reserved:
+    the allocator model reserves a new segment only when no cached free block fits the request."""
+    i = t.reserved.index(max(t.reserved))
+    before = (t.reserved[i - 1] - t.allocated[i - 1]) if i else 0
+    request = t.total[i] - (t.total[i - 1] if i else 0)
+    return t.op_index[i], request, before
+
+
+def _allocator_cache(plain_name: str, plain: Timeline, auto: Timeline) -> str:
+    """The allocator's side: reserved minus allocated at the peaks, and the request that last grew the segments."""
+    cache_auto = max(auto.reserved) - auto.predicted_peak_allocated
+    cache_plain = max(plain.reserved) - plain.predicted_peak_allocated
+    op, request, free = cache_growth(auto)
+    return (f" The difference is the allocator model's cache: its peak reserved exceeds its peak allocated by "
+            f"{fmt_bytes(cache_auto)}, against {fmt_bytes(cache_plain)} for {plain_name}. When its reserved bytes "
+            f"last grew (op {op}), a request of {fmt_bytes(request)} found no cached free block to fit it although "
+            f"{fmt_bytes(free)} were free in cached blocks it could not use (too small, or in the other pool), so a "
+            "new segment was reserved.")
 
 
 def _distinct(a: int, b: int) -> tuple[str, str]:

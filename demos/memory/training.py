@@ -32,13 +32,20 @@ CONV_WORKSPACE_SOURCE = ("estimated: fitted to the Small CNN at batch 256 on an 
 CONV_OPS = ("convolution", "convolution_backward")
 
 # What a card holds before a training step's first tensor, so that headroom is counted from capacity less these.
-# Workspaces: measured, memory_reserved() after the cuBLAS workspaces were made and empty_cache() ran, H200, torch
-# 2.11 (assets/gpu/probe_ws.txt, "reserved at start"): the segments the workspaces pin. CUDA context: an estimate,
-# not measured in this project: the driver's per-process context and loaded kernels, outside memory_reserved(),
-# typically 300 to 600 MiB with CUDA 12+ lazy module loading (nvidia-smi's per-process use minus memory_reserved()).
-WORKSPACE_RESERVED = 364_904_448
+# Workspaces: cuBLAS keeps a 32 MiB workspace for each thread that runs a matmul (the step's thread and autograd's
+# device thread) and cuBLASLt 1 MiB: 65 MiB, measured on an H200 with torch 2.11 (assets/gpu/probe_ws.txt, "=ws").
+# They stay allocated, so the segments they sit in cannot be returned; how large those segments are depends on
+# what was allocated before the workspaces were made. The probe's one measurement after a GPT-2 small step and
+# empty_cache() ("=pin", "reserved at start") found them pinning two large segments (198 MiB and 148 MiB) and a
+# 2 MiB one: 348 MiB, used here as an allowance for every model and card, not measured for them.
+# CUDA context: an estimate, not measured in this project: the driver's per-process context and loaded kernels,
+# outside memory_reserved(), typically 300 to 600 MiB with CUDA 12+ lazy module loading (nvidia-smi's per-process
+# use minus memory_reserved()).
+WORKSPACE_BYTES = 2 * 32 * MiB + 1 * MiB
+WORKSPACE_ALLOWANCE = 364_904_448
 CUDA_CONTEXT_ESTIMATE = 500 * MiB
-OVERHEAD_SOURCE = ("workspace segments measured on an H200 (assets/gpu/probe_ws.txt); CUDA context estimated "
+OVERHEAD_SOURCE = ("the workspace allowance is one H200 measurement after a GPT-2 small step "
+                   "(assets/gpu/probe_ws.txt), not of this model or card; the CUDA context is estimated "
                    "(typically 300 to 600 MiB with CUDA 12+ lazy loading, not measured here)")
 MEMTRUTH = Path(__file__).resolve().parents[2] / "assets" / "gpu" / "memtruth_h200_after.json"
 
@@ -384,8 +391,25 @@ def gpu_fit(predicted: Timeline) -> str | None:
 
 
 def usable(capacity: float) -> float:
-    """What a card leaves for the allocator's segments: capacity less the CUDA context and the workspace segments."""
-    return capacity - CUDA_CONTEXT_ESTIMATE - WORKSPACE_RESERVED
+    """What a card leaves for the allocator's segments: capacity less the CUDA context estimate and the workspace
+    allowance."""
+    return capacity - CUDA_CONTEXT_ESTIMATE - WORKSPACE_ALLOWANCE
+
+
+def headroom_sentence(t: "Timeline", card: str) -> str:
+    """Where the timeline's headroom on `card` comes from, in the numbers the figure used, each named for what it
+    is: a card's capacity, an estimate, an allowance from one measurement, and the allocator model's peak."""
+    capacity, peak = CARDS[card], max(t.reserved)
+    room = usable(capacity) - peak
+    return (f"Headroom on the {card}: {fmt_bytes(capacity)} less the CUDA context (≈ "
+            f"{fmt_bytes(CUDA_CONTEXT_ESTIMATE)}, an estimate), an allowance of {fmt_bytes(WORKSPACE_ALLOWANCE)} for "
+            f"the segments holding the cuBLAS workspaces and the peak reserved (model) {fmt_bytes(peak)} leaves ≈ "
+            f"{fmt_bytes(room)}" + (" (negative: OOM)" if room < 0 else "") + ". "
+            f"The workspaces themselves are {fmt_bytes(WORKSPACE_BYTES)} on an H200 (32 MiB for each of the two "
+            "threads that run matmuls, 1 MiB for cuBLASLt), but the segments they sit in stay reserved while they "
+            "live, and how large those are depends on what was allocated before: the allowance is what they pinned "
+            "in one H200 process after a GPT-2 small step (assets/gpu/probe_ws.txt), not measured for this model "
+            "or card.")
 
 
 @dataclass(frozen=True)
@@ -514,26 +538,41 @@ for phase, _op, alloc, reserv, _peak in measure.rows:  # CUDA only: the real all
 
 @dataclass(frozen=True)
 class LoggingTrap:
-    kept_graph: tuple[int, ...]  # live bytes after each batch: validation with grad on, summing loss tensors
+    kept_graph: tuple[int, ...]  # bytes the loop keeps after each batch: validation with grad on, summing loss tensors
     no_grad: tuple[int, ...]  # the same loop under torch.no_grad()
+    parameter_bytes: int  # what both loops only read, left out of the counts: the model's parameters...
+    batch_bytes: int  # ...and the batch (inputs and targets)
+    model_name: str
+    batch: int
     code: str
 
 
-def live_after_batches(model_name: str, batch: int, batches: int, grad: bool) -> tuple[int, ...]:
-    """Live bytes (allocator-rounded) after each batch of a validation loop that keeps summing loss tensors."""
+READ_ONLY = ("parameter", "input")  # what a validation loop reads but does not make: not counted as kept
+
+
+def live_after_batches(model_name: str, batch: int, batches: int, grad: bool) -> dict:
+    """Bytes (allocator-rounded) a validation loop that keeps summing loss tensors holds after each batch, besides
+    the parameters and the batch it reads; and those two, counted once (every storage tagged before the loop)."""
     preset = MODELS[model_name]
     torch.manual_seed(0)
     tracker = StorageTracker("meta")
     with torch.device("meta"):
         model = build_model(preset, 64)
     x, y = make_batch(preset, batch, 64, "meta")
-    live = []
+    for p in model.parameters():
+        tracker.tag(p, "parameter")
+    for t in (x, y):
+        tracker.tag(t, "input")
+    kept = []
     with tracker, torch.set_grad_enabled(grad):
         total = torch.zeros((), device="meta")
         for _ in range(batches):
             total = total + loss_of(model, preset, x, y)  # no backward: the graph stays attached to total
-            live.append(sum(-(-tracker.storages[s].nbytes // 512) * 512 for s in tracker.live_sids()))
-    return tuple(live)
+            kept.append(sum(round_size(tracker.storages[s].nbytes) for s in tracker.live_sids()
+                            if tracker.category(s) not in READ_ONLY))
+    read = {c: sum(round_size(tracker.storages[s].nbytes) for s in tracker.live_sids() if tracker.category(s) == c)
+            for c in READ_ONLY}
+    return {"kept": tuple(kept), "parameter_bytes": read["parameter"], "batch_bytes": read["input"]}
 
 
 @entry("MLP (4 x 2048)", 32, 2)
@@ -542,20 +581,36 @@ def logging_trap(model_name: str = "MLP (4 x 2048)", batch: int = 256, batches: 
     validate(RunSpec(model=model_name, batch=batch))
     code = script(live_after_batches, imports=TRAP_IMPORTS,
                   settings={"model_name": model_name, "batch": batch, "batches": batches}, run=TRAP_RUN)
-    return LoggingTrap(live_after_batches(model_name, batch, batches, True),
-                       live_after_batches(model_name, batch, batches, False), code)
+    trap, correct = (live_after_batches(model_name, batch, batches, grad) for grad in (True, False))
+    return LoggingTrap(trap["kept"], correct["kept"], trap["parameter_bytes"], trap["batch_bytes"], model_name, batch,
+                       code)
+
+
+def trap_caption(trap: LoggingTrap) -> str:
+    """What the trap's two metrics count, and what they leave out, in the trap's own numbers."""
+    graph = trap.kept_graph[0] - trap.no_grad[0]  # one batch's graph: what the trap keeps beyond the total
+    return (f"Both loops ran just now on meta tensors ({trap.model_name}, batch {trap.batch}) under the same tracker. "
+            f"Kept = every storage alive after the batch except what both loops only read: the model's parameters "
+            f"({fmt_bytes(trap.parameter_bytes)}, weights and biases) and the batch ({fmt_bytes(trap.batch_bytes)}). "
+            f"The correct loop keeps only its running total ({fmt_bytes(trap.no_grad[-1])}: one scalar in the "
+            f"allocator's smallest block); in the trap each kept loss tensor holds its whole graph, with every "
+            f"activation it saved: {fmt_bytes(graph)} more per batch.")
 
 
 TRAP_IMPORTS = """# Run from the repository root: it uses this app's storage tracker on meta tensors.
 import torch
 
-from demos.memory.allocator import fmt_bytes
+from demos.memory.allocator import fmt_bytes, round_size
 from demos.memory.models import MODELS, build_model, loss_of, make_batch
-from demos.memory.tracker import StorageTracker"""
+from demos.memory.tracker import StorageTracker
+from demos.memory.training import READ_ONLY"""
 
 TRAP_RUN = """for name, grad in (("trap: grad on, total = total + loss", True), ("correct: torch.no_grad()", False)):
     live = live_after_batches(model_name, batch, batches, grad)
-    print(f"{name}: live after {len(live)} batches {fmt_bytes(live[-1])}, +{fmt_bytes(live[-1] - live[0])}")"""
+    kept = live["kept"]
+    print(f"{name}: kept after {len(kept)} batches {fmt_bytes(kept[-1])}, +{fmt_bytes(kept[-1] - kept[0])}")
+print(f"not counted, read by both: parameters {fmt_bytes(live['parameter_bytes'])}, "
+      f"batch {fmt_bytes(live['batch_bytes'])}")"""
 
 
 BENCH_CASES = {

@@ -62,10 +62,13 @@ def naive_save(obj, path: Path, opener=open) -> None:
 @dataclass(frozen=True)
 class CrashResult:
     strategy: str
-    bytes_on_disk: int
+    files: tuple[tuple[str, int, str], ...]  # every file in the save's folder after the crash: name, bytes, holds
     new_file_bytes: int  # the whole new checkpoint, had the save finished
-    load_outcome: str  # what torch.load says about the file after the crash
+    load_outcome: str  # what torch.load says about the checkpoint's path after the crash
     loaded_step: int | None  # the step stored in the checkpoint that survived, if any
+
+
+OLD, NEW_PREFIX = "the old checkpoint", "the start of the new checkpoint"  # what _holds says of a file
 
 
 def _checkpoint(step: int, width: int) -> dict:
@@ -73,39 +76,82 @@ def _checkpoint(step: int, width: int) -> dict:
     return {"model": MLP(width=width).state_dict(), "step": step}
 
 
-def crash_both_ways(fraction: float, width: int) -> list[tuple]:
+def _saved(obj) -> bytes:
+    """The bytes torch.save writes for obj."""
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def _holds(data: bytes, old: bytes, new: bytes) -> str:
+    """What a file left on disk holds: the old checkpoint byte for byte, a start of the new one, or neither."""
+    if data == old:
+        return "the old checkpoint"
+    return "the start of the new checkpoint" if new.startswith(data) else "neither checkpoint"
+
+
+def crash_both_ways(fraction: float, width: int) -> list[dict]:
     """Save step 1 cleanly, then crash while saving step 2 after `fraction` of its bytes, naively and atomically.
 
-    One row per strategy: its name, the bytes on disk after the crash, the new file's size, what torch.load says."""
-    size = saved_bytes(_checkpoint(2, width))
+    One row per strategy, each in its own folder: every file there after the crash (name, bytes, what it holds),
+    the new checkpoint's size, and what torch.load says about the checkpoint's path."""
+    new = _saved(_checkpoint(2, width))
     rows = []
-    with tempfile.TemporaryDirectory(prefix="wb-ckpt-") as folder:
+    with tempfile.TemporaryDirectory(prefix="wb-ckpt-") as root:
         strategies = (("naive: open(path, 'wb')", naive_save), ("atomic: temp file + os.replace", atomic_save))
         for strategy, save in strategies:
-            path = Path(folder) / f"{save.__name__}.pt"
+            folder = Path(root) / save.__name__
+            folder.mkdir()
+            path = folder / "checkpoint.pt"
             save(_checkpoint(1, width), path)
+            old = path.read_bytes()
             try:
-                save(_checkpoint(2, width), path, opener=lambda p, mode: CrashingFile(p, int(size * fraction)))
+                save(_checkpoint(2, width), path, opener=lambda p, mode: CrashingFile(p, int(len(new) * fraction)))
             except (OSError, RuntimeError):
                 pass  # the crash; torch's zip writer may re-raise it as a RuntimeError
-            rows.append((strategy, path.stat().st_size, size, *_load_outcome(path)))
+            files = tuple((f.name, f.stat().st_size, _holds(f.read_bytes(), old, new))
+                          for f in sorted(folder.iterdir()))
+            rows.append({"strategy": strategy, "files": files, "new_bytes": len(new), **_load_outcome(path)})
     return rows
 
 
-def _load_outcome(path: Path) -> tuple[str, int | None]:
+def _load_outcome(path: Path) -> dict:
     """What torch.load says about the file, and the step of the checkpoint it loads (None if it cannot)."""
     try:
         step = torch.load(path)["step"]
-        return f"loads: the checkpoint of step {step}", step
+        return {"load": f"loads: the checkpoint of step {step}", "step": step}
     except Exception as err:  # a truncated zip archive: RuntimeError from the reader
-        return f"{type(err).__name__}: {str(err).splitlines()[0]}", None
+        return {"load": f"{type(err).__name__}: {str(err).splitlines()[0]}", "step": None}
 
 
 def crash_during_save(fraction: float, width: int = 128) -> tuple[CrashResult, CrashResult]:
     """Save step 1 cleanly, then crash while saving step 2 after `fraction` of its bytes, both ways."""
     if not 0.0 < fraction < 1.0:
         raise InputError(f"The crash point must be strictly between 0 and 1 of the file; got {fraction}.")
-    return tuple(CrashResult(*row) for row in crash_both_ways(fraction, width))
+    return tuple(CrashResult(r["strategy"], r["files"], r["new_bytes"], r["load"], r["step"])
+                 for r in crash_both_ways(fraction, width))
+
+
+def file_sentence(name: str, size: int, holds: str, new_bytes: int) -> str:
+    """One file left after the crash, described by what it holds."""
+    if holds == OLD:
+        return f"`{name}`: {size:,} bytes, the old checkpoint (step 1), byte for byte"
+    if holds == NEW_PREFIX:
+        return f"`{name}`: {size:,} bytes, the first {size:,} of the new checkpoint's {new_bytes:,} bytes"
+    return f"`{name}`: {size:,} bytes, neither checkpoint"
+
+
+def crash_sentence(res: CrashResult, width: int) -> str:
+    """What is on disk after the crash, file by file, and what that means for the old and the new checkpoint."""
+    listed = "; ".join(file_sentence(*f, res.new_file_bytes) for f in res.files)
+    text = f"On disk after the crash (width {width} weights and the step): {listed}."
+    if all(holds != OLD for _, _, holds in res.files):
+        text += " No file holds the old checkpoint any more."
+    leftovers = [name for name, _, holds in res.files if holds == NEW_PREFIX and name.endswith(".tmp")]
+    if leftovers:
+        text += (f" The partial new checkpoint is the orphaned `{leftovers[0]}`, never renamed: the next save "
+                 "overwrites it, or a cleanup deletes it.")
+    return text
 
 
 @dataclass(frozen=True)
@@ -146,8 +192,8 @@ def checkpoint_contents(width: int = 128) -> CheckpointContents:
 def checkpoint_code(width: int, fraction: float) -> Script:
     """The section as one script: the bytes of each checkpoint item, then the crash, naive and atomic."""
     return script(
-        MLP, saved_bytes, checkpoint_items, CrashingFile, atomic_save, naive_save, _checkpoint, crash_both_ways,
-        _load_outcome, imports=IMPORTS, settings={"width": width, "fraction": fraction}, run=RUN)
+        MLP, saved_bytes, checkpoint_items, CrashingFile, atomic_save, naive_save, _checkpoint, _saved, _holds,
+        crash_both_ways, _load_outcome, imports=IMPORTS, settings={"width": width, "fraction": fraction}, run=RUN)
 
 
 @dataclass(frozen=True)
@@ -176,5 +222,7 @@ from torch import nn"""
 
 RUN = """for name, (item, serving) in checkpoint_items(width).items():
     print(f"{name}: {saved_bytes(item)} bytes", "(serving needs it)" if serving else "")
-for strategy, on_disk, new_size, outcome, _step in crash_both_ways(fraction, width):
-    print(f"{strategy}: {on_disk} of {new_size} bytes on disk; torch.load {outcome}")"""
+for row in crash_both_ways(fraction, width):
+    print(f"{row['strategy']}: torch.load {row['load']}")
+    for file, size, holds in row["files"]:
+        print(f"  {file}: {size} bytes, {holds} ({row['new_bytes']} bytes new)")"""

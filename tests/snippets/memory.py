@@ -27,8 +27,10 @@ def memory_timeline(t, run):
 @checks(training.logging_trap)
 def validation_trap(trap, run):
     out = run(linted(trap.code))
-    for live in (trap.kept_graph, trap.no_grad):
-        assert f"live after 2 batches {fmt_bytes(live[-1])}, +{fmt_bytes(live[-1] - live[0])}" in out
+    for kept in (trap.kept_graph, trap.no_grad):
+        assert f"kept after 2 batches {fmt_bytes(kept[-1])}, +{fmt_bytes(kept[-1] - kept[0])}" in out
+    assert (f"not counted, read by both: parameters {fmt_bytes(trap.parameter_bytes)}, "
+            f"batch {fmt_bytes(trap.batch_bytes)}") in out
 
 
 @checks(cache_demo.run_script)

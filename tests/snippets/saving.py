@@ -20,7 +20,9 @@ def checkpoint_contents_and_the_crash(r, run):
     for row in r.contents.rows:
         assert f"{row['item']}: {row['bytes']} bytes" in out
     for crash in r.crashes:
-        assert f"{crash.strategy}: {crash.bytes_on_disk} of {crash.new_file_bytes} bytes on disk" in out
+        assert f"{crash.strategy}: torch.load {crash.load_outcome}" in out
+        for name, size, holds in crash.files:
+            assert f"  {name}: {size} bytes, {holds} ({crash.new_file_bytes} bytes new)" in out
     assert r.crashes[1].load_outcome in out and r.crashes[1].loaded_step == 1
 
 
