@@ -127,8 +127,9 @@ def block_section() -> None:
         same = ui.compute(block.block_equivalence, embed, heads, tokens, batch, activation, eps, seed)
         costs = ui.compute(block.block_costs, embed, heads, tokens, batch, activation, seed)
         ui.plot(ui.compute(block_figs.block_figure, same, costs), key="tf_block_fig")
-        st.caption("Bars: the formula, part by part. ◆: what torch measured. The first panel's bars are labelled "
-                   "with their values; hover one for the path the layer took.")
+        st.caption("First panel: max |difference| in each run of the layer (p: its dropout); hover a bar for the "
+                   "value and the path the layer took. Other panels: bars are the formula, part by part; ◆ is "
+                   "what torch measured.")
         ui.steps([block.equivalence_sentence(same, False), block.equivalence_sentence(same, True),
                   block.path_sentence(same), block.dropout_sentence(same)], key="tf_block_steps")
         ui.show_code(same.code, key="tf_block_same_code", file_name="block_by_hand.py")

@@ -16,8 +16,8 @@ from demos.quiz import Question
 from demos.shown import Script, entry, print_each, script
 
 IMPORTS = ("import math\n\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
-           "from torch.utils._python_dispatch import TorchDispatchMode\n"
-           "from torch.utils.flop_counter import FlopCounterMode")
+           "from torch.utils._python_dispatch import TorchDispatchMode")
+COST_IMPORTS = IMPORTS + "\nfrom torch.utils.flop_counter import FlopCounterMode"
 EMBED_CHOICES = (8, 16, 24, 32, 48, 64)  # every one is divisible by every head count offered
 HEAD_CHOICES = (1, 2, 4, 8)
 ACTIVATIONS = ("relu", "gelu")
@@ -280,7 +280,7 @@ def block_costs(embed: int = 32, heads: int = 4, tokens: int = 8, batch: int = 2
     """One block's parameters, FLOPs per token and saved bytes per token, formula beside measurement."""
     validate(embed, heads, tokens, batch, activation, seed)
     code = script(make_block, attention_by_hand, mlp_by_hand, block_by_hand, parameter_parts, parameter_formula,
-                  flop_formula, counted_flops, memory_formula, saved_bytes, OpLog, cost_facts, imports=IMPORTS,
+                  flop_formula, counted_flops, memory_formula, saved_bytes, OpLog, cost_facts, imports=COST_IMPORTS,
                   settings={"embed": embed, "heads": heads, "tokens": tokens, "batch": batch,
                             "activation": activation, "seed": seed},
                   run=print_each("cost_facts(embed, heads, tokens, batch, activation, seed)"))
@@ -306,18 +306,18 @@ def equivalence_sentence(e: Equivalence, norm_first: bool) -> str:
 
 def path_sentence(e: Equivalence) -> str:
     """Why eval() took the path it took, from the path recorded and the one condition the settings can break."""
-    fused = "fused" in e.row(False, RUNS[0])[3]
-    if fused:
-        worst = max(r[2] for r in e.rows if r[1] != RUNS[2])
-    agree = (f"Both agree with the block written by hand to float32 rounding (at most {short(worst)})."
-             if worst < 1e-5 else f"They differ from the block written by hand by up to {short(worst)}.")
-    return ("In eval() under no_grad the layer skips its Python code and calls one fused op, "
-            "`torch._transformer_encoder_layer_fwd`; with grad enabled (or in train()) it runs self_attn, "
-            f"linear1, linear2 and the norms one by one. {agree}")
+    worst = max(r[2] for r in e.rows if r[1] != RUNS[2])
+    agree = (f"Every dropout-free run matches the block written by hand to float32 rounding (at most "
+             f"{short(worst)})." if worst < 1e-5 else
+             f"The dropout-free runs differ from the block written by hand by up to {short(worst)}.")
+    if "fused" in e.row(False, RUNS[0])[3]:
+        return ("In eval() under no_grad the layer skips its Python code and calls one fused op, "
+                "`torch._transformer_encoder_layer_fwd`; with grad enabled (or in train()) it runs self_attn, "
+                f"linear1, linear2 and the norms one by one. {agree}")
     reason = (f"the fast path needs an even number of heads and H = {e.heads}" if e.heads % 2 else
               "one of the fast path's conditions failed")
     return (f"Even in eval() under no_grad this layer ran its Python code, not the fused "
-            f"`torch._transformer_encoder_layer_fwd`: {reason}.")
+            f"`torch._transformer_encoder_layer_fwd`: {reason}. {agree}")
 
 
 def dropout_sentence(e: Equivalence) -> str:

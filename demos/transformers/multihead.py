@@ -242,7 +242,7 @@ def batch_first_trap(embed: int = 16, heads: int = 4, tokens: int = 6, batch: in
                      seed: int = 0) -> BatchFirstTrap:
     """The default batch_first=False fed a (B, T, E) tensor, against batch_first=True on the same weights."""
     validate(embed, heads, tokens, batch, seed)
-    code = script(inputs_and_module, batch_first_facts, imports=IMPORTS,
+    code = script(inputs_and_module, batch_first_facts, imports="import torch\nimport torch.nn as nn",
                   settings=_settings(embed, heads, tokens, batch, seed),
                   run=print_each("batch_first_facts(embed, heads, tokens, batch, seed)"))
     return BatchFirstTrap(embed, heads, tokens, batch, **batch_first_facts(embed, heads, tokens, batch, seed),

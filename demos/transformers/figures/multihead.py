@@ -12,8 +12,7 @@ WEIGHTS_SCALE = "Blues"
 
 def split_figure(s: HeadSplit) -> go.Figure:
     """Two (T, E) grids, one per split: each number coloured by the head that reads it; hover names its row there."""
-    titles = ("view(B, T, H, d).transpose(1, 2): head h reads features h·d … h·d+d−1 of every token",
-              "view(B, H, T, d) (the trap): head h reads whole tokens, row by row")
+    titles = ("right: view(B, T, H, d).transpose(1, 2)", "trap: view(B, H, T, d)")
     fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.08)
     scale = category_scale({f"head {h}": SERIES[h % len(SERIES)] for h in range(s.heads)})
     for col, (heads, rows) in enumerate(((s.head_right, s.row_right), (s.head_wrong, s.row_wrong)), 1):
