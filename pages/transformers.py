@@ -70,6 +70,7 @@ def multihead_section() -> None:
 
         st.subheader("Correct vs trap: batch_first=False (the default) fed (B, T, E)")
         trap = ui.compute(multihead.batch_first_trap, embed, heads, tokens, batch, seed)
+        st.markdown(multihead.who_attends_caption(trap))
         ui.plot(ui.compute(multihead_figs.batch_first_figure, trap), key="tf_mha_batch_first_fig")
         st.markdown(multihead.batch_first_sentence(trap))
         ui.show_code(trap.code, key="tf_mha_batch_first_code", file_name="batch_first_trap.py")

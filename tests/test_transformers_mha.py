@@ -1,6 +1,7 @@
 """Multi-head and The block (Attention & transformers): the demos' numbers against torch asked directly, each
 sentence the views show against its numbers at several settings, and bad settings answered in a sentence."""
 
+import math
 import re
 
 import pytest
@@ -121,14 +122,21 @@ def test_batch_first_trap_attends_across_the_batch(E, H, T, B):
 def test_figures_draw_each_number_once_with_its_head():
     s = multihead.head_split(16, 4, 6, 2, 0)
     fig = multihead_figs.split_figure(s)
-    assert [list(map(list, trace.z)) for trace in fig.data] == [s.head_right, s.head_wrong]
+    assert [trace.z.tolist() for trace in fig.data] == [s.head_right, s.head_wrong]
+    assert [trace.customdata.tolist() for trace in fig.data] == [s.row_right, s.row_wrong]
     t = multihead.batch_first_trap(16, 4, 3, 2, 0)
     right, trap = (torch.tensor(trace.z) for trace in multihead_figs.batch_first_figure(t).data)
-    assert torch.allclose(right.sum(dim=1), torch.ones(6)) and torch.allclose(trap.sum(dim=1), torch.ones(6))
-    assert trap[0, 3] == pytest.approx(t.trap_weights[0][0][1]), "s0 t0 attends to s1 t0 in the trap"
+    for grid in (right, trap):
+        assert torch.allclose(grid.sum(dim=1), torch.ones(6, dtype=grid.dtype), atol=2e-3), "each query's weights"
+    assert trap[0, 3] == pytest.approx(t.trap_weights[0][0][1], abs=1e-3), "s0 t0 attends to s1 t0 in the trap"
+    assert trap[4, 1] == pytest.approx(t.trap_weights[1][1][0], abs=1e-3), "s1 t1 attends to s0 t1 in the trap"
     assert right[0, 3] == 0 and trap[0, 1] == 0
     m = multihead.module_check(16, 4, 6, 2, True, 0)
-    assert len(multihead_figs.weights_figure(m).data) == 5
+    (weights,) = multihead_figs.weights_figure(m).data
+    panels = [weights.z[:, i * 7:i * 7 + 6] for i in range(5)]  # T = 6 columns, then one empty
+    assert all(abs(panels[h] - m.weights_item0[h]).max() < 1e-4 for h in range(4))
+    assert abs(panels[4] - m.averaged_item0).max() < 1e-4
+    assert all(math.isnan(v) for v in weights.z[:, 6]) and len(set(weights.x)) == len(weights.x)
 
 
 # ---- Multi-head: sentences ----------------------------------------------------------------------------------------
@@ -177,6 +185,16 @@ def test_batch_first_sentence_reads_its_shapes(E, H, T, B):
     else:
         assert f"come back as {(T, B, B)} instead of {(B, T, T)}" in said
     assert f"up to {multihead.short(t.max_abs_diff)}" in said
+    right, trap = multihead_figs.attention_grids(t)
+    caption = multihead.who_attends_caption(t)
+    for q in range(B * T):  # the trap's nonzero weights: the same position t in every sequence
+        assert {k % T for k in trap[q].nonzero()[0]} <= {q % T}
+        assert {k // T for k in right[q].nonzero()[0]} == {q // T}
+    if B > 1:
+        assert f"token t of all {B} sequences" in caption
+        assert all(len(trap[q].nonzero()[0]) == B for q in range(B * T))
+    else:
+        assert "attend only to itself" in caption and (trap.diagonal() > 0.999).all()
 
 
 # ---- The block: oracles ------------------------------------------------------------------------------------------
@@ -375,7 +393,8 @@ def test_multihead_view_shows_the_sentences_of_its_settings(query, args):
     for sentence in (multihead.module_sentence(check), multihead.parameters_sentence(check),
                      multihead.weights_sentence(check)):
         assert sentence in text
-    assert multihead.batch_first_sentence(multihead.batch_first_trap(E, H, T, B, seed)) in text
+    trap = multihead.batch_first_trap(E, H, T, B, seed)
+    assert multihead.batch_first_sentence(trap) in text and multihead.who_attends_caption(trap) in text
     assert len(at.get("plotly_chart")) == 3
 
 

@@ -310,6 +310,15 @@ def parameters_sentence(m: ModuleCheck) -> str:
             f"({what}). The {plural(m.heads, 'head')} add none: they split E.")
 
 
+def who_attends_caption(t: BatchFirstTrap) -> str:
+    """What the two grids show, true for one sequence as for several."""
+    trap = (f"the default one, fed (B, T, E), has token t of each sequence attend to token t of all {t.batch} "
+            "sequences and to nothing else" if t.batch > 1 else
+            "the default one, fed (B, T, E) with one sequence, has each token attend only to itself")
+    return (f"**Who attends to whom** (sequence s, token t): the right module keeps each token's weights within "
+            f"its own sequence; {trap}.")
+
+
 def batch_first_sentence(t: BatchFirstTrap) -> str:
     """What the default module did with a (B, T, E) tensor, read from its shapes and the measured difference."""
     across = (f"It matches the batch_first=True module run on `x.transpose(0, 1)` (max |difference| "
