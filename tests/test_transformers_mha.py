@@ -162,6 +162,13 @@ def test_module_sentences_read_their_numbers(E, H, T, B):
     said = multihead.module_sentence(m)
     for diff in (m.output_diff, m.fast_output_diff):
         assert ("equal bit for bit" if diff == 0 else f"at most {multihead.short(diff)}") in said
+    assert m.fused == (H % 2 == 0), "the fast path needs even heads (and the biases, on here)"
+    if m.fused:
+        assert "the module calls one fused op, `torch._native_multi_head_attention`" in said
+    else:
+        assert f"with H = {H} (odd) it ran its Python code again" in said
+    no_bias = multihead.module_check(E, H, T, B, False, 0)
+    assert not no_bias.fused and "bias=False it ran its Python code again" in multihead.module_sentence(no_bias)
     weights = multihead.weights_sentence(m)
     assert str((B, T, T)) in weights and str((B, H, T, T)) in weights
     assert f"the {H} head{'s' if H > 1 else ''} " in weights

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from demos.errors import InputError
 from demos.quiz import Question
 from demos.shown import Script, entry, print_each, script
+from demos.transformers.multihead import OpLog
 
 IMPORTS = ("import math\n\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
            "from torch.utils._python_dispatch import TorchDispatchMode")
@@ -68,18 +68,6 @@ def block_by_hand(x, layer, activation):
         return x + mlp_by_hand(norm(x, layer.norm2), layer, activation)
     x = norm(x + attention_by_hand(x, layer.self_attn), layer.norm1)
     return norm(x + mlp_by_hand(x, layer, activation), layer.norm2)
-
-
-class OpLog(TorchDispatchMode):
-    """Records every aten op that runs inside it: the fused fast path is one op, the Python path dozens."""
-
-    def __init__(self):
-        super().__init__()
-        self.ops = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(str(func))
-        return func(*args, **(kwargs or {}))
 
 
 def run_logged(layer, x):

@@ -7,12 +7,14 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from demos.errors import InputError
 from demos.quiz import Question
 from demos.shown import Script, entry, print_each, script
 
 IMPORTS = "import math\n\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F"
+MODULE_IMPORTS = IMPORTS + "\nfrom torch.utils._python_dispatch import TorchDispatchMode"
 EMBED_CHOICES = (8, 16, 24, 32, 48, 64)  # every one is divisible by every head count offered
 HEAD_CHOICES = (1, 2, 4, 8)
 MAX_TOKENS, MAX_BATCH, MAX_SEED = 16, 4, 9999
@@ -61,6 +63,18 @@ def multihead_by_hand(x, mha, split, merge):
     return mha.out_proj(merge(out)), weights
 
 
+class OpLog(TorchDispatchMode):
+    """Records every aten op that runs inside it: a fused fast path is one op, the Python path dozens."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
 def inputs_and_module(embed, heads, tokens, batch, seed, bias=True):
     """A seeded (B, T, E) input and a batch_first nn.MultiheadAttention with seeded weights."""
     torch.manual_seed(seed)
@@ -105,10 +119,11 @@ def module_facts(embed, heads, tokens, batch, bias, seed):
         mine, per_head = multihead_by_hand(x, mha, split_heads, merge_heads)
         out, averaged = mha(x, x, x)  # need_weights=True and average_attn_weights=True by default
         _, each_head = mha(x, x, x, average_attn_weights=False)
-        mha.eval()
-        fast, _ = mha(x, x, x, need_weights=False)  # eval, no_grad, no weights: the fused fast path
+        with OpLog() as log:  # eval, no_grad, no weights: the fused fast path, if the module allows it
+            fast, _ = mha.eval()(x, x, x, need_weights=False)
     return dict(
         output_diff=float((out - mine).abs().max()), fast_output_diff=float((fast - mine).abs().max()),
+        fused="aten._native_multi_head_attention.default" in log.ops,
         averaged_shape=tuple(averaged.shape), each_head_shape=tuple(each_head.shape),
         each_head_diff=float((each_head - per_head).abs().max()),
         average_diff=float((averaged - per_head.mean(dim=1)).abs().max()),
@@ -191,7 +206,8 @@ class ModuleCheck:
     tokens: int
     bias: bool
     output_diff: float  # max |nn.MultiheadAttention - by hand|, need_weights=True (the default)
-    fast_output_diff: float  # the same in eval with need_weights=False (the fused fast path)
+    fast_output_diff: float  # the same in eval under no_grad with need_weights=False
+    fused: bool  # whether that call ran the fused torch._native_multi_head_attention
     averaged_shape: tuple[int, ...]
     each_head_shape: tuple[int, ...]
     each_head_diff: float  # average_attn_weights=False against the weights computed by hand
@@ -213,8 +229,8 @@ def module_check(embed: int = 16, heads: int = 4, tokens: int = 6, batch: int = 
                  seed: int = 0) -> ModuleCheck:
     """nn.MultiheadAttention rebuilt from in_proj_weight and out_proj, its weights per head and averaged."""
     validate(embed, heads, tokens, batch, seed)
-    code = script(split_heads, merge_heads, attend, multihead_by_hand, inputs_and_module, module_facts,
-                  imports=IMPORTS, settings=_settings(embed, heads, tokens, batch, seed, bias=bias),
+    code = script(split_heads, merge_heads, attend, multihead_by_hand, OpLog, inputs_and_module, module_facts,
+                  imports=MODULE_IMPORTS, settings=_settings(embed, heads, tokens, batch, seed, bias=bias),
                   run=print_each("module_facts(embed, heads, tokens, batch, bias, seed)"))
     return ModuleCheck(embed, heads, tokens, bias, **module_facts(embed, heads, tokens, batch, bias, seed), code=code)
 
@@ -289,9 +305,17 @@ def right_split_clause(s: HeadSplit) -> str:
 
 
 def module_sentence(m: ModuleCheck) -> str:
-    return (f"`nn.MultiheadAttention` and the forward written by hand from its `in_proj_weight` and `out_proj` "
-            f"{apart(m.output_diff)} with need_weights=True (the default). In eval with need_weights=False it "
-            f"runs one fused kernel instead, and the two {apart(m.fast_output_diff)}.")
+    head = (f"`nn.MultiheadAttention` and the forward written by hand from its `in_proj_weight` and `out_proj` "
+            f"{apart(m.output_diff)} with need_weights=True (the default). ")
+    if m.fused:
+        return head + ("In eval() under no_grad with need_weights=False the module calls one fused op, "
+                       f"`torch._native_multi_head_attention`, and the two {apart(m.fast_output_diff)}.")
+    blocked = [why for why, applies in ((f"H = {m.heads} (odd)", m.heads % 2 == 1), ("bias=False", not m.bias))
+               if applies]
+    return head + ("In eval() under no_grad with need_weights=False the module would call the fused "
+                   "`torch._native_multi_head_attention`, which needs an even number of heads and the biases: "
+                   f"with {' and '.join(blocked) or 'these settings'} it ran its Python code again, and the two "
+                   f"{apart(m.fast_output_diff)}.")
 
 
 def weights_sentence(m: ModuleCheck) -> str:
