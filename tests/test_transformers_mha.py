@@ -368,14 +368,14 @@ def test_multihead_refuses_bad_settings_in_a_sentence(args, message):
     ((16, 6, 6, 2, "relu"), "Heads H must be one of 1, 2, 4, 8; got 6."),
     ((16, 4, 99, 2, "relu"), "Tokens T must be between 1 and 16; got 99."),
     ((16, 4, 6, 0, "relu"), "Batch B must be between 1 and 4; got 0."),
-    ((16, 4, 6, 2, "tanh"), "Activation must be relu or gelu; got 'tanh'."),
+    ((16, 4, 6, 2, "tanh"), "Activation must be relu or gelu; got `tanh`."),
 ])
 def test_block_refuses_bad_settings_in_a_sentence(args, message):
     with pytest.raises(InputError, match=re.escape(message)):
         block.block_costs(*args, 0)
     with pytest.raises(InputError, match=re.escape(message)):
         block.block_equivalence(*args, 1e-5, 0)
-    with pytest.raises(InputError, match=re.escape("layer_norm_eps must be one of 1e-05, 1e-06, 1e-12; got 0.1.")):
+    with pytest.raises(InputError, match=re.escape("layer_norm_eps must be one of 1e-05, 1e-06, 1e-12; got `0.1`.")):
         block.block_equivalence(16, 4, 6, 2, "relu", 0.1, 0)
 
 

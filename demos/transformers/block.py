@@ -10,7 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from demos.errors import InputError
+from demos.errors import InputError, quoted
 from demos.quiz import Question
 from demos.shown import Script, entry, print_each, script
 from demos.transformers.multihead import OpLog
@@ -188,7 +188,7 @@ def validate(embed: int, heads: int, tokens: int, batch: int, activation: str, s
     if not 1 <= batch <= MAX_BATCH:
         raise InputError(f"Batch B must be between 1 and {MAX_BATCH}; got {batch}.")
     if activation not in ACTIVATIONS:
-        raise InputError(f"Activation must be relu or gelu; got {activation!r}.")
+        raise InputError(f"Activation must be relu or gelu; got {quoted(activation)}.")
     if not 0 <= seed <= MAX_SEED:
         raise InputError(f"Seed must be between 0 and {MAX_SEED}; got {seed}.")
 
@@ -213,7 +213,7 @@ def block_equivalence(embed: int = 32, heads: int = 4, tokens: int = 8, batch: i
     """The hand-written block against nn.TransformerEncoderLayer, both norm placements, three runs each."""
     validate(embed, heads, tokens, batch, activation, seed)
     if eps not in EPS_CHOICES:
-        raise InputError(f"layer_norm_eps must be one of {', '.join(map(str, EPS_CHOICES))}; got {eps}.")
+        raise InputError(f"layer_norm_eps must be one of {', '.join(map(str, EPS_CHOICES))}; got {quoted(eps)}.")
     code = script(make_block, attention_by_hand, mlp_by_hand, block_by_hand, OpLog, run_logged, equivalence_facts,
                   imports=IMPORTS, settings={"embed": embed, "heads": heads, "tokens": tokens, "batch": batch,
                                              "activation": activation, "eps": eps, "seed": seed},
