@@ -126,7 +126,8 @@ def check_characters(text: str, field: str) -> None:
     for pos, ch in enumerate(text):
         if ch.isascii() and (ch.isprintable() or ch in _KEPT_CONTROLS) and ch not in "#\\":
             continue
-        name = unicodedata.name(ch, "").lower() or (
+        # the Unicode name as a code span: it is data, and some repeat a word (TAI THAM THAM DIGIT ZERO)
+        name = f"`{unicodedata.name(ch)}`" if unicodedata.name(ch, "") else (
             "a control character" if unicodedata.category(ch) == "Cc" else "an unnamed character")
         shown = quoted(ch) if ch.isprintable() else f"U+{ord(ch):04X}"  # an invisible one by its code point
         raise InputError(f"{field}: the character {shown} ({name}) at position {pos + 1} is not part of the "
