@@ -1,5 +1,7 @@
 """A URL copied from any view opens that view in a fresh browser, on its figure with nothing pressed: every tab of
-every page, and the training walk."""
+every page, and the training walk. The views are walked in whiteboard mode on a 1280x720 screen, so the one fresh open
+of each view's URL is also where its whiteboard layout is checked (tests/browser/test_whiteboard.py's
+assert_presentable)."""
 
 import re
 
@@ -18,6 +20,7 @@ from harness.browser import (
 )
 from pages.ui import marks
 from tests.browser.test_browser import QUESTION_CARD_PAGES, VIEWPORT, open_app, wait_visible_chart
+from tests.browser.test_whiteboard import SCREEN, assert_presentable
 
 pytestmark = pytest.mark.browser
 
@@ -52,16 +55,17 @@ def open_tab(page, tab) -> None:
     wait_loaded(page)
 
 
-def open_in_fresh_browser(browser, url: str):  # noqa: F811 (the fixture)
-    context, page = open_page(browser, url, viewport=VIEWPORT)
+def open_in_fresh_browser(browser, url: str, viewport: dict = VIEWPORT):  # noqa: F811 (the fixture)
+    context, page = open_page(browser, url, viewport=viewport)
     wait_loaded(page)
     return context, page
 
 
 def assert_same_view_on_its_figure(browser, url: str, seen: dict, name: str, card: bool) -> None:  # noqa: F811
     """The URL, opened in a fresh browser with nothing pressed, shows the same view, and that view shows a figure
-    (its default case ran once on this server and is shared) or, on Practice, its question card."""
-    context, page = open_in_fresh_browser(browser, url)
+    (its default case ran once on this server and is shared) or, on Practice, its question card; in whiteboard mode
+    on a 1280x720 screen that figure or card is whole on the first screen (assert_presentable)."""
+    context, page = open_in_fresh_browser(browser, url, SCREEN)
     try:
         wait_charts(page, seen["charts"])
         assert page.locator("[data-testid=stException]").count() == 0
@@ -70,7 +74,8 @@ def assert_same_view_on_its_figure(browser, url: str, seen: dict, name: str, car
             expect(page.get_by_role("button", name="Run it").first).to_be_visible()
         else:
             assert wait_visible_chart(page) >= 1, f"{url}: no figure without a press"
-        full_screenshot(page, f"view-{name}")
+        assert_presentable(page, name, seen["charts"])
+        full_screenshot(page, f"{name}-whiteboard")
     finally:
         context.close()
 
@@ -89,12 +94,16 @@ def tab_views(page, topic):
 
 
 @pytest.mark.parametrize("topic", registered(), ids=lambda t: t.slug)
-def test_a_copied_url_of_each_tab_opens_the_same_view(server, browser, topic):  # noqa: F811
-    context, page = open_app(browser, f"{server}/{topic.slug}")
+def test_a_copied_url_of_each_tab_opens_the_same_view_whole_on_a_1280x720_screen(server, browser, topic):  # noqa: F811
+    context, page = open_page(browser, f"{server}/{topic.slug}?whiteboard=true", viewport=SCREEN)
     try:
+        wait_loaded(page)
+        wait_charts(page, topic.charts)  # the defaults' charts (test_browser counts them)
         card = topic.slug in QUESTION_CARD_PAGES
         for name, url, seen in tab_views(page, topic):
-            assert_same_view_on_its_figure(browser, url, seen, f"{topic.slug}-{name}", card)
+            assert "whiteboard=true" in url, url
+            assert_same_view_on_its_figure(browser, url, seen, topic.slug + ("" if name == "default" else f"-{name}"),
+                                           card)
     finally:
         context.close()
 

@@ -4,19 +4,16 @@ on each kind of figure, downloads, keys that reveal and frame figure by figure, 
 import io
 import json
 import re
-import urllib.parse
 from contextlib import contextmanager
 
 import pytest
 from PIL import Image
 from playwright.sync_api import expect
 
-from demos.registry import registered
 from demos.style import PEN_COLORS
 from harness.browser import (
     act,
     artifacts_dir,
-    full_screenshot,
     next_frames,
     open_page,
     rerun,
@@ -339,13 +336,6 @@ def _metric_and_table_sizes(page) -> dict:
     )
 
 
-def _view_name(topic, query: dict) -> str:
-    tab = "-".join(re.sub(r"[^a-z0-9]+", "-", v.lower()).strip("-") for v in query.values())
-    return topic.slug + (f"-{tab}" if tab else "")
-
-
-# Every page at its defaults and each of its section tabs (the views the readability test runs in AppTest).
-VIEWS = [(t, q) for t in registered() for q in t.views()]
 # What a presenter frames: a figure, or a question card (Practice, Home); an interview corner's card (marks.CORNER)
 # sits below its view's figure and does not count as the view's first figure.
 FIGURE_OR_CARD = ("[data-testid=stPlotlyChart], [data-testid=stVegaLiteChart], [data-testid=stGraphVizChart], "
@@ -400,36 +390,29 @@ def whole_on_screen(box: dict, top: float = 0) -> bool:
         and box["right"] <= SCREEN["width"]
 
 
-@pytest.mark.parametrize(("topic", "query"), VIEWS, ids=[_view_name(t, q) for t, q in VIEWS])
-def test_every_view_in_whiteboard_mode_opens_on_its_figure_and_reads_from_the_back_of_the_room(
-        server, browser, topic, query):
-    """At 1280x720 in whiteboard mode: the first figure (or question card) whole on the first screen, nothing
-    sideways, metrics and tables at least body size, no metric label or figure title cut off. Saves the screen as
-    a presenter sees it and the whole page."""
-    name = _view_name(topic, query)
-    address = f"{server}/{topic.slug}?{urllib.parse.urlencode({**query, 'whiteboard': 'true'})}"
-    context, page = open_view(browser, address)
-    try:
-        wait_loaded(page)
-        wait_charts(page, 0 if query else topic.charts, timeout=60)  # the defaults' charts (test_browser counts them)
-        wait_every_chart_drawn(page)  # and every chart of this view drawn before measuring
-        assert page.locator("[data-testid=stException]").count() == 0
-        page.screenshot(path=str(artifacts_dir("screenshots") / f"{name}-whiteboard-screen.png"))
-        figures = boxes_on_screen_order(page)
-        assert figures, "the view opens on a figure or a question card"
-        assert whole_on_screen(figures[0]), f"the first figure is whole on the 1280x720 screen: {figures[0]}"
-        keys = [k for k in boxes_on_screen_order(page, KEY_ROW) if k["top"] < figures[0]["top"]]
-        assert all(whole_on_screen(k) and k["bottom"] - k["top"] <= KEY_ROW_HEIGHT for k in keys), \
-            f"the figure's key controls are one compact row above it, on the screen: {keys}"
-        assert not loose_controls(page), f"controls not folded away: {loose_controls(page)}"
-        pair = boxes_on_screen_order(page, PAIRED_FIGURES)
-        assert all(whole_on_screen(b) for b in pair), f"both figures of a pair are whole on the screen: {pair}"
-        sizes = _metric_and_table_sizes(page)
-        assert sizes["overflow"] <= 1, "nothing sticks out sideways at 1280 px"
-        assert all(m >= sizes["body"] for m in sizes["metrics"]), sizes
-        assert all(c >= 16 for c in sizes["cells"]), sizes
-        assert not sizes["clipped"], f"metric labels cut off: {sizes['clipped']}"
-        assert not sizes["titles"], f"figure titles or notes cut off at the figure's edge: {sizes['titles']}"
-        full_screenshot(page, f"{name}-whiteboard")
-    finally:
-        context.close()
+def assert_presentable(page, name: str, charts: int) -> None:
+    """A view opened in whiteboard mode at 1280x720 (the URL has whiteboard=true) reads from the back of the room:
+    the first figure (or question card) whole on the first screen, its key controls one compact row above it,
+    nothing else loose, nothing sideways, metrics and tables at least body size, no metric label or figure title
+    cut off. Saves the screen as a presenter sees it. tests/browser/test_shared_views.py calls this on the fresh
+    open of every view's copied URL, so every view is opened once for both checks."""
+    wait_loaded(page)
+    wait_charts(page, charts, timeout=60)
+    wait_every_chart_drawn(page)  # every chart of this view drawn before measuring
+    assert page.locator("[data-testid=stException]").count() == 0
+    page.screenshot(path=str(artifacts_dir("screenshots") / f"{name}-whiteboard-screen.png"))
+    figures = boxes_on_screen_order(page)
+    assert figures, "the view opens on a figure or a question card"
+    assert whole_on_screen(figures[0]), f"the first figure is whole on the 1280x720 screen: {figures[0]}"
+    keys = [k for k in boxes_on_screen_order(page, KEY_ROW) if k["top"] < figures[0]["top"]]
+    assert all(whole_on_screen(k) and k["bottom"] - k["top"] <= KEY_ROW_HEIGHT for k in keys), \
+        f"the figure's key controls are one compact row above it, on the screen: {keys}"
+    assert not loose_controls(page), f"controls not folded away: {loose_controls(page)}"
+    pair = boxes_on_screen_order(page, PAIRED_FIGURES)
+    assert all(whole_on_screen(b) for b in pair), f"both figures of a pair are whole on the screen: {pair}"
+    sizes = _metric_and_table_sizes(page)
+    assert sizes["overflow"] <= 1, "nothing sticks out sideways at 1280 px"
+    assert all(m >= sizes["body"] for m in sizes["metrics"]), sizes
+    assert all(c >= 16 for c in sizes["cells"]), sizes
+    assert not sizes["clipped"], f"metric labels cut off: {sizes['clipped']}"
+    assert not sizes["titles"], f"figure titles or notes cut off at the figure's edge: {sizes['titles']}"
