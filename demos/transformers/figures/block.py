@@ -13,7 +13,7 @@ PART_COLORS = dict(zip(PARTS, (SERIES[0], SERIES[4], SERIES[2], SERIES[7]), stri
 NORM_COLORS = {False: COLORS["buffer"], True: COLORS["gradient"]}  # apart from the parts' colours
 ZERO_FLOOR = 1e-10  # a difference of exactly 0 is drawn at this height on the log axis, labelled 0
 RUN_LABELS = {RUNS[0]: "eval<br>no_grad", RUNS[1]: "train<br>p=0", RUNS[2]: "train<br>p=0.1"}  # p: dropout
-TITLES = ("max |by hand − nn layer|", "parameters per block", "forward FLOPs per token", "saved bytes per token")
+TITLES = ("|by hand − nn layer|", "parameters", "forward FLOPs per token", "saved bytes per token")
 WIDTHS = (0.3, 0.16, 0.27, 0.27)  # of the plot width, before the gaps
 GAP = 0.07
 
