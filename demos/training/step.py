@@ -66,6 +66,21 @@ def setup(optimizer_name: str, lr: float, seed: int):
     return x, y, model, optimizer, scheduler
 
 
+def train_mode_note() -> str:
+    """Why model.train() is not a sub-step of the walk, from the walk's own model: which of its layers the training
+    flag would switch, and that the walk never calls eval()."""
+    model = setup(WALK_OPTIMIZERS[0], 0.05, 0)[2]
+    dropouts = [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    layers = (f"{len(norms)} batch-norm layer{'s' if len(norms) != 1 else ''}" if norms else "no batch norm") + (
+        f" and dropout with p = {', '.join(f'{p:g}' for p in dropouts)}" if dropouts else " and no dropout")
+    inert = not norms and not any(dropouts)
+    return ("`model.train()` — dropout and batch norm in training mode; needed again after every `model.eval()`. "
+            f"The walk never calls `eval()`, and its net has {layers}" + (
+                ", so the call would change nothing here: it is not a sub-step." if inert else
+                ": the net starts in training mode and stays there, so the call is not a sub-step."))
+
+
 def train_step(model, optimizer, scheduler, loss_fn, x, y, max_norm):
     """One training step in its seven sub-steps: a generator that pauses after each, yielding (out, loss, norm)."""
     optimizer.zero_grad()  # 1. clear last step's .grad (set to None)
