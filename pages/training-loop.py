@@ -118,7 +118,8 @@ def section_step() -> None:
             st.markdown(f"**Just ran: `{r.substep}`** — changed: {changed}{note}")
             ui.legend(step.WALK_LEGEND)
             ui.plot(ui.compute(step.state_figure, r), key="tl_walk_fig")
-        ui.table(pd.DataFrame(step.parameter_table(r)), hide_index=True, width="stretch")
+        # whole: an HTML table wraps its cells, so all six columns fit the page's width (the grid cut the last)
+        ui.table(pd.DataFrame(step.parameter_table(r)), whole=True)
         ui.show_code(r.code, key="tl_walk_code", file_name="training_step.py")
 
 

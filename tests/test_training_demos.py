@@ -73,7 +73,8 @@ def test_state_figure_builds_for_every_substep_of_the_first_iterations():
 
 def test_state_figure_panels_sit_side_by_side_with_their_titles_and_colour_bars():
     """Built from plain dicts (no make_subplots): each panel on its own axes, in order across the width, its title
-    centred above it and its colour bar just right of it, before the next panel."""
+    centred above it on two lines at most (name, then 'changed': a one-line title wider than its panel was cut off
+    at 1400 px) and its colour bar just right of it, before the next panel."""
     r = step.walk(2 * len(step.SUBSTEPS) + 5, "Adam")  # after a step: four heatmaps
     fig = step.state_figure(r)
     panels = [(fig.layout[f"xaxis{t.xaxis[1:]}"].domain, t) for t in fig.data]
@@ -83,6 +84,7 @@ def test_state_figure_panels_sit_side_by_side_with_their_titles_and_colour_bars(
     assert ends == sorted(ends) and ends[0] == 0 and ends[-1] == pytest.approx(1)
     for (domain, trace), title, after in zip(panels, fig.layout.annotations, [*panels[1:], None], strict=True):
         assert title.x == pytest.approx(sum(domain) / 2) and title.text.startswith(trace.hovertemplate.split("[")[0])
+        assert title.text.split("<br>")[1:] in ([], ["changed"])
         assert domain[1] < trace.colorbar.x < (after[0][0] if after else 1.01)
         assert fig.layout[f"yaxis{trace.yaxis[1:]}"].autorange == "reversed", "row 0 at the top, as printed"
     styled = base_layout(go.Figure(layout=dict(xaxis={}, yaxis={})), height=280).layout

@@ -25,9 +25,15 @@ def walk_at_scheduler():
     return at
 
 
+def unescaped(markdown: str) -> str:
+    """A cell of st.table as it reads: its markdown escapes (ui.tables.literal) removed."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
 def test_the_state_table_shows_exp_avg_sq_at_its_own_scale(walk_at_scheduler):
     r = step.walk(SCHEDULER_STEP - 1, "Adam", 0.05, 0.05, 0)
-    table = next(d.value for d in walk_at_scheduler.dataframe if "exp_avg_sq (first 3)" in d.value.columns)
+    table = next(t for t in (d.value.map(unescaped).rename(columns=unescaped) for d in walk_at_scheduler.table)
+                 if "exp_avg_sq (first 3)" in t.columns)
     for name, shown in zip(table["parameter"], table["exp_avg_sq (first 3)"], strict=True):
         values = [float(v) for v in re.findall(r"[-+][\d.]+(?:e[-+]\d+)?", shown)]
         truth = torch.tensor(r.after.state[name]["exp_avg_sq"]).flatten()[:3].tolist()

@@ -212,7 +212,7 @@ def state_figure(result: WalkResult) -> go.Figure:
     width = (1 - PANEL_SPACING * (len(after) - 1)) / len(after)
     styled = _styled_layout()
     layout = {k: v for k, v in styled.items() if k not in ("xaxis", "yaxis")} | {"annotations": []}
-    layout["margin"] = styled["margin"] | dict(t=40, r=50)  # subplot titles above, the last colour scale right
+    layout["margin"] = styled["margin"] | dict(t=60, r=50)  # two-line titles above, the last colour scale right
     data = []
     for i, (name, value, concept) in enumerate(after):
         left = sum([width] * i) + i * PANEL_SPACING  # summed as make_subplots sums it: the same domains
@@ -220,7 +220,7 @@ def state_figure(result: WalkResult) -> go.Figure:
         bare = dict(showticklabels=False, showgrid=False, zeroline=False)
         layout[f"xaxis{x[1:]}"] = styled["xaxis"] | dict(anchor=y, domain=[left, left + width], **bare)
         layout[f"yaxis{y[1:]}"] = styled["yaxis"] | dict(anchor=x, domain=[0.0, 1.0], autorange="reversed", **bare)
-        title = f"{name} — changed" if value != old.get(name) else name
+        title = f"{name}<br>changed" if value != old.get(name) else name  # one panel wide: a name per line
         layout["annotations"].append(dict(text=title, x=(left + left + width) / 2, xref="paper", xanchor="center",
                                           y=1.0, yref="paper", yanchor="bottom", showarrow=False,
                                           font=dict(size=16)))
