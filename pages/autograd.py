@@ -141,9 +141,7 @@ def chain_part(r) -> None:
         pick = st.selectbox("Operation", range(len(labels)), format_func=lambda i: labels[i], key="ag_chain",
                             bind="query-params")
     chain = r.chains[min(pick or 0, len(r.chains) - 1)]
-    names = ", ".join(f"{letter} = `{text}`" for letter, text in zip("ab", chain.operands, strict=False))
-    st.markdown(f"Here {names}; g = ∂L/∂out is the gradient flowing into `{chain.step}`: `{chain.upstream}`. "
-                "For @ the operands are written A and B. The numbers are at element 0 of each operand.")
+    st.markdown(backward.operands_sentence(chain))
     for t in chain.terms:
         with st.container(border=True):
             st.markdown(f"**To `{t.operand}`**: {t.formula}")

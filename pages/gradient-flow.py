@@ -45,7 +45,9 @@ def ratio_metric(column, label: str, p: flow.Pass) -> None:
     """The layer 1 / last ratio with its verdict, which also weighs the loss: a ratio near 1 can hide a blow-up."""
     column.metric(label, f"{p.ratio:.2e}", p.verdict, delta_color="green" if p.verdict == "healthy" else "red",
                   delta_arrow="off", help="Ratio of the first and last hidden layers' weight-gradient norms: between "
-                  "0.1 and 10 the gradient reaches the input undiminished, provided the loss at init is near chance.")
+                  "0.1 and 10 the first layers learn about as fast as the last, provided the loss at init is near "
+                  "chance. A weight's gradient is the backpropagated gradient times its layer's input, so it can "
+                  "shrink while the gradient itself grows: the sentences below give both.")
 
 
 def depth_section() -> None:

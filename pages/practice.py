@@ -118,16 +118,17 @@ def clock(drill: dr.Drill) -> None:
 
 
 def progress_line(drill: dr.Drill, slot: dr.Slot, it) -> None:
-    """Where the drill stands, counting every answer recorded so far (the one just given included)."""
-    answered = sum(s.outcome is not None for s in drill.slots)
-    where = f"Question {drill.position + 1} of {len(drill.slots)} · {answered} answered"
+    """Where the drill stands, counting every answer recorded so far (the one just given included) and, apart from
+    them, the questions skipped."""
+    where = f"Question {drill.position + 1} of {len(drill.slots)} · {drill.answered} answered"
+    where += f" · {drill.skipped} skipped" if drill.skipped else ""
     topic = _title(it.topic)
     about = topic + ("" if it.theme == topic else f" · {it.theme}")
-    about += " · asked again: you missed it earlier" if slot.again else ""
+    about += f" · {dr.AGAIN_NOTES[slot.again]}" if slot.again else ""
     if ui.whiteboard_on():  # one line, so the question fits a projected screen
         st.caption(f"{where} · {about}")
     else:
-        st.progress(answered / len(drill.slots), text=where)
+        st.progress((drill.answered + drill.skipped) / len(drill.slots), text=where)
         st.caption(about)
 
 
@@ -169,13 +170,15 @@ def report_screen(drill: dr.Drill) -> None:
         report_buttons()
         return
     right = sum(s.outcome == "correct" for s in done)
-    score, close, spent = st.columns(3)
-    score.metric("Right", f"{right} of {len(done)}")
+    score, close, skipped, spent = st.columns(4)
+    score.metric("Right", f"{right} of {drill.answered}", help="Of the questions answered; a skip is not an answer.")
     close.metric("Close", sum(s.outcome == "close" for s in done), help="Right order of magnitude, not the value.")
+    skipped.metric("Skipped", drill.skipped, help="Not answered; the score per topic counts them as not right.")
     spent.metric("Time", _clock_text(drill.total_seconds()),
                  help="From each question appearing to its first Run it (or Skip).")
-    table = pd.DataFrame([{"topic": _title(t.topic), "asked": t.asked, "right": t.correct, "close": t.close,
-                           "score": f"{t.share:.0%}", "time": _clock_text(t.seconds)} for t in dr.scores(drill)])
+    table = pd.DataFrame([{"topic": _title(t.topic), "answered": t.answered, "skipped": t.skipped,
+                           "right": t.correct, "close": t.close, "score": f"{t.share:.0%}",
+                           "time": _clock_text(t.seconds)} for t in dr.scores(drill)])
     ui.table(table, hide_index=True, width="content")
     st.markdown("**Time per question**")
     ui.vega(dr.time_chart(drill, dr.SECONDS_PER_QUESTION if drill.mock else None), key="pr_time_chart")
@@ -211,7 +214,8 @@ def missed_list(drill: dr.Drill) -> None:
     missed = [(i, s) for i, s in enumerate(drill.slots) if s.outcome in dr.MISSED]
     if not missed:
         return
-    st.markdown("**Missed questions**")
+    skipped = any(slot.outcome == "skipped" for _, slot in missed)
+    st.markdown("**Missed and skipped questions**" if skipped else "**Missed questions**")
     for i, slot in missed:
         it = catalog.item(slot.qid)
         got = "skipped" if slot.outcome == "skipped" else f"you: {slot.predicted} · torch: {slot.expected}"

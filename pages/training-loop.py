@@ -4,7 +4,6 @@ import pandas as pd
 import streamlit as st
 
 from demos.shown import source
-from demos.tensors import dtypes
 from demos.training import amp, losses, mistakes, optimizers, resume, schedulers, step
 from demos.training.questions import QUESTIONS
 from demos.training.traps import clip_before_unscale_trap
@@ -76,8 +75,7 @@ def section_step() -> None:
         "The heatmaps show `fc2.weight` (6×6), its `.grad` and the optimizer's state for it."
     )
     ui.steps([
-        "`model.train()` — dropout and batch norm in training mode; needed again after every `model.eval()` (once "
-        "per epoch here, so not a sub-step of the walk).",
+        ui.compute(step.train_mode_note),
         "`optimizer.zero_grad()` — `.grad` of every parameter becomes `None` (the last step's gradient is gone).",
         "**forward** `out = model(x)` — activations computed and the autograd graph recorded.",
         "**loss** `loss_fn(out, y)` — one scalar; nothing else changes.",
@@ -120,7 +118,8 @@ def section_step() -> None:
             st.markdown(f"**Just ran: `{r.substep}`** — changed: {changed}{note}")
             ui.legend(step.WALK_LEGEND)
             ui.plot(ui.compute(step.state_figure, r), key="tl_walk_fig")
-        ui.table(pd.DataFrame(step.parameter_table(r)), hide_index=True, width="stretch")
+        # whole: an HTML table wraps its cells, so all six columns fit the page's width (the grid cut the last)
+        ui.table(pd.DataFrame(step.parameter_table(r)), whole=True)
         ui.show_code(r.code, key="tl_walk_code", file_name="training_step.py")
 
 
@@ -487,7 +486,7 @@ def scaler_part() -> None:
             "sees inf, skips `optimizer.step()` and halves the scale; after every "
             f"{gs.growth_interval} clean steps it doubles it. The same loop in bfloat16 without any scaler: "
             f"gradients {'all finite' if gs.bf16_finite else 'not finite'}.")
-        st.caption(ui.compute(amp.scaler_contrast, scale_exp, gs.growth_interval, gs.steps))
+        st.caption(ui.compute(amp.scaler_contrast, gs))
         ui.show_code(gs.code, key="tl_gs_code", file_name="grad_scaler.py")
 
 
@@ -499,11 +498,7 @@ def ranges_part() -> None:
     with ui.input_errors():
         rng = ui.compute(amp.dtype_ranges, values)
         ui.table(pd.DataFrame(rng.rows), hide_index=True, width="stretch")
-        largest, to_inf = dtypes.overflow_threshold()  # float16
-        st.caption(f"float16 has 5 exponent bits: small gradients underflow to 0, values below {to_inf:.0f} round "
-                   f"to at most {largest:.0f} and values from {to_inf:.0f} up become inf, hence loss scaling. "
-                   "bfloat16 keeps float32's 8 exponent bits (same range, fewer mantissa bits), "
-                   "so gradients neither underflow nor overflow where float32 would not.")
+        st.caption(ui.compute(amp.ranges_caption, rng))
 
 
 # 7. Resume ----------------------------------------------------------------------------------------------------

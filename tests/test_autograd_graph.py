@@ -1,8 +1,11 @@
 """The graph and backward sections against torch itself: node table, gradients, chain rule, gradcheck."""
 
+import re
+
 import pytest
 import torch
 
+from demos.autograd import backward
 from demos.autograd.backward import backward_view, gradcheck_expression, preview, run_backward
 from demos.autograd.graph import MAX_GRAPH_NODES, PRESETS, build, graph_view
 from demos.errors import InputError
@@ -129,3 +132,40 @@ def test_graph_and_backward_snippets_of_a_matmul_and_a_broadcast_add_print_their
     leaves, expr = "x: 4,3; W: 3,2 grad; b: 2 grad", "sum(x @ W + b)"
     snippets.autograd_graph(assert_shows_what_ran(graph_view, leaves, expr, False), run)
     snippets.autograd_backward(assert_shows_what_ran(backward_view, leaves, expr), run)
+
+
+def letters_read(chain) -> dict[str, str]:
+    """The letter each operand is given in the page's sentence 'Here a = `x`, b = `W`; g = ...'."""
+    said = backward.operands_sentence(chain)
+    pairs = re.findall(r"(\S+) = `([^`]*)`", said.split("; ")[0].removeprefix("Here "))
+    return dict(pairs)
+
+
+@pytest.mark.parametrize(("leaves", "expr"), [
+    PRESETS["Linear layer + MSE loss"],  # its bias is the leaf b
+    ("a: 3 grad; b: 3 grad; n: 3; g: 3 grad", "sum(relu(a * b) ** 2 + exp(g) @ n)"),  # every rule letter a leaf
+    ("A: 2,3 grad; U: 3,2 grad; x: 2 grad", "sum(A @ U + x * 3)"),
+])
+def test_the_rule_letters_are_the_sentences_and_never_a_leafs_name(leaves, expr):
+    """'Here a = x, b = W' on a page whose b is the bias: the letters now name no leaf and are the rules' own."""
+    result = backward_view(leaves, expr)
+    names = set(parse_leaf_names(leaves))
+    for chain in result.chains:
+        given = letters_read(chain)
+        *operand_letters, upstream = chain.symbols
+        assert list(given) == operand_letters[:len(chain.operands)] and list(given.values()) == list(chain.operands)
+        assert not (set(chain.symbols) & names), (chain.step, chain.symbols)
+        assert f"; {upstream} = ∂L/∂out is the gradient flowing into `{chain.step}`" in \
+            backward.operands_sentence(chain)
+        for term in chain.terms:
+            letter = re.match(r"∂L/∂(\S+?)(?:\[|\s)", term.formula).group(1)
+            assert given.get(letter) == term.operand, (chain.step, term.formula, given)
+            assert not any(re.search(rf"(?<![A-Za-z]){re.escape(n)}(?![A-Za-z0-9_])", term.formula) for n in names
+                           if len(n) == 1), term.formula
+    if "x @ W + b" in expr:
+        first = backward.operands_sentence(result.chains[0])
+        assert first.startswith("Here A = `x`, B = `W`; g = ") and "b = `W`" not in first
+
+
+def parse_leaf_names(leaves: str) -> list[str]:
+    return [entry.split(":")[0].strip() for entry in leaves.split(";")]

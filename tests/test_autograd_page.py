@@ -101,3 +101,15 @@ def test_modes_table_shows_each_later_use_whole():
     r = compare_modes(128)
     assert list(shown["later: (out * W).sum().backward()"]) == list(r.table["later: (out * W).sum().backward()"])
     assert any(v.startswith("RuntimeError: Inference tensors cannot be saved") for v in shown.iloc[:, -1])
+
+
+def test_the_chain_rule_letters_name_no_leaf_on_the_page():
+    """The default expression's bias is the leaf b: the sentence once said 'Here a = x, b = W'."""
+    at = switch_tab(open_page(PAGE), "ag_tab", "Backward")
+    assert_clean(at)
+    said = next(m.value for m in at.markdown if m.value.startswith("Here "))
+    assert said.startswith("Here A = `x`, B = `W`; g = ∂L/∂out is the gradient flowing into `x @ W`")
+    at.selectbox(key="ag_chain").set_value(1).run()  # x @ W + b: its second operand is the leaf b itself
+    said = next(m.value for m in at.markdown if m.value.startswith("Here "))
+    assert said.startswith("Here a = `x @ W`, v = `b`;") and "b = `" not in said
+    assert any(m.value.startswith("**To `b`**: ∂L/∂v = g") for m in at.markdown)

@@ -202,3 +202,38 @@ def test_profiled_step_trains_like_an_unprofiled_one():
     before = model.weight.detach().clone()
     profiling.train_step(model, opt, x, y)
     assert not torch.equal(before, model.weight), "the labelled step really steps"
+
+
+def deterministic_doc_line(op: str) -> str:
+    """The bullet of torch.use_deterministic_algorithms' docstring that names `op` (the installed torch's own list)."""
+    doc = " ".join(torch.use_deterministic_algorithms.__doc__.split())
+    bullets = [b.strip() for b in doc.split("* ") if op in b]
+    assert bullets, op
+    return bullets[0]
+
+
+DOC_NAMES = {"max_unpool2d": "MaxUnpool2d", "index_put_(accumulate=True)": "``accumulate=True`` when called on a CPU",
+             "adaptive_avg_pool2d backward": "AdaptiveAvgPool2d", "interpolate(bilinear) backward": "interpolate",
+             "scatter_add_": "scatter_add_", "histc": "histc"}
+
+
+@pytest.mark.parametrize("op", [name for name, _, _ in repro.CHECKS])
+def test_what_deterministic_mode_does_names_the_devices_torchs_docs_name(op):
+    """index_put_(accumulate=True) is on the list for CPU tensors only; the table once left CUDA to be assumed."""
+    said = dict((name, why) for name, _, why in repro.CHECKS)[op]
+    listed = deterministic_doc_line(DOC_NAMES[op])
+    if "CPU" in listed and "CUDA" not in listed:
+        assert said.startswith("CPU:") and "CUDA's kernel sorts already and is not on torch's" in said
+    elif "CUDA" in listed:
+        assert "CUDA" in said and "CPU:" not in said
+    else:
+        assert "any device" in said, "no device named: it raises everywhere"
+
+
+def test_the_interview_answer_puts_index_put_accumulate_on_the_cpu_list():
+    from pages.ui.quiz import model_answers
+
+    traps = dict(model_answers("tensors"))["Which integer and dtype traps raise no error?"]
+    assert "`index_put_(accumulate=True)` is on torch's list for the CPU only" in traps
+    assert "when called on a CPU tensor" in deterministic_doc_line("index_put` with ``accumulate=True``")
+    assert "`index_put_(accumulate=True)`\non CUDA" not in traps and "embedding" not in traps

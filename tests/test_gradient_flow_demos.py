@@ -194,7 +194,7 @@ def test_activation_slopes_are_the_derivative_torch_gives_at_each_layers_input(v
         slopes.append((s * (1 - s)).mean().item())  # d sigmoid / dz
         h = block(h)
     assert vanishing.yours.act_slopes == pytest.approx(slopes, rel=1e-5)
-    assert vanishing.yours.layer_gain == pytest.approx(vanishing.yours.ratio ** (1 / 29))
+    assert vanishing.yours.layer_gain == pytest.approx(vanishing.yours.backprop_ratio ** (1 / 29))
 
 
 def test_xavier_keeps_the_linear_factor_near_1_but_sigmoid_still_vanishes():
@@ -210,10 +210,11 @@ def test_defaults_explain_why_layernorm_is_the_worst_line(vanishing):
     lines = flow.fix_sentences(vanishing, figures.VARIANT_NAMES)
     yours, residual, layernorm, fixed = vanishing.variants
     assert layernorm.ratio < yours.ratio, "at defaults + LayerNorm really is below your setting"
-    why = next(line for line in lines if line.startswith("+ LayerNorm is further from 1"))
+    why = next(line for line in lines if line.startswith("+ LayerNorm's gradient changes more per layer"))
     assert f"{yours.layer_gain:.3g} to {layernorm.layer_gain:.3g}" in why
-    assert [line for line in lines if line.startswith("**")][2].startswith("**+ LayerNorm**: layer 1 / last = "
-                                                                         f"{layernorm.ratio:.2g} (vanishing)")
+    assert layernorm.backprop_ratio < yours.backprop_ratio < 1, "the backpropagated gradient shrinks more, as said"
+    assert [line for line in lines if line.startswith("**")][2].startswith(
+        f"**+ LayerNorm**: weight gradients, layer 1 / last = {layernorm.ratio:.2g} (vanishing)")
     healthy = [p for p in vanishing.variants if p.verdict == "healthy"]
     assert bool(healthy) != any(line.startswith("No line is healthy") for line in lines)
 

@@ -1,14 +1,17 @@
 """The gradient-flow page's explanations against the numbers they explain: the residual stream that makes the full
 fix's loss far above chance, the verdict's margin over seeds and depths, the ReLU stream whose variance compounds,
-the dead units before training, and the model answer about normalization."""
+the dead units before training (each unit's largest input against its bias), the per-layer factor of the
+backpropagated gradient (not the weight gradients'), and the model answers about normalization and dead ReLUs."""
 
+import dataclasses
 import math
 import re
 
 import pytest
 import torch
+from torch import nn
 
-from demos.gradient_flow import flow
+from demos.gradient_flow import dead_relu, flow
 from demos.gradient_flow.dead_relu import EVAL, dead_run, relu_net
 from demos.gradient_flow.network import NetConfig, batch, build
 from pages.ui.quiz import model_answers
@@ -71,21 +74,120 @@ def test_relu_residual_without_norm_is_blamed_on_its_growing_variance():
         r, ("yours", "+ residual", "+ LayerNorm", "full fix")))
 
 
-def test_dead_units_before_training_are_explained_by_the_shrinking_signal(at):
-    said = next(m.value for m in at.markdown if m.value.startswith("Dead before training (PyTorch default init)"))
-    run = dead_run(0.3, "default")  # the page's defaults
-    model, linears = relu_net("default", 0)
-    x = torch.randn(EVAL, 16, generator=torch.Generator().manual_seed(0))
+def largest_wh(init: str) -> list[torch.Tensor]:
+    """Per layer of the untrained net: each unit's largest W·h over the inputs, and its bias, rebuilt here."""
+    _, linears = relu_net(init, 0)
+    h = torch.randn(EVAL, 16, generator=torch.Generator().manual_seed(0))
+    peaks = []
     with torch.no_grad():
-        wh1 = x @ linears[0].weight.T
-    assert f"shrank from {wh1.std(0).mean().item():.3g} in layer 1" in said
-    shrink = float(re.search(r"÷([\d.]+) per layer", said).group(1))
-    assert 2.0 < shrink < 3.0 and "√6 ≈ 2.4" in said
-    cross = int(re.search(r"From layer (\d) on the bias", said).group(1))
-    assert run.spread_before[cross - 1] < run.bias_before[cross - 1]
-    assert run.spread_before[cross - 2] >= run.bias_before[cross - 2]
+        for lin in linears:
+            wh = h @ lin.weight.T
+            peaks.append((wh.max(0).values, lin.bias.clone()))
+            h = torch.relu(wh + lin.bias)
+    return peaks
+
+
+@pytest.mark.parametrize("init", ["default", "negative_bias"])
+def test_dead_units_before_training_are_explained_by_each_units_largest_input(at, init):
+    said = dead_relu.before_sentence(dead_run(0.3, init))
+    if init == "default":  # the page's defaults: the sentence is on the page
+        assert said in [m.value for m in at.markdown]
+    run, peaks = dead_run(0.3, init), largest_wh(init)
+    assert [((p + b) <= 0).float().mean().item() for p, b in peaks] == pytest.approx(run.dead_before), \
+        "silent on every input exactly when the bias is at most minus the largest W·h, as the sentence says"
+    cross = int(re.search(r"From layer (\d) on, that largest W·h averages less than the mean \|bias\| \(layer \d: "
+                          r"([\d.e-]+) against ([\d.e-]+)\)", said).group(1))
+    means = [(p.mean().item(), b.abs().mean().item()) for p, b in peaks]
+    assert all(m < b for m, b in means[cross - 1:]) and means[cross - 2][0] >= means[cross - 2][1]
+    first = re.search(r"In layer 1 the largest W·h averages ([\d.]+) against a mean \|bias\| of ([\d.]+), and "
+                      r"(\d+)% of its units are dead", said)
+    assert float(first.group(1)) == pytest.approx(means[0][0], rel=1e-2) and means[0][0] > means[0][1]
+    assert int(first.group(3)) == round(100 * run.dead_before[0]) == 0
+    assert "bias alone decides" not in said
     assert said.endswith(f"Dead per layer before training: {', '.join(f'{d:.0%}' for d in run.dead_before)}.")
-    assert "plain SGD cannot bring it back" not in " ".join(m.value for m in at.markdown)
+
+
+def test_the_model_answer_says_how_a_dead_relu_can_come_back():
+    """A unit silent on every input gets no gradient, yet momentum and weight decay move it, as the answer says."""
+    answer = dict(model_answers("gradient-flow"))["What is a dead ReLU and how do you prevent it?"]
+    assert "never update" not in answer and "momentum" in answer and "weight decay" in answer
+    lin = nn.Linear(2, 1)
+    x = torch.randn(16, 2, generator=torch.Generator().manual_seed(0)).abs()
+    with torch.no_grad():
+        lin.weight.fill_(1.0)
+        lin.bias.fill_(-100.0)  # silent on every input: W·x + b < 0
+
+    def step(**options):
+        unit = dead_copy(lin)
+        opt = torch.optim.SGD(unit.parameters(), lr=0.1, **options)
+        if "momentum" in options:  # a velocity built while the unit was alive
+            opt.state[unit.bias]["momentum_buffer"] = torch.ones(1)
+            opt.state[unit.weight]["momentum_buffer"] = torch.ones(1, 2)
+        opt.zero_grad()
+        torch.relu(unit(x)).sum().backward()
+        assert unit.bias.grad.item() == 0 and unit.weight.grad.abs().max().item() == 0
+        before = unit.bias.item()
+        opt.step()
+        return before, unit.bias.item()
+
+    before, after = step()
+    assert after == before, "plain SGD: no gradient, no update"
+    before, after = step(momentum=0.9)
+    assert after != before, "momentum keeps moving it"
+    before, after = step(weight_decay=0.1)
+    assert abs(after) < abs(before), "weight decay pulls the negative bias toward 0"
+
+
+def dead_copy(lin: nn.Linear) -> nn.Linear:
+    unit = nn.Linear(2, 1)
+    unit.load_state_dict(lin.state_dict())
+    return unit
+
+
+def delta_and_inputs(cfg: NetConfig) -> tuple[list[float], list[float], list[float]]:
+    """Rebuilt here with retain_grad: per layer ‖∂loss/∂(linear output)‖, ‖its input‖ and ‖∂loss/∂W‖, and a check that
+    ∂loss/∂W is δᵀ·h."""
+    net = build(cfg, 0)
+    h, y = batch(cfg, 0)
+    outs, ins = [], []
+    for block in net.blocks:
+        ins.append(h)
+        z = block.linear(h)
+        z.retain_grad()
+        outs.append(z)
+        rest = block.act(block.norm(z))
+        h = h + rest if cfg.residual else rest
+    nn.functional.cross_entropy(net.head(h), y).backward()
+    for z, h_in, block in zip(outs, ins, net.blocks, strict=True):
+        assert torch.allclose(block.linear.weight.grad, z.grad.T @ h_in, rtol=1e-4, atol=1e-12)
+    return ([z.grad.norm().item() for z in outs], [h_in.norm().item() for h_in in ins],
+            [block.linear.weight.grad.norm().item() for block in net.blocks])
+
+
+NAMES = ("your setting", "+ residual", "+ LayerNorm", "full fix")
+
+
+@pytest.mark.parametrize(("cfg", "variant"), [(DEFAULT, 1), (DEFAULT, 0), (NetConfig(30, 32, "tanh", "normal", "none",
+                                                                                      False), 1)])
+def test_per_layer_factor_is_the_backpropagated_gradients_not_the_weight_gradients(cfg, variant):
+    """+ residual at the defaults: the weight-gradient ratio is 0.15, yet the gradient itself is 8.2x larger at layer 1
+    than at layer 30; the sentence says both, and why they differ, from the numbers."""
+    r = flow.gradient_flow(*dataclasses.astuple(cfg), steps=1)
+    line = [x for x in flow.fix_sentences(r, NAMES) if x.startswith("**")][variant]
+    deltas, inputs, weights = delta_and_inputs(flow.fix_variants(cfg)[variant])
+    found = re.search(r"layer 1 / last = ([\d.e+-]+) .*is ([\d.e+-]+)× at layer 1 what it is at layer 30: ×([\d.]+) "
+                      r"per layer", line)
+    weight_ratio, backprop, gain = (float(v) for v in found.groups())
+    assert weight_ratio == pytest.approx(weights[0] / weights[-1], rel=0.05)
+    assert backprop == pytest.approx(deltas[0] / deltas[-1], rel=0.05)
+    assert gain == pytest.approx((deltas[0] / deltas[-1]) ** (1 / 29), rel=0.01)
+    differ = abs(math.log2(weights[0] / weights[-1] / (deltas[0] / deltas[-1]))) > 1
+    assert ("The weight ratio differs" in line) == differ
+    if differ:
+        assert f"norm goes from {inputs[0]:.3g} at layer 1 to {inputs[-1]:.3g} at layer 30" in line
+    if (cfg, variant) == (DEFAULT, 1):
+        assert "= 0.15 (loss far above chance)" in line and "is 8.2× at layer 1" in line and gain > 1
+        assert "0.937" not in line
 
 
 def test_the_model_answer_does_not_promise_a_gain_of_one():

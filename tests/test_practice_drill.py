@@ -1,5 +1,7 @@
 """Drills: reproducible from their settings, spaced repetition, mastery, the report, and the catalog's reach."""
 
+import re
+
 import pytest
 
 from demos.errors import InputError
@@ -138,3 +140,36 @@ def test_a_missed_generated_question_comes_back_as_another_instance_of_its_famil
     review = dr.updated_review((), missed, "wrong")
     assert dr.updated_review(review, comeback, "wrong") == (comeback,), "one entry per family"
     assert dr.updated_review(review, comeback, "correct") == ()
+
+
+def test_a_skip_is_not_an_answer_and_comes_back_as_a_skip_not_a_miss():
+    d = dr.start(dr.Settings(("tensors",), 7, 3), ("tensors/uint8",), now=0.0)
+    d.record("correct", "x", "x", now=1.0)
+    d.move(+1, now=1.5)
+    d.record("wrong", "x", "y", now=2.0)
+    d.move(+1, now=2.5)
+    for t in range(5):
+        d.move(+1, now=3.0 + t)  # five skips
+    assert (d.answered, d.skipped) == (2, 5), "7 dealt with: 2 answered, 5 skipped"
+    comebacks = {s.qid: s.again for s in d.slots[8:]}
+    assert list(comebacks.values()) == ["missed"] + ["skipped"] * 5
+    assert d.slots[7].again == "review", "carried from the review list of an earlier drill"
+    assert dr.AGAIN_NOTES["skipped"] == "asked again: you skipped it earlier"
+    assert "missed" not in dr.AGAIN_NOTES["skipped"] and "missed" not in dr.AGAIN_NOTES["review"]
+    scores = dr.scores(d)
+    assert sum(t.answered for t in scores) == 2 and sum(t.skipped for t in scores) == 5
+
+
+def test_the_accumulation_question_numbers_its_steps_from_1_in_the_prompt_and_the_snippet():
+    """'zeroed after step 1' once meant the loop's step 0 (the first backward) and read as the second."""
+    family = catalog.FAMILIES["accumulate"]
+    seen_reset = 0
+    for seed in range(60):
+        q = family.question(seed)
+        runs = int(re.search(r"backward\(\) runs (\d) times \(steps 1 to \1\)", q.prompt).group(1))
+        zeroed = re.search(r"zeroed after step (\d)\.", q.prompt)
+        c, w = (float(v) for v in re.search(r"loss = (\d)·w² at w = ([-\d.]+)", q.prompt).groups())
+        counted = runs - int(zeroed.group(1)) if zeroed else runs  # read as a person reads it: step k = k-th call
+        assert float(q.run()) == counted * 2 * c * w, (seed, q.prompt)
+        seen_reset += bool(zeroed)
+    assert seen_reset > 10

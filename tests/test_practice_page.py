@@ -139,3 +139,31 @@ def test_the_progress_line_counts_the_answer_just_given():
     line = at.get("progress")[0].proto.text
     assert line == "Question 1 of 5 · 1 answered", line
     assert at.get("progress")[0].proto.value == 20
+
+
+def test_skips_are_counted_apart_from_answers_and_come_back_as_skips():
+    """'7 answered' after 2 answers and 5 skips; a skipped question came back as 'you missed it earlier'."""
+    at = open_page(PAGE, query={"pr_count": "8", "pr_seed": "31", "pr_topics": ["Tensors"]})
+    for position in range(2):
+        answer(at, position, right=position == 0)
+        at.button(key="pr_next").click().run()
+    for _ in range(5):
+        at.button(key="pr_next").click().run()  # Skip
+    assert_clean(at)
+    progress = at.get("progress")[0].proto.text
+    assert progress.startswith("Question 8 of 14 · 2 answered · 5 skipped"), progress
+    d = at.session_state["pr_drill"]
+    assert (d.answered, d.skipped) == (2, 5)
+    at.button(key="pr_next").click().run()  # skip the 8th: on to the comebacks
+    first_back = at.session_state["pr_drill"].current
+    assert first_back.again == "missed"
+    assert "asked again: you missed it earlier" in " ".join(c.value for c in at.caption)
+    at.button(key="pr_next").click().run()
+    assert at.session_state["pr_drill"].current.again == "skipped"
+    about = " ".join(c.value for c in at.caption)
+    assert "asked again: you skipped it earlier" in about and "you missed it earlier" not in about
+    at.button(key="pr_end").click().run()
+    assert_clean(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Right"] == "1 of 2" and metrics["Skipped"] == "7"  # 5, the 8th, and the comeback moved past
+    assert any(m.value == "**Missed and skipped questions**" for m in at.markdown)

@@ -7,6 +7,7 @@ expression text with Python, so the lab's grammar and dispatch are checked again
 
 import math
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -180,7 +181,7 @@ def test_failures_name_the_clashing_dims():
     assert "last dim is 5" in evaluate("x: 4, 5", "nn.Linear(4, 3)(x)").clash
     assert "3 channels at dim 1" in evaluate("x: 2, 3, 8, 8", "nn.Conv2d(4, 6, 3)(x)").clash
     assert "(3) and B's second-to-last dim (2)" in evaluate("a: 2, 3; b: 2, 3", "a @ b").clash
-    assert "not contiguous" in evaluate("x: 2, 3", "x.T.view(6)").clash
+    assert "would span dims 0 and 1 of (3, 2)" in evaluate("x: 2, 3", "x.T.view(6)").clash
     assert "Dim 0 differs (2 vs 3)" in evaluate("a: 2, 3; b: 3, 3", "torch.cat([a, b], dim=1)").clash
 
 
@@ -193,8 +194,83 @@ def test_broadcast_and_matmul_arithmetic_name_the_dims():
     assert evaluate("a: 32; b: 32, 1", "a - b").steps[0].arithmetic == (
         "aligned from the right: (_, 32) vs (32, 1) → (32, 32); dims [0, 1] stretch")
     assert evaluate("a: 6, 2, 3, 4; b: 2, 4, 5", "a @ b").steps[0].arithmetic == (
-        "contracts A's last dim (4) with B's second-to-last dim (4); batch dims (6, 2) and (2,) broadcast → "
-        "(6, 2, 3, 5)")
+        "contracts A's last dim (4) with B's second-to-last dim (4); batch dims (6, 2) and (2,) broadcast to (6, 2) "
+        "→ (6, 2, 3, 5)")
+
+
+@pytest.mark.parametrize(("a", "b"), [((8, 3, 4), (8, 4, 5)), ((2, 3, 4), (2, 4, 7))])
+def test_a_bmm_that_runs_says_its_batch_dims_are_equal_not_broadcast(a, b):
+    said = evaluate(f"a: {', '.join(map(str, a))}; b: {', '.join(map(str, b))}", "torch.bmm(a, b)").steps[0].arithmetic
+    assert torch.bmm(torch.zeros(a), torch.zeros(b)).shape[0] == a[0] == b[0]
+    assert f"batch dims ({a[0]},) and ({b[0]},) are equal, as bmm requires (it never broadcasts)" in said
+    assert "broadcast to" not in said
+
+
+@pytest.mark.parametrize(("a", "b"), [((1, 3, 4), (8, 4, 5)), ((2, 3, 4), (8, 4, 5))])
+def test_a_refused_bmm_blames_unequal_batch_dims_that_matmul_would_broadcast_when_it_can(a, b):
+    """(1,) and (8,) broadcast, so 'do not broadcast' would be false: bmm refuses them because it never broadcasts."""
+    shapes = f"a: {', '.join(map(str, a))}; b: {', '.join(map(str, b))}"
+    said = evaluate(shapes, "torch.bmm(a, b)").clash
+    with pytest.raises(RuntimeError):
+        torch.bmm(torch.zeros(a), torch.zeros(b))
+    assert said.startswith(f"bmm never broadcasts: its batch dims must be equal, and here they are {a[0]} and {b[0]}")
+    assert "do not broadcast" not in said
+    broadcasts = a[0] == 1 or b[0] == 1
+    matmul = evaluate(shapes, "a @ b")
+    assert (matmul.error is None) == broadcasts  # what the sentence says matmul does with the same dims
+    if not broadcasts:
+        assert matmul.clash == f"The batch dims ({a[0]},) and ({b[0]},) do not broadcast: aligned from the right, " \
+                               f"{a[0]} vs {b[0]} differ and neither size is 1."
+
+
+@pytest.mark.parametrize(("tensors", "expression"), [
+    ("x: 8, 3, 32, 32", "nn.Conv2d(3, 16, 3)(x.permute(0, 2, 3, 1))"), ("x: 32, 128, 10", "nn.Linear(128, 64)(x)"),
+    ("x: 32, 10, 64", "nn.Linear(128, 64)(x)"), ("x: 2, 3", "x.T.view(6)"), ("a: 2, 3; b: 4", "a + b"),
+    ("a: 1, 3, 4; b: 8, 4, 5", "torch.bmm(a, b)"),
+])
+def test_a_step_torch_refused_gets_no_arithmetic(tensors, expression):
+    r = evaluate(tensors, expression)
+    assert r.error and r.steps[-1].error and r.steps[-1].arithmetic == ""
+
+
+def test_the_fallback_points_to_torchs_message_where_the_page_shows_it():
+    """The page shows the clash sentence first and torch's message after it (pages/tensors.py, lab_verdict)."""
+    r = evaluate("x: 3, 4", "x.gather(0, x)")
+    assert r.clash == "torch refused inputs of shape (3, 4), (3, 4); its own message, below, says what it checked."
+    page = Path("pages/tensors.py").read_text()
+    verdict = page[page.index("def lab_verdict"):]
+    assert verdict.index("r.clash") < verdict.index("st.code(r.error")
+
+
+@pytest.mark.parametrize(("tensors", "expression", "viewed", "merged"), [
+    ("x: 32, 3, 64", "x.transpose(1, 2).view(32, -1)", lambda: torch.zeros(32, 3, 64).transpose(1, 2), (32, 192)),
+    ("x: 4, 6", "x.T.view(24)", lambda: torch.zeros(4, 6).T, (24,)),
+    ("x: 4, 6", "x.T.view(2, 12)", lambda: torch.zeros(4, 6).T, (2, 12)),
+    ("x: 2, 3, 5", "x.permute(2, 0, 1).view(10, 3)", lambda: torch.zeros(2, 3, 5).permute(2, 0, 1), (10, 3)),
+    ("x: 4, 1, 6", "x.transpose(0, 2).view(24)", lambda: torch.zeros(4, 1, 6).transpose(0, 2), (24,)),
+])
+def test_a_refused_view_names_the_dims_one_stride_cannot_walk(tensors, expression, viewed, merged):
+    r = evaluate(tensors, expression)
+    x = viewed()
+    with pytest.raises(RuntimeError, match="not compatible"):
+        x.view(merged)
+    found = re.search(r"would span dims (\d+) and (\d+) of (\(.*?\)), whose strides are (\d+) and (\d+)\. .*"
+                      r"\((\d+) × (\d+) = (\d+)\); here it is (\d+)", r.clash)
+    i, j, shape, si, sj, inner_stride, inner_size, product, outer = found.groups()
+    i, j = int(i), int(j)
+    assert shape == str(tuple(x.shape)) and (int(si), int(sj)) == (x.stride(i), x.stride(j))
+    assert (int(inner_stride), int(inner_size), int(outer)) == (x.stride(j), x.shape[j], x.stride(i))
+    assert int(product) == x.stride(j) * x.shape[j] != x.stride(i)
+    assert "not contiguous" not in r.clash
+    offered = re.search(r"view(\(.*?\)) works on this same tensor", r.clash)
+    if all(size < 4 or all(size % f for f in range(2, size)) for size in x.shape):  # no dim splits in two
+        assert offered is None
+    else:
+        split = tuple(int(n) for n in re.findall(r"\d+", offered.group(1)))
+        assert x.view(split).data_ptr() == x.data_ptr()  # the split the sentence offers is a view of x
+    merged_pair = list(x.shape[:i]) + [x.shape[i] * x.shape[j]] + list(x.shape[j + 1:])
+    with pytest.raises(RuntimeError):
+        x.view(merged_pair)  # merging exactly the two dims it names is what no stride can do
 
 
 def test_presets_run_and_the_traps_show_what_they_teach():

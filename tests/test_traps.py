@@ -78,6 +78,9 @@ def test_uneven_micro_batches(pairs):
     key = "max |accumulated - full batch|"
     assert r.trap[key] == pytest.approx((per_mean - full).abs().max().item(), abs=1e-5) and r.trap[key] > 0.01
     assert r.correct[key] == pytest.approx(0, abs=1e-6)
+    # the correct form is float32 rounding away, not 0: the sentence once said "max difference 0" for 2.98e-08
+    assert f"(max difference {r.correct[key]:.2g})" in r.sentence and f"up to {r.trap[key]:.4g}" in r.sentence
+    assert ("max difference 0)" in r.sentence) == (r.correct[key] == 0)
     assert f"{r.trap[key]:.4g}" in r.sentence and " + ".join(map(str, sizes)) in r.sentence
 
 

@@ -1,6 +1,7 @@
 """Section 2: backward step by step: leaf and intermediate gradients, engine order, one chain rule, gradcheck."""
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -51,6 +52,42 @@ class Chain:
     upstream: str
     terms: tuple[ChainTerm, ...]
     note: str = ""  # why no rule is shown (no gradient reached this operation)
+    symbols: tuple[str, ...] = ("a",)  # each operand's letter in the formulas, then the upstream gradient's
+
+
+# The letters the rules are written with: operands a and b (A and B for @, a and n for **), g for the upstream
+# gradient. A leaf may have one of these names (the bias b of x @ W + b): then the rules use the first spare letter
+# no leaf has, and a Greek one (never a leaf name: names start with an ASCII letter) when all are taken.
+SPARE_SYMBOLS = {"a": "upcdα", "b": "vqfhβ", "A": "UPCDΦ", "B": "VQFHΨ", "n": "kmjrν", "g": "γ"}
+_SYMBOL = re.compile(r"(?<![A-Za-z])([abABng])(?![A-Za-z])")
+
+
+def rule_symbols(node) -> tuple[str, ...]:
+    """The letters the rules of this operation name its operands with."""
+    if isinstance(node, BinOp):
+        return {"@": ("A", "B"), "**": ("a", "n")}.get(node.op, ("a", "b"))
+    return ("a",)
+
+
+def free_symbols(taken) -> dict[str, str]:
+    """Each rule letter, or its first spare that no leaf is named (and no other letter already took)."""
+    chosen: dict[str, str] = {}
+    for letter, spares in SPARE_SYMBOLS.items():
+        chosen[letter] = next(c for c in letter + spares if c not in taken and c not in chosen.values())
+    return chosen
+
+
+def renamed(text: str, symbols: dict[str, str]) -> str:
+    """A rule or its numbers with each rule letter written as the letter chosen for it."""
+    return _SYMBOL.sub(lambda m: symbols[m.group(1)], text)
+
+
+def operands_sentence(chain: Chain) -> str:
+    """What each letter of the rules stands for at this operation, and the gradient flowing in."""
+    *letters, g = chain.symbols
+    names = ", ".join(f"{letter} = `{text}`" for letter, text in zip(letters, chain.operands, strict=False))
+    return (f"Here {names}; {g} = ∂L/∂out is the gradient flowing into `{chain.step}`: `{chain.upstream}`. "
+            "The numbers are at element 0 of each operand.")
 
 
 CUT_BY_DETACH = "None: cut off by .detach()"
@@ -171,7 +208,7 @@ def _local(step, which: int, g):
             return _matmul_terms(x, y, g, which)
         rule, factors = _binary_factors(node.op, which, x, y, out)
         hand, numbers = _broadcast_term(g, factors, a, out)
-        return f"∂L/∂{'ab'[which]} = {rule}", hand, numbers
+        return f"∂L/∂{rule_symbols(node)[which]} = {rule}", hand, numbers
     if isinstance(node, Neg):
         hand, numbers = _broadcast_term(g, [("−1", -1.0)], a, out)
         return "∂L/∂a = −g", hand, numbers
@@ -201,7 +238,7 @@ def _binary_factors(op: str, which: int, x, y, out) -> tuple[str, list]:
     if which == 0:
         return "g · n · a^(n−1) (0 where n = 0)", [("n·a^(n−1)", torch.where(y == 0, 0.0, y * x ** (y - 1)))]
     local = torch.where((x == 0) & (y >= 0), 0.0, out * torch.log(x))
-    return "g · aⁿ · ln a (0 where a = 0 and n ≥ 0)", [("aⁿ·ln a", local)]
+    return "g · a^n · ln a (0 where a = 0 and n ≥ 0)", [("a^n·ln a", local)]
 
 
 def _call_terms(node, a, out, g):
@@ -210,13 +247,13 @@ def _call_terms(node, a, out, g):
         hand = torch.where(a <= 0, 0.0, g)
         a0 = _first(a)
         why = "≤ 0, so 0" if a0 <= 0 else "> 0, so g" if a0 > 0 else "is nan, so g"
-        return "∂L/∂a = g where a > 0, 0 where a ≤ 0 (a nan passes g on)", hand, \
+        return "∂L/∂a = g where a > 0, 0 where a ≤ 0 (where a is nan, g passes on)", hand, \
             f"a = {_num(a0)} {why} = {_first(hand):.4g}"
     if f in ("sigmoid", "tanh", "exp", "log"):
         rule, factor = {
             "sigmoid": ("g · σ(a)(1 − σ(a))", out * (1 - out)),
-            "tanh": ("g · (1 − tanh²a)", 1 - out**2),
-            "exp": ("g · eᵃ", out),
+            "tanh": ("g · (1 − tanh²(a))", 1 - out**2),
+            "exp": ("g · exp(a)", out),
             "log": ("g / a", 1 / a),
         }[f]
         hand, numbers = _broadcast_term(g, [("local", factor)], a, out)
@@ -235,8 +272,9 @@ def _call_terms(node, a, out, g):
     return "∂L/∂a[i] = s[i] · (g[i] − Σⱼ g[j] s[j])", hand, numbers
 
 
-def chain_rule(step, g: torch.Tensor) -> tuple[ChainTerm, ...]:
-    """For each operand of one operation that needs a gradient: the rule by hand vs the engine's value."""
+def chain_rule(step, g: torch.Tensor, symbols: dict[str, str]) -> tuple[ChainTerm, ...]:
+    """For each operand of one operation that needs a gradient: the rule by hand vs the engine's value, its letters
+    the chosen `symbols`."""
     terms = []
     for which, a in enumerate(step.inputs):
         label = to_source(_operand_node(step.node, which))
@@ -250,18 +288,22 @@ def chain_rule(step, g: torch.Tensor) -> tuple[ChainTerm, ...]:
             rule, hand, numbers = _local(step, which, g)
         engine = _engine_vjp(step, which, g)
         diff = None if hand is None else max_abs_diff(hand, engine)
-        terms.append(ChainTerm(label, rule, numbers, f"{label}{_elem(a.shape)}",
+        terms.append(ChainTerm(label, renamed(rule, symbols), renamed(numbers, symbols), f"{label}{_elem(a.shape)}",
                                None if hand is None else _first(hand), _first(engine), diff))
     return tuple(terms)
 
 
-def chain_at(step) -> Chain:
-    """The chain rule at one operation that needs a gradient, or a note when no gradient reached it."""
+def chain_at(step, leaf_names=()) -> Chain:
+    """The chain rule at one operation that needs a gradient, or a note when no gradient reached it; its rules
+    written with letters no leaf is named."""
     operands = tuple(E.to_source(c) for c in E.children(step.node))
+    symbols = free_symbols(set(leaf_names))
+    letters = tuple(symbols[s] for s in rule_symbols(step.node)) + (symbols["g"],)
     g = step.out.grad
     if g is None:
-        return Chain(step.text, fn_name(step.out.grad_fn), operands, CUT_BY_DETACH, (), NO_GRADIENT_NOTE)
-    return Chain(step.text, fn_name(step.out.grad_fn), operands, preview(g), chain_rule(step, g))
+        return Chain(step.text, fn_name(step.out.grad_fn), operands, CUT_BY_DETACH, (), NO_GRADIENT_NOTE, letters)
+    return Chain(step.text, fn_name(step.out.grad_fn), operands, preview(g), chain_rule(step, g, symbols), "",
+                 letters)
 
 
 def _engine_vjp(step, which: int, g: torch.Tensor) -> torch.Tensor:
@@ -342,7 +384,7 @@ def backward_view(leaves_text: str, expr_text: str) -> BackwardResult:
     grad_steps = [s for s in b.steps if s.out.requires_grad]
     if not grad_steps:
         raise InputError("No operation in the expression needs a gradient.")
-    chains = tuple(chain_at(s) for s in grad_steps)
+    chains = tuple(chain_at(s, b.tensors) for s in grad_steps)
 
     fresh = build(leaves_text, expr_text)
     wanted = [(n, t) for n, t in fresh.tensors.items() if t.requires_grad]

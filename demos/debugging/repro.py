@@ -152,7 +152,8 @@ def deterministic_checks() -> tuple[tuple, ...]:
     """Each op checked: its name, the function that runs it, and what deterministic mode does with it."""
     return (
         ("max_unpool2d", _max_unpool, "no deterministic kernel on any device: raises, CPU included"),
-        ("index_put_(accumulate=True)", _index_put_accumulate, "switches to a deterministic (sorted) kernel"),
+        ("index_put_(accumulate=True)", _index_put_accumulate, "CPU: switches to a deterministic (sorted) kernel; "
+         "CUDA's kernel sorts already and is not on torch's nondeterministic list"),
         ("adaptive_avg_pool2d backward", _adaptive_avg_pool_backward, "CUDA backward uses atomicAdd: raises on CUDA"),
         ("interpolate(bilinear) backward", _bilinear_backward, "CUDA backward uses atomicAdd: raises on CUDA"),
         ("scatter_add_", _scatter_add, "CUDA switches to a deterministic kernel"),

@@ -27,6 +27,7 @@ class DeadRun:
     finite: bool  # False: the weights went NaN/inf, and every unit reads as silent
     spread_before: tuple[float, ...] = ()  # per layer: std over the inputs of W·h (the input-driven part), mean unit
     bias_before: tuple[float, ...] = ()  # per layer: mean |bias|
+    peak_before: tuple[float, ...] = ()  # per layer: the largest W·h each unit reaches over the inputs, averaged
 
 
 @dataclass(frozen=True)
@@ -50,34 +51,49 @@ def relu_net(init: str, seed: int = 0) -> tuple[nn.Sequential, list[nn.Linear]]:
     return nn.Sequential(*layers, nn.Linear(WIDTH, 1)), linears
 
 
-def signal_and_bias(linears: list[nn.Linear], x: torch.Tensor) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Per layer: how much W·h varies over the inputs (averaged over units), and the mean |bias| beside it."""
-    spread, bias = [], []
+def signal_and_bias(linears: list[nn.Linear], x: torch.Tensor) -> tuple[tuple[float, ...], ...]:
+    """Per layer: how much W·h varies over the inputs and the largest W·h each unit reaches (both averaged over
+    units), and the mean |bias| beside them. A unit is silent on every input exactly when its largest W·h is at most
+    −bias."""
+    spread, peak, bias = [], [], []
     h = x
     with torch.no_grad():
         for lin in linears:
             wh = h @ lin.weight.T
             spread.append(wh.std(0).mean().item())
+            peak.append(wh.max(0).values.mean().item())
             bias.append(lin.bias.abs().mean().item())
             h = torch.relu(wh + lin.bias)
-    return tuple(spread), tuple(bias)
+    return tuple(spread), tuple(peak), tuple(bias)
 
 
 def before_sentence(run: DeadRun) -> str:
-    """Why units are dead before any training, from the measured signal and biases ('' when none are)."""
-    s, b = run.spread_before, run.bias_before
-    cross = next((i for i, (si, bi) in enumerate(zip(s, b, strict=True)) if si < bi), None)
+    """Why units are dead before any training, from the measured signal, peaks and biases ('' when none are)."""
+    s, m, b = run.spread_before, run.peak_before, run.bias_before
+    cross = bias_wins_from(m, b)
     if not any(run.dead_before) or cross is None:
         return ""
     why = (" (its U(±1/√fan_in) weights have variance 1/(3·fan_in) and ReLU halves the signal's power: about √6 ≈ "
            "2.4 per layer)" if run.init == "default" else "")
     per_layer = f", ÷{(s[0] / s[-1]) ** (1 / (len(s) - 1)):.1f} per layer{why}" if min(s) > 0 else ""
     dead = ", ".join(f"{d:.0%}" for d in run.dead_before)
+    first = "" if cross == 0 else (f" In layer 1 the largest W·h averages {m[0]:.3g} against a mean |bias| of "
+                                   f"{b[0]:.2g}, and {run.dead_before[0]:.0%} of its units are dead.")
     return (f"Dead before training ({INIT_LABELS[run.init]} init): the input-driven part of each pre-activation "
             f"(W·h, its spread over the {EVAL} inputs) shrank from {s[0]:.3g} in layer 1 to {s[-1]:.2g} in layer "
-            f"{len(s)}{per_layer}, while the biases stay about ±{sum(b) / len(b):.2g}. From "
-            f"layer {cross + 1} on the bias is larger than W·h's spread, so the bias alone decides the sign: a unit "
-            f"whose bias is negative enough is silent on every input. Dead per layer before training: {dead}.")
+            f"{len(s)}{per_layer}, while the mean |bias| stays about {sum(b) / len(b):.2g}. A unit is silent on every "
+            f"input when its bias is at most minus the largest W·h it reaches. From layer {cross + 1} on, that "
+            f"largest W·h averages less than the mean |bias| (layer {cross + 1}: {m[cross]:.2g} against "
+            f"{b[cross]:.2g}), so a unit with a negative bias of typical size is silent on every input.{first} "
+            f"Dead per layer before training: {dead}.")
+
+
+def bias_wins_from(peaks, biases) -> int | None:
+    """The first layer (from 0) from which on every layer's average largest W·h is below its mean |bias|."""
+    cross = None
+    for i, (peak, bias) in enumerate(zip(peaks, biases, strict=True)):
+        cross = (i if cross is None else cross) if peak < bias else None
+    return cross
 
 
 def dead_fractions(linears: list[nn.Linear], x: torch.Tensor) -> tuple[float, ...]:
@@ -99,9 +115,9 @@ def dead_run(lr: float, init: str, seed: int = 0) -> DeadRun:
     if init not in INITS:
         raise InputError(f"Initialization must be one of {', '.join(INITS)}; got {quoted(init)}.")
     before, after, final, model, x = train_counting_dead(lr, init, seed)
-    spread, bias = signal_and_bias(relu_net(init, seed)[1], x)  # the same seeded net, untrained
+    spread, peak, bias = signal_and_bias(relu_net(init, seed)[1], x)  # the same seeded net, untrained
     finite = all(torch.isfinite(p).all().item() for p in model.parameters())
-    return DeadRun(lr, init, before, after, final, finite and math.isfinite(final), spread, bias)
+    return DeadRun(lr, init, before, after, final, finite and math.isfinite(final), spread, bias, peak)
 
 
 def train_counting_dead(lr: float, init: str, seed: int = 0):

@@ -45,16 +45,24 @@ class Pass:
     loss: float
     act_slopes: tuple[float, ...]  # mean derivative of each block's activation at the inputs it received
     act_means: tuple[float, ...] = ()  # mean of each block's output (the residual stream when there is one)
+    backprop_norms: tuple[float, ...] = ()  # per layer: norm of ∂loss/∂(its linear's output), the gradient δ
+    input_norms: tuple[float, ...] = ()  # per layer: norm of its input h (∂loss/∂W = δᵀ·h)
 
     @property
     def ratio(self) -> float:
-        """Layer 1's gradient norm over the last layer's: 1 when the gradient reaches the input undiminished."""
+        """Layer 1's weight-gradient norm over the last layer's: what the page's metric and verdict read."""
         return self.grad_norms[0] / max(self.grad_norms[-1], TINY)
 
     @property
+    def backprop_ratio(self) -> float:
+        """Layer 1's backpropagated gradient δ over the last layer's: how the gradient itself changed on the way."""
+        return self.backprop_norms[0] / max(self.backprop_norms[-1], TINY)
+
+    @property
     def layer_gain(self) -> float:
-        """The average factor one layer applies to the gradient on its way down: ratio ** (1 / (depth - 1))."""
-        return self.ratio ** (1 / (len(self.grad_norms) - 1)) if len(self.grad_norms) > 1 else 1.0
+        """The average factor one layer applies to the backpropagated gradient: backprop_ratio ** (1 / (depth - 1))."""
+        depth = len(self.backprop_norms)
+        return self.backprop_ratio ** (1 / (depth - 1)) if depth > 1 else 1.0
 
     @property
     def verdict(self) -> str:
@@ -108,22 +116,31 @@ def layer_grad_norms(net, x, y):
 
 
 def one_pass(cfg: NetConfig, seed: int = 0) -> tuple[Pass, nn.Module]:
-    """layer_grad_norms on one batch, with hooks reading each block's output and its activation's mean slope."""
+    """layer_grad_norms on one batch, with hooks reading each block's input and output, its activation's mean slope,
+    and the gradient backpropagated to its linear's output."""
     net = build(cfg, seed)
     x, y = batch(cfg, seed)
-    stds, means, slopes = [], [], []
+    stds, means, slopes, inputs = [], [], [], []
+    deltas = [0.0] * cfg.depth
 
     def block_out(block, args, out):
         stds.append(out.detach().std().item())
         means.append(out.detach().mean().item())
 
-    hooks = [h for block in net.blocks for h in (
-        block.register_forward_hook(block_out),
+    def linear_out(i):
+        def hook(linear, args, out):
+            inputs.append(args[0].detach().norm().item())
+            out.register_hook(lambda g: deltas.__setitem__(i, g.norm().item()))
+        return hook
+
+    hooks = [h for i, block in enumerate(net.blocks) for h in (
+        block.register_forward_hook(block_out), block.linear.register_forward_hook(linear_out(i)),
         block.act.register_forward_hook(lambda act, args, out: slopes.append(mean_slope(act, args[0]))))]
     loss, norms = layer_grad_norms(net, x, y)
     for h in hooks:
         h.remove()
-    return Pass(cfg, tuple(norms), tuple(stds), loss, tuple(slopes), tuple(means)), net
+    return Pass(cfg, tuple(norms), tuple(stds), loss, tuple(slopes), tuple(means), tuple(deltas),
+                tuple(inputs)), net
 
 
 def fix_variants(cfg: NetConfig) -> tuple[NetConfig, ...]:
@@ -223,10 +240,7 @@ def fix_sentences(r: FlowResult, names: tuple[str, ...]) -> list[str]:
     """What each drawn line measured, which are healthy, and why a fix did worse, all from the numbers."""
     if r.cfg.depth == 1:
         return ["With one layer, layer 1 is the last layer: there is no depth for a gradient to vanish over."]
-    lines = [f"**{name}**: layer 1 / last = {p.ratio:.2g} ({p.verdict}); per layer the gradient is multiplied by "
-             f"{p.layer_gain:.3g} on average = the activation's mean slope {_mean(p.act_slopes):.3g} × everything "
-             f"else (weights, normalization, skip path) {_rest(p):.3g}"
-             for p, name in zip(r.variants, names, strict=True)]
+    lines = [variant_sentence(p, name) for p, name in zip(r.variants, names, strict=True)]
     healthy = [name for p, name in zip(r.variants, names, strict=True) if p.verdict == "healthy"]
     low, high = HEALTHY
     if not healthy:
@@ -241,11 +255,34 @@ def fix_sentences(r: FlowResult, names: tuple[str, ...]) -> list[str]:
             lines.append(stream_sentence(p, name))
     for p, name in zip(r.variants[1:], names[1:], strict=True):
         if p.verdict in ("vanishing", "exploding") and math.isfinite(p.ratio) and _distance(p) > _distance(y):
-            lines.append(f"{name} is further from 1 than your setting: the activation's mean slope went from "
+            lines.append(f"{name}'s gradient changes more per layer than your setting's: the activation's mean slope "
+                         "went from "
                          f"{_mean(y.act_slopes):.3g} to {_mean(p.act_slopes):.3g} and everything else from "
                          f"{_rest(y):.3g} to {_rest(p):.3g} per layer, so their product went from {y.layer_gain:.3g} "
                          f"to {p.layer_gain:.3g}.")
     return lines
+
+
+def variant_sentence(p: Pass, name: str) -> str:
+    """The weight-gradient ratio the metric reads, the backpropagated gradient's own change per layer (the activation's
+    slope × the rest), and, where the two disagree, the layer inputs that make them differ."""
+    depth = len(p.grad_norms)
+    said = (f"**{name}**: weight gradients, layer 1 / last = {p.ratio:.2g} ({p.verdict}). The gradient "
+            f"backpropagated to each layer's linear output is {p.backprop_ratio:.2g}× at layer 1 what it is at layer "
+            f"{depth}: ×{p.layer_gain:.3g} per layer on average = the activation's mean slope "
+            f"{_mean(p.act_slopes):.3g} × everything else (weights, normalization, skip path) {_rest(p):.3g}.")
+    if _inputs_matter(p):
+        said += (f" The weight ratio differs because a weight's gradient is that gradient times the layer's input "
+                 f"(∂loss/∂W = δᵀ·h), whose norm goes from {p.input_norms[0]:.3g} at layer 1 to "
+                 f"{p.input_norms[-1]:.3g} at layer {depth}.")
+    return said
+
+
+def _inputs_matter(p: Pass) -> bool:
+    """Whether the weight-gradient ratio and the backpropagated one differ by more than 2× (both finite)."""
+    if not all(math.isfinite(v) and v > 0 for v in (p.ratio, p.backprop_ratio)):
+        return False
+    return abs(math.log2(p.ratio / p.backprop_ratio)) > 1
 
 
 def stream_sentence(p: Pass, name: str) -> str:
@@ -275,8 +312,9 @@ def _rest(p: Pass) -> float:
 
 
 def _distance(p: Pass) -> float:
-    """How far the ratio is from 1, in orders of magnitude."""
-    return abs(math.log10(max(p.ratio, TINY))) if math.isfinite(p.ratio) else math.inf
+    """How far the backpropagated gradient's ratio is from 1, in orders of magnitude."""
+    ratio = p.backprop_ratio
+    return abs(math.log10(max(ratio, TINY))) if math.isfinite(ratio) else math.inf
 
 
 def _mean(values) -> float:

@@ -90,10 +90,17 @@ def again_id(qid: str) -> str:
     return f"{family_of(qid)}@{seed}"
 
 
+AGAIN_NOTES = {  # why a question is asked again, as the page says it
+    "missed": "asked again: you missed it earlier",
+    "skipped": "asked again: you skipped it earlier",
+    "review": "asked again: it is on your review list from an earlier drill",
+}
+
+
 @dataclass
 class Slot:
     qid: str
-    again: bool = False  # a question asked before (a miss coming back)
+    again: str = ""  # why it is asked again (a key of AGAIN_NOTES), '' the first time
     outcome: str | None = None  # correct, close, wrong or skipped; None until answered
     seconds: float | None = None
     predicted: str = ""
@@ -118,6 +125,15 @@ class Drill:
     def current(self) -> Slot:
         return self.slots[self.position]
 
+    @property
+    def answered(self) -> int:
+        """Questions answered (right, close or wrong); a skip is not an answer."""
+        return sum(s.outcome not in (None, "skipped") for s in self.slots)
+
+    @property
+    def skipped(self) -> int:
+        return sum(s.outcome == "skipped" for s in self.slots)
+
     def record(self, outcome: str, predicted: str, expected: str, now: float) -> bool:
         """Keep the first verdict of the slot on screen; a miss in a drill comes back at the end. True if kept."""
         slot = self.current
@@ -128,7 +144,7 @@ class Drill:
         if outcome in MISSED and not self.mock and slot.qid not in self.asked_again:
             comeback = again_id(slot.qid)
             self.asked_again.update((slot.qid, comeback))
-            self.slots.append(Slot(comeback, again=True))
+            self.slots.append(Slot(comeback, again="skipped" if outcome == "skipped" else "missed"))
         return True
 
     def move(self, step: int, now: float) -> None:
@@ -150,7 +166,7 @@ def start(s: Settings, review: tuple[str, ...], now: float) -> Drill:
     """A new drill: its own questions, then (in Drill mode) up to MAX_CARRIED questions waiting for review."""
     own = compose(s)
     carried = [] if s.mode != "Drill" else [again_id(q) for q in review if q not in own][:MAX_CARRIED]
-    slots = [Slot(q) for q in own] + [Slot(q, again=True) for q in carried]
+    slots = [Slot(q) for q in own] + [Slot(q, again="review") for q in carried]
     return Drill(s, slots, started=now, shown_at=now, asked_again=set(carried))
 
 
@@ -173,10 +189,15 @@ def mastered(history: list[tuple[str, str]], review: tuple[str, ...]) -> set[tup
 @dataclass(frozen=True)
 class TopicScore:
     topic: str
-    asked: int
+    asked: int  # answered or skipped
     correct: int
     close: int
     seconds: float
+    skipped: int = 0
+
+    @property
+    def answered(self) -> int:
+        return self.asked - self.skipped
 
     @property
     def share(self) -> float:
@@ -190,7 +211,8 @@ def scores(drill: Drill) -> list[TopicScore]:
         slots = [s for s in drill.slots if s.outcome and item(s.qid).topic == topic]
         if slots:
             result.append(TopicScore(topic, len(slots), sum(s.outcome == "correct" for s in slots),
-                                     sum(s.outcome == "close" for s in slots), sum(s.seconds or 0 for s in slots)))
+                                     sum(s.outcome == "close" for s in slots), sum(s.seconds or 0 for s in slots),
+                                     sum(s.outcome == "skipped" for s in slots)))
     return result
 
 
@@ -209,7 +231,8 @@ OUTCOME_COLORS = {"correct": COLORS["activation"], "close": COLORS["temporary"],
 
 
 def time_chart(drill: Drill, limit: float | None = None) -> dict:
-    """A Vega-Lite spec: seconds spent on each answered question, coloured by outcome (a rule marks `limit`)."""
+    """A Vega-Lite spec: seconds spent on each question answered or skipped, coloured by outcome (a rule marks
+    `limit`)."""
     values = [{"question": i + 1, "seconds": round(s.seconds or 0.0, 1), "outcome": s.outcome,
                "topic": item(s.qid).topic} for i, s in enumerate(drill.slots) if s.outcome]
     outcomes = [o for o in OUTCOME_COLORS if any(v["outcome"] == o for v in values)]

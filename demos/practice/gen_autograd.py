@@ -43,17 +43,19 @@ def grad_question(rng: random.Random) -> Question:
 
 
 def accumulation_question(rng: random.Random) -> Question:
+    """Steps are numbered from 1 in the snippet as in the prompt: 'zeroed after step 2' is after the 2nd backward."""
     c, w, steps = rng.randint(2, 4), rng.choice((-2, -1, 0.5, 1, 2, 3)), rng.randint(2, 5)
-    zero_at = rng.choice([None, *range(steps - 1)])
+    zero_at = rng.choice([None, *range(1, steps)])
     reset = "" if zero_at is None else f"\n    if step == {zero_at}:\n        w.grad.zero_()"
-    code = (f"import torch\n\nw = torch.tensor({float(w)}, requires_grad=True)\nfor step in range({steps}):\n"
+    numbered = ", ".join(str(i) for i in range(1, steps + 1))
+    code = (f"import torch\n\nw = torch.tensor({float(w)}, requires_grad=True)\nfor step in ({numbered}):\n"
             f"    loss = {c} * w**2\n    loss.backward(){reset}\nprint(w.grad)\n")
     each = 2 * c * w
-    counted = steps if zero_at is None else steps - 1 - zero_at
+    counted = steps if zero_at is None else steps - zero_at
     how = ("Nothing zeroes it, so" if zero_at is None else
-           f"The zero_() after step {zero_at} clears it, and only {plural(counted, 'later backward call')} "
-           "count, so")
-    prompt = (f"loss = {c}·w² at w = {float(w)}, and backward() runs {steps} times"
+           f"The zero_() after step {zero_at}'s backward clears it, and only {plural(counted, 'later backward call')} "
+           f"{'counts' if counted == 1 else 'count'}, so")
+    prompt = (f"loss = {c}·w² at w = {float(w)}, and backward() runs {steps} times (steps 1 to {steps})"
               + ("" if zero_at is None else f", with w.grad zeroed after step {zero_at}") + ". What is w.grad?")
     return Question.from_code(
         "", prompt, code,

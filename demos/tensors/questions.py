@@ -81,6 +81,15 @@ def _squeeze_batch_of_one():
     return x.squeeze().shape
 
 
+def _bmm_batch_of_one():
+    a = torch.ones(1, 3, 4)
+    b = torch.ones(8, 4, 5)
+    try:
+        return torch.bmm(a, b).shape
+    except RuntimeError as err:
+        return type(err)
+
+
 QUESTIONS = (
     Question("broadcast", "What is the shape of a + b for (8, 1, 6, 1) and (7, 1, 5)?", _broadcast_shape,
              "Align from the right: (8, 1, 6, 1) and (_, 7, 1, 5). Each 1 stretches and the missing dim is "
@@ -120,6 +129,10 @@ QUESTIONS = (
     Question("adv_index", "x = zeros(5); x[torch.tensor([1, 3])][0] = 5. What is x.sum()?", _advanced_index_write,
              "0: indexing with a tensor returns a copy, and the write went into that copy. `x[idx[0]] = 5` (one "
              "indexing call on the left of =) writes into x.", kind="number"),
+    Question("bmm_batch", "torch.bmm(a, b) for a (1, 3, 4) and b (8, 4, 5): what shape, or does it raise?",
+             _bmm_batch_of_one,
+             "RuntimeError: bmm never broadcasts, so its batch dims must be equal (1 and 8 are not). a @ b "
+             "(torch.matmul) broadcasts them and gives (8, 3, 5).", choices=("(8, 3, 5)", "(1, 3, 5)", "RuntimeError")),
     Question("squeeze_one", "x has shape (1, 1, 4): a batch of one. What shape does x.squeeze() have?",
              _squeeze_batch_of_one,
              "(4,): squeeze() drops every size-1 dim, the batch dim too. x.squeeze(1) keeps the batch: (1, 4).",

@@ -46,7 +46,10 @@ def _arg(info: dict, position: int, key: str, default=None):
 
 
 def arithmetic(op: str, inputs: tuple, outputs: tuple, info: dict, failed: bool) -> str:
-    """One line of arithmetic behind the output shape, with the numbers plugged in ('' when there is none)."""
+    """One line of arithmetic behind the output shape, with the numbers plugged in ('' when there is none, and for a
+    step torch refused: there is no output shape to explain)."""
+    if failed or not outputs:
+        return ""
     module = info.get("module")
     if isinstance(module, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.MaxPool1d, nn.MaxPool2d, nn.AvgPool1d, nn.AvgPool2d,
                            nn.ConvTranspose1d, nn.ConvTranspose2d)) and inputs:
@@ -65,11 +68,9 @@ def arithmetic(op: str, inputs: tuple, outputs: tuple, info: dict, failed: bool)
                f"{module.head_dim}"
     if isinstance(module, (nn.Flatten, nn.Unflatten)) and inputs and outputs:
         return _regroup(inputs[0], outputs[0])
-    if failed or not outputs:
-        return ""
     out = outputs[0]
     if op in MATMUL and len(inputs) == 2:
-        return _matmul(*inputs, out)
+        return _matmul(op, *inputs, out)
     if op in BROADCASTING and len(inputs) >= 2:
         return _broadcast(inputs, out)
     if op in REDUCTIONS and inputs:
@@ -143,15 +144,37 @@ def _window(m, shape) -> str:
     return "; ".join(parts) + channels
 
 
-def _matmul(a, b, out) -> str:
+def _matmul(op, a, b, out) -> str:
     if len(a) == 0 or len(b) == 0:
         return ""
     inner_b = b[0] if len(b) == 1 else b[-2]
     text = f"contracts A's last dim ({a[-1]}) with B's {'only' if len(b) == 1 else 'second-to-last'} dim ({inner_b})"
-    batch_a, batch_b = a[:-2], b[:-2]
-    if batch_a or batch_b:
-        text += f"; batch dims {_dims(batch_a)} and {_dims(batch_b)} broadcast"
-    return text + f" → {_dims(out)}"
+    return text + _batch_note(op, a[:-2], b[:-2]) + f" → {_dims(out)}"
+
+
+def _batch_note(op, batch_a, batch_b) -> str:
+    """What happened to the batch dims: bmm needs them equal; matmul broadcasts them."""
+    if not batch_a and not batch_b:
+        return ""
+    if op == "bmm":
+        return f"; batch dims {_dims(batch_a)} and {_dims(batch_b)} are equal, as bmm requires (it never broadcasts)"
+    if not batch_a or not batch_b:
+        return f"; {'A' if batch_a else 'B'}'s batch dims {_dims(batch_a or batch_b)} carry over"
+    if batch_a == batch_b:
+        return f"; batch dims {_dims(batch_a)} equal"
+    together = _broadcast_shape(batch_a, batch_b)
+    return f"; batch dims {_dims(batch_a)} and {_dims(batch_b)} broadcast to {_dims(together)}"
+
+
+def _broadcast_shape(*shapes) -> tuple | None:
+    """The shapes broadcast together, or None when some aligned dims differ and neither is 1."""
+    result = []
+    for column in zip(*_aligned(shapes), strict=True):
+        sizes = {d for d in column if d not in (None, 1)}
+        if len(sizes) > 1:
+            return None
+        result.append(sizes.pop() if sizes else 1)
+    return tuple(result)
 
 
 def _broadcast(inputs, out) -> str:
@@ -267,15 +290,7 @@ def clash(op: str, inputs: tuple, info: dict, err: BaseException) -> str:
         return f"LayerNorm normalises the last dims {module.normalized_shape}; the input ends in " \
                f"{_dims(inputs[0][-len(module.normalized_shape):])}."
     if op in MATMUL and len(inputs) == 2:
-        a, b = inputs
-        if op == "bmm" and (len(a) != 3 or len(b) != 3):
-            return f"bmm needs two 3-D tensors; got {len(a)}-D and {len(b)}-D."
-        if a and b:
-            inner = b[0] if len(b) == 1 else b[-2]
-            if a[-1] != inner:
-                return f"A's last dim ({a[-1]}) and B's {'only' if len(b) == 1 else 'second-to-last'} dim " \
-                       f"({inner}) are the contracted dims and must be equal."
-        return f"The batch dims {_dims(a[:-2])} and {_dims(b[:-2])} do not broadcast."
+        return _matmul_clash(op, *inputs)
     if op in BROADCASTING and len(inputs) >= 2:
         return _broadcast_clash(inputs)
     if op in ("view", "reshape") and inputs:
@@ -288,10 +303,33 @@ def clash(op: str, inputs: tuple, info: dict, err: BaseException) -> str:
 
 
 def fallback_clash(inputs) -> str:
+    """The page shows torch's own message below this sentence."""
     if not inputs:
         return "torch refused the arguments themselves, before any tensor reached the op."
     shapes = ", ".join(_dims(s) for s in inputs)
-    return f"torch refused inputs of shape {shapes}; the message above names the dim it checks."
+    return f"torch refused inputs of shape {shapes}; its own message, below, says what it checked."
+
+
+def _matmul_clash(op, a, b) -> str:
+    """The contracted dims that differ, or the batch dims that bmm needs equal or that matmul cannot broadcast."""
+    if op == "bmm" and (len(a) != 3 or len(b) != 3):
+        return f"bmm needs two 3-D tensors; got {len(a)}-D and {len(b)}-D."
+    if not a or not b:
+        return fallback_clash((a, b))
+    inner = b[0] if len(b) == 1 else b[-2]
+    if a[-1] != inner:
+        return f"A's last dim ({a[-1]}) and B's {'only' if len(b) == 1 else 'second-to-last'} dim " \
+               f"({inner}) are the contracted dims and must be equal."
+    batch_a, batch_b = a[:-2], b[:-2]
+    if op == "bmm" and batch_a != batch_b:
+        return f"bmm never broadcasts: its batch dims must be equal, and here they are {batch_a[0]} and {batch_b[0]} " \
+               "(torch.matmul would broadcast them)."
+    if op != "bmm" and _broadcast_shape(batch_a, batch_b) is None:
+        pairs = [f"{x} vs {y}" for x, y in zip(*_aligned((batch_a, batch_b)), strict=True)
+                 if None not in (x, y) and 1 not in (x, y) and x != y]
+        return f"The batch dims {_dims(batch_a)} and {_dims(batch_b)} do not broadcast: aligned from the right, " \
+               f"{', '.join(pairs)} differ and neither size is 1."
+    return fallback_clash((a, b))
 
 
 def safely(explain, default: str, *args) -> str:
@@ -336,8 +374,59 @@ def _view_clash(op, shape, info, message: str) -> str:
         asked = re.search(r"shape '\[(.*?)\]'", message)
         return f"{n:,} elements cannot be arranged as ({asked.group(1) if asked else '?'}): the sizes must " \
                "multiply to the same count."
-    return f"{_dims(shape)} is not contiguous, so no strides can walk it as the new shape: view never copies " \
-           "(reshape would)."
+    strides, target = info.get("strides", ()), _view_target(shape, info)
+    if op != "view" or "not compatible" not in message or not strides or target is None:
+        return fallback_clash((shape,))
+    return _no_strides_for(shape, strides[0], target)
+
+
+def _view_target(shape, info) -> tuple | None:
+    """The shape view was asked for, its -1 worked out (None when the arguments are not plain sizes)."""
+    args = info.get("args", ())
+    sizes = args[0] if len(args) == 1 and isinstance(args[0], tuple) else args
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in sizes) or list(sizes).count(-1) > 1:
+        return None
+    known = math.prod(s for s in sizes if s != -1)
+    return tuple(math.prod(shape) // known if s == -1 else s for s in sizes) if known else None
+
+
+def stride_breaks(shape, strides) -> list[tuple[int, int, int]]:
+    """(i, j, count) for each pair of neighbouring dims i < j (size-1 dims skipped) that no single stride walks: the
+    outer stride is not the inner stride × the inner size. count: the elements up to dim i, where the break falls."""
+    dims = [d for d, size in enumerate(shape) if size != 1]
+    return [(i, j, math.prod(shape[:i + 1])) for i, j in zip(dims, dims[1:], strict=False)
+            if strides[i] != strides[j] * shape[j]]
+
+
+def _no_strides_for(shape, strides, target) -> str:
+    """Why view found no strides: one dim of the target spans a break between two dims of the input."""
+    ends = {math.prod(target[:k + 1]) for k in range(len(target))}
+    broken = next(((i, j, at) for i, j, at in stride_breaks(shape, strides) if at not in ends), None)
+    if broken is None:
+        return f"view finds no strides that give {_dims(shape)} (strides {_dims(strides)}) the shape " \
+               f"{_dims(target)}; it never copies (reshape would)."
+    i, j, at = broken
+    k = next(k for k in range(len(target)) if math.prod(target[:k + 1]) > at)
+    return (f"Dim {k} of {_dims(target)} (size {target[k]}) would span dims {i} and {j} of {_dims(shape)}, whose "
+            f"strides are {strides[i]} and {strides[j]}. One stride walks two dims only when the outer stride equals "
+            f"the inner stride × the inner size ({strides[j]} × {shape[j]} = {strides[j] * shape[j]}); here it is "
+            f"{strides[i]}, so view, which never copies, has no strides for this shape (reshape would copy)."
+            + _split_example(shape))
+
+
+def split_view(shape) -> tuple | None:
+    """The shape with its first splittable dim split in two (smallest factor first); None when no dim splits."""
+    for d, size in enumerate(shape):
+        factor = next((f for f in range(2, math.isqrt(size) + 1) if size % f == 0), None)
+        if factor:
+            return (*shape[:d], factor, size // factor, *shape[d + 1:])
+    return None
+
+
+def _split_example(shape) -> str:
+    example = split_view(shape)
+    return "" if example is None else \
+        f" Splitting a dim always finds strides: view{_dims(example)} works on this same tensor."
 
 
 def _join_clash(op, inputs, info) -> str:

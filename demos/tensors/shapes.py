@@ -321,7 +321,7 @@ class Run:
         return out
 
     def record(self, node, text, op, tensors, out, err, info=None, caught=()) -> Step:
-        info = dict(info or {})
+        info = dict(info or {}, strides=tuple(t.stride() for t in tensors))
         notes = tuple(dict.fromkeys(str(w.message).split("(Triggered")[0].strip() for w in caught))
         inputs = tuple(tuple(t.shape) for t in tensors)
         row = describe(out) if err is None else {}

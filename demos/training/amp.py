@@ -285,12 +285,25 @@ def scaler_defaults() -> tuple[float, int]:
     return scaler.get_scale(), scaler.get_growth_interval()
 
 
-def scaler_contrast(scale_exp: int, growth_interval: int, steps: int) -> str:
-    """The demo's scaler settings beside torch's defaults, and why they differ."""
+def scaler_contrast(r: ScalerResult) -> str:
+    """The demo's scaler settings beside torch's defaults, and what this run's scale did with them."""
     init, growth = scaler_defaults()
     return (f"Defaults: `GradScaler()` starts at init_scale {init:,.0f} (2^{math.log2(init):.0f}) and doubles only "
-            f"after growth_interval {growth:,} clean steps. This demo starts at 2^{scale_exp} and grows every "
-            f"{growth_interval} steps so that {steps} steps show both the halving on overflow and the growth back.")
+            f"after growth_interval {growth:,} clean steps. This demo starts at 2^{math.log2(r.init_scale):.0f} and "
+            f"doubles after every {r.growth_interval} clean steps in a row: in these {r.steps} steps "
+            f"{_halvings(r)} and {_doublings(r)}.")
+
+
+def _halvings(r: ScalerResult) -> str:
+    n = sum(after < before for before, after in zip(r.scale_before, r.scale_after, strict=True))
+    return "no step overflowed, so the scale was never halved" if n == 0 else \
+        f"the scale was halved {n} time{'s' if n > 1 else ''} (each on an overflow, its step skipped)"
+
+
+def _doublings(r: ScalerResult) -> str:
+    n = sum(after > before for before, after in zip(r.scale_before, r.scale_after, strict=True))
+    return f"never doubled: no {r.growth_interval} clean steps came in a row" if n == 0 else \
+        f"doubled {n} time{'s' if n > 1 else ''}"
 
 
 def scaler_script(steps, scale_exp, growth_interval, spikes, seed) -> Script:
@@ -308,6 +321,11 @@ print("bfloat16 without a scaler: every gradient finite:", finite)""")
 class RangeResult:
     rows: tuple[dict, ...]  # one per dtype: max, smallest normal, eps, and what some values become
     values: tuple[float, ...]
+    bf16: tuple[float, ...] = ()  # each value cast to bfloat16 (and back to float64)
+    f32: tuple[float, ...] = ()  # each value cast to float32
+
+
+FLOAT32_MAX = torch.finfo(torch.float32).max
 
 
 @single_threaded
@@ -315,19 +333,61 @@ def dtype_ranges(values_text: str = "1e-8, 3e-5, 1.001, 7e4") -> RangeResult:
     """torch.finfo of float16, bfloat16, float32, and what each chosen value becomes when cast."""
     values = parse_numbers(values_text, "Values to cast", min_count=1, max_count=6)
     for i, v in enumerate(values):
-        if abs(v) > 1e38:
-            raise InputError(f"Values to cast, entry {i + 1}: {v:g} is outside ±1e38 (about float32's range).")
-    rows = []
+        if abs(v) > FLOAT32_MAX:
+            raise InputError(f"Values to cast, entry {i + 1}: {v:g} is outside float32's range (±{FLOAT32_MAX:.4g}).")
+    rows, casts = [], {}
     src = torch.tensor(values, dtype=torch.float64)
     for dtype in (torch.float16, torch.bfloat16, torch.float32):
         info = torch.finfo(dtype)
         row = {"dtype": str(dtype).replace("torch.", ""), "max": f"{info.max:.4g}",
                "smallest normal": f"{info.tiny:.4g}", "eps (step at 1.0)": f"{info.eps:.4g}"}
-        cast = src.to(dtype).to(torch.float64).tolist()
+        cast = casts[dtype] = src.to(dtype).to(torch.float64).tolist()
         for v, c in zip(values, cast, strict=True):
             row[f"{v:g} →"] = f"{c:.6g}"
         rows.append(row)
-    return RangeResult(tuple(rows), values)
+    return RangeResult(tuple(rows), values, tuple(casts[torch.bfloat16]), tuple(casts[torch.float32]))
+
+
+def range_edges(dtype: torch.dtype) -> tuple[float, float, float, float]:
+    """(largest finite value, the smallest value that rounds to inf, smallest subnormal, the largest value that
+    rounds to 0): round to nearest sends anything within half a gap of the largest value back to it, the half-gap
+    point itself (a tie whose even neighbour is the overflow) to inf, and at most half the smallest subnormal to 0."""
+    info = torch.finfo(dtype)
+    top_gap = 2.0 ** math.floor(math.log2(info.max)) * info.eps
+    subnormal = info.tiny * info.eps
+    return info.max, info.max + top_gap / 2, subnormal, subnormal / 2
+
+
+def ranges_caption(r: RangeResult) -> str:
+    """Why float16 needs loss scaling and bfloat16 does not, with the edges where bfloat16 still differs from
+    float32, and which of the visitor's values fall there."""
+    f16_max, f16_inf, _, f16_zero = range_edges(torch.float16)
+    bf_max, bf_inf, bf_sub, bf_zero = range_edges(torch.bfloat16)
+    f32_sub = range_edges(torch.float32)[2]
+    said = (f"float16 has 5 exponent bits: gradients of at most {_rounded(f16_zero, up=False)} underflow to 0, "
+            "values below "
+            f"{f16_inf:.0f} round to at most {f16_max:.0f} and values from {f16_inf:.0f} up become inf, hence loss "
+            f"scaling. bfloat16 keeps float32's 8 exponent bits (fewer mantissa bits): every value from float32's "
+            f"smallest normal, {torch.finfo(torch.float32).tiny:.3g}, up to {bf_max:.4g} keeps its magnitude, so "
+            f"gradients need no scaling. Only the edges differ: float32 values from {_rounded(bf_inf, up=True)} up "
+            f"(float32 goes to {FLOAT32_MAX:.4g}) become inf in bfloat16, and subnormals of at most "
+            f"{_rounded(bf_zero, up=False)} become 0 "
+            f"(bfloat16's smallest is {bf_sub:.2g}, float32's {f32_sub:.2g}).")
+    return said + _edge_values(r)
+
+
+def _rounded(value: float, up: bool, digits: int = 4) -> str:
+    """A positive threshold to `digits` significant digits, rounded away from the side the sentence puts it on: a
+    value 'from X up' rounds up, 'at most X' down, so the shown X is still on the right side of the threshold."""
+    step = 10.0 ** (math.floor(math.log10(value)) - digits + 1)
+    return f"{(math.ceil if up else math.floor)(value / step) * step:.{digits}g}"
+
+
+def _edge_values(r: RangeResult) -> str:
+    """Which typed values bfloat16 turns into 0 or inf while float32 keeps them ('' when none)."""
+    lost = [f"{v:g} becomes {'0' if b == 0 else 'inf'}" for v, b, f in zip(r.values, r.bf16, r.f32, strict=True)
+            if (b == 0 or math.isinf(b)) and f != 0 and not math.isinf(f)]
+    return f" Here: {', '.join(lost)} in bfloat16, and not in float32." if lost else ""
 
 
 # CUDA autocast runs these in float32 (torch.amp docs, "CUDA Ops that can autocast to float32"); CPU autocast does not

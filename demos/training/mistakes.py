@@ -51,7 +51,7 @@ class MistakesResult:
     lr: float
     seed: int
     runs: dict  # variant -> LoopRun
-    control: LoopRun  # the correct loop with dropout 0: separates what dropout did from what eval mode did
+    control: LoopRun  # the correct loop with dropout switched off at the first eval: the trap minus eval-mode BatchNorm
 
 
 # The loop's torch core: the demo runs these and the page shows their source (demos/shown.py). Each mistake is one
@@ -149,9 +149,10 @@ def train(step_fn, validate_fn, steps, lr, seed, dropout, watch=None):
     loss_fn = nn.CrossEntropyLoss()
     if watch:
         watch.start(model, optimizer, loss_fn)
+    batches = torch.Generator().manual_seed(seed)  # its own generator: dropout's draws never change the batches
     running = 0.0
     for step in range(steps):
-        idx = torch.randint(0, N_TRAIN, (BATCH,))
+        idx = torch.randint(0, N_TRAIN, (BATCH,), generator=batches)
         running = running + step_fn(model, optimizer, scheduler, loss_fn, x[idx], y[idx])
         if watch:
             watch.logged(running)
@@ -162,6 +163,18 @@ def train(step_fn, validate_fn, steps, lr, seed, dropout, watch=None):
         return model, loss_fn(model(x_val), y_val).item()
 
 
+def validate_then_dropout_off(model, x_val):
+    """The control for validate_forgetting_train: back to train() (batch norm keeps learning its statistics), but
+    dropout off from now on, as it is in eval mode. Dropout with p = 0 draws no random numbers, so the batches are
+    the trap's."""
+    model.eval()
+    with torch.no_grad():
+        model(x_val)
+    model.train()
+    model.drop.p = 0.0
+
+
+CONTROL = "dropout_off_after_eval"
 LOOPS = {  # variant -> (train step, validation): each mistake changes exactly one of the two
     "correct": (train_step, validate),
     "no_zero_grad": (step_without_zero_grad, validate),
@@ -171,6 +184,7 @@ LOOPS = {  # variant -> (train step, validation): each mistake changes exactly o
     "no_train_after_eval": (train_step, validate_forgetting_train),
     "softmax_into_ce": (step_softmax_into_ce, validate),
     "accumulate_tensor": (step_logging_the_tensor, validate),
+    CONTROL: (train_step, validate_then_dropout_off),  # not a mistake: the trap with batch norm still training
 }
 LOOP_CONSTANTS = {"N_TRAIN": N_TRAIN, "BATCH": BATCH, "EVAL_EVERY": EVAL_EVERY, "STEP_SIZE": STEP_SIZE,
                   "GAMMA": GAMMA}
@@ -255,7 +269,7 @@ class _Recorder:
 @single_threaded
 def run_loop(variant: str, steps: int = 150, lr: float = 0.5, seed: int = 0, dropout: float = DROPOUT) -> LoopRun:
     """Train the spiral classifier `steps` steps with the given loop variant; record what each step saw."""
-    if variant not in VARIANTS:
+    if variant not in LOOPS:
         raise ValueError(f"unknown variant {variant!r}")
     check_int(steps, "Steps", MIN_STEPS, MAX_STEPS)
     check_range(lr, "Learning rate", MIN_LR, MAX_LR)
@@ -275,26 +289,36 @@ def run_loop(variant: str, steps: int = 150, lr: float = 0.5, seed: int = 0, dro
 def mistakes(steps: int = 150, lr: float = 0.5, seed: int = 0) -> MistakesResult:
     """The correct loop and every mistake, same seed, same data, same model."""
     return MistakesResult(steps, lr, seed, {v: run_loop(v, steps, lr, seed) for v in VARIANTS},
-                          run_loop("correct", steps, lr, seed, dropout=0.0))
+                          run_loop(CONTROL, steps, lr, seed))
 
 
 def why_eval_scores_better(result: MistakesResult) -> str:
-    """When staying in eval mode beats the correct loop, the measured reason; '' when it does not."""
+    """When staying in eval mode beats the correct loop, the gap split in two by the control run: correct → control
+    is dropout switched off, control → trap is batch norm in eval mode as well; '' when the trap does not win."""
     correct, trap, control = result.runs["correct"], result.runs["no_train_after_eval"], result.control
     if trap.val_loss >= correct.val_loss:
         return ""
     off = trap.training.index(False)
-    said = (f"Why it scores better here (validation loss {trap.val_loss:.3f} against {correct.val_loss:.3f}): from "
-            f"step {off} on it trains with dropout off and batch-norm statistics frozen. A control run, the correct "
-            f"loop with dropout {DROPOUT:g} → 0, reaches {control.val_loss:.3f}")
-    if abs(control.val_loss - trap.val_loss) < abs(correct.val_loss - trap.val_loss):
-        said += (f", close to the trap's: the gain is dropout's absence (dropout costs this 16-unit net on {N_TRAIN} "
-                 "points more than it regularizes).")
-    else:
-        said += (": dropout's absence does not explain it; the rest comes from normalizing with statistics frozen at "
-                 f"step {off}.")
+    said = (f"Why it scores better here (validation loss {trap.val_loss:.3f} against {correct.val_loss:.3f}, a gap "
+            f"of {correct.val_loss - trap.val_loss:.3f}): from step {off} on it trains with dropout off and batch-norm "
+            f"statistics frozen. A control run changes only the first: the correct loop with dropout switched off at "
+            f"step {off}, batch norm still training. It reaches {control.val_loss:.3f}. "
+            + _gap_split(correct.val_loss, control.val_loss, trap.val_loss))
     return said + (" Better or worse, this is not the training you configured, and nothing warned you: the lesson "
                    "is that eval() silently changes the forward pass.")
+
+
+def _gap_split(correct: float, control: float, trap: float) -> str:
+    """How much of correct − trap the control's one change (dropout off) moves, and how much eval-mode batch norm."""
+    gap, dropout, batchnorm = correct - trap, correct - control, control - trap
+    if dropout >= 0 and batchnorm >= 0:
+        return (f"Dropout off accounts for {dropout:.2g} of the gap ({dropout / gap:.0%}), batch norm in eval mode "
+                f"for the other {batchnorm:.2g} ({batchnorm / gap:.0%}).")
+    if dropout < 0:
+        return (f"Dropout off alone is worse, by {-dropout:.2g}: batch norm in eval mode makes up the whole gap and "
+                f"that too ({batchnorm:.2g}).")
+    return (f"Dropout off alone gains {dropout:.2g}, more than the whole gap; batch norm in eval mode gives "
+            f"{-batchnorm:.2g} of it back.")
 
 
 def symptom(run: LoopRun, correct: LoopRun) -> str:

@@ -80,6 +80,10 @@ def _fp16_underflow():
     return torch.tensor(1e-8).to(torch.float16).item()
 
 
+def _bf16_subnormal():
+    return torch.tensor(1e-42).to(torch.bfloat16).item()  # float32 holds 1e-42 as a subnormal
+
+
 def _steplr():
     opt = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=1.0)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.1)
@@ -162,6 +166,10 @@ QUESTIONS = (
              "float16's smallest subnormal is about 6e-8, so 1e-8 rounds to 0: the gradient vanishes. Loss scaling "
              "multiplies it up before backward; bfloat16 keeps float32's exponent range and needs no scaling.",
              kind="number"),
+    Question("bf16_subnormal", "float32 holds 1e-42 (a subnormal). What does it become in bfloat16?", _bf16_subnormal,
+             "0: bfloat16 has float32's exponent bits but only 7 mantissa bits, so its subnormals stop at about "
+             "9.2e-41 (float32's at 1.4e-45) and 1e-42 rounds to 0. The normal range is the same, which is why "
+             "gradients need no loss scaling; only such edges differ.", kind="number"),
     Question("steplr", "StepLR(step_size=3, gamma=0.1), lr=1.0: what LR after 7 scheduler steps?", _steplr,
              "The LR is multiplied by 0.1 at steps 3 and 6: 1.0 → 0.1 → 0.01.", kind="number", imports=NN),
     Question("adam_adamw", "Adam(weight_decay=0.1) vs AdamW(weight_decay=0.1), same start, 5 steps: same "

@@ -66,6 +66,21 @@ def setup(optimizer_name: str, lr: float, seed: int):
     return x, y, model, optimizer, scheduler
 
 
+def train_mode_note() -> str:
+    """Why model.train() is not a sub-step of the walk, from the walk's own model: which of its layers the training
+    flag would switch, and that the walk never calls eval()."""
+    model = setup(WALK_OPTIMIZERS[0], 0.05, 0)[2]
+    dropouts = [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    layers = (f"{len(norms)} batch-norm layer{'s' if len(norms) != 1 else ''}" if norms else "no batch norm") + (
+        f" and dropout with p = {', '.join(f'{p:g}' for p in dropouts)}" if dropouts else " and no dropout")
+    inert = not norms and not any(dropouts)
+    return ("`model.train()` — dropout and batch norm in training mode; needed again after every `model.eval()`. "
+            f"The walk never calls `eval()`, and its net has {layers}" + (
+                ", so the call would change nothing here: it is not a sub-step." if inert else
+                ": the net starts in training mode and stays there, so the call is not a sub-step."))
+
+
 def train_step(model, optimizer, scheduler, loss_fn, x, y, max_norm):
     """One training step in its seven sub-steps: a generator that pauses after each, yielding (out, loss, norm)."""
     optimizer.zero_grad()  # 1. clear last step's .grad (set to None)
@@ -197,7 +212,7 @@ def state_figure(result: WalkResult) -> go.Figure:
     width = (1 - PANEL_SPACING * (len(after) - 1)) / len(after)
     styled = _styled_layout()
     layout = {k: v for k, v in styled.items() if k not in ("xaxis", "yaxis")} | {"annotations": []}
-    layout["margin"] = styled["margin"] | dict(t=40, r=50)  # subplot titles above, the last colour scale right
+    layout["margin"] = styled["margin"] | dict(t=60, r=50)  # two-line titles above, the last colour scale right
     data = []
     for i, (name, value, concept) in enumerate(after):
         left = sum([width] * i) + i * PANEL_SPACING  # summed as make_subplots sums it: the same domains
@@ -205,7 +220,7 @@ def state_figure(result: WalkResult) -> go.Figure:
         bare = dict(showticklabels=False, showgrid=False, zeroline=False)
         layout[f"xaxis{x[1:]}"] = styled["xaxis"] | dict(anchor=y, domain=[left, left + width], **bare)
         layout[f"yaxis{y[1:]}"] = styled["yaxis"] | dict(anchor=x, domain=[0.0, 1.0], autorange="reversed", **bare)
-        title = f"{name} — changed" if value != old.get(name) else name
+        title = f"{name}<br>changed" if value != old.get(name) else name  # one panel wide: a name per line
         layout["annotations"].append(dict(text=title, x=(left + left + width) / 2, xref="paper", xanchor="center",
                                           y=1.0, yref="paper", yanchor="bottom", showarrow=False,
                                           font=dict(size=16)))
