@@ -66,9 +66,11 @@ def scaling_part() -> None:
     st.subheader("Why divide by √d_k: measured")
     ui.prose(
         "For queries and keys with unit-variance entries, a dot product over d_k dimensions has variance d_k. "
-        "Unscaled, the scores spread out as d_k grows, softmax piles its weight on one key, and the gradient "
-        "through it (∂p/∂s = diag(p) − ppᵀ) shrinks. Dividing by √d_k keeps the scores' variance at 1 for every "
-        "d_k. Each point below is 256 random queries against the same keys, with one fixed gradient from above."
+        "Unscaled, the scores spread out as d_k grows, softmax piles its weight on one key, and its Jacobian "
+        "∂p/∂s = diag(p) − ppᵀ tends to zero as p tends to one-hot: the other keys get almost no gradient. "
+        "Dividing by √d_k keeps the scores' variance at 1 for every d_k. Each point below is 256 random queries "
+        "against the same keys, with one fixed gradient from above; the gradient with respect to q is measured on "
+        "q itself, the same tensor with and without the scaling."
     )
     with ui.key_controls("tf_scale"):
         left, right = st.columns(2)
@@ -82,6 +84,7 @@ def scaling_part() -> None:
         curves = ui.compute(attention.scaling_curves, keys, largest, int(seed))
         ui.plot(ui.compute(attention_figs.scaling_figure, curves), key="tf_scale_fig")
         st.markdown(attention.scaling_sentence(curves))
+        st.markdown(attention.gradient_sentence(curves))
         ui.show_code(curves.code, key="tf_scale_code", file_name="why_sqrt_dk.py")
 
 

@@ -117,11 +117,21 @@ def test_scaling_statistics_equal_a_direct_computation():
             s = q @ k.T / (d**0.5 if scale else 1)
             p = torch.softmax(s, -1)
             grad = p * (upstream - (p * upstream).sum(-1, keepdim=True))  # softmax's Jacobian applied by hand
+            grad_q = grad @ k / (d**0.5 if scale else 1)  # the chain rule through q·k (/√d_k), by hand
+            jacobian = torch.stack([torch.autograd.functional.jacobian(lambda row: torch.softmax(row, -1), row)
+                                    for row in s[:4]])
             stats = getattr(r, label)[i]
             assert stats["entropy"] == pytest.approx(torch.distributions.Categorical(probs=p).entropy().mean().item(),
                                                      rel=1e-4, abs=1e-6)
             assert stats["top_weight"] == pytest.approx(p.max(-1).values.mean().item(), rel=1e-5)
-            assert stats["grad_norm"] == pytest.approx(grad.norm(dim=-1).mean().item(), rel=1e-4)
+            assert stats["grad_input"] == pytest.approx(grad.norm(dim=-1).mean().item(), rel=1e-4)
+            assert stats["grad_q"] == pytest.approx(grad_q.norm(dim=-1).mean().item(), rel=1e-4)
+            pairs = attention.QUERIES * 12  # a few pairs sit at the threshold, within float32 rounding of it
+            assert stats["starved"] == pytest.approx(
+                (grad.abs() < 1e-3 * grad.abs().amax(-1, keepdim=True)).double().mean().item(), abs=4 / pairs)
+            by_hand = (torch.diag_embed(p) - p[:, :, None] * p[:, None, :]).norm(dim=(-2, -1))
+            torch.testing.assert_close(jacobian.norm(dim=(-2, -1)), by_hand[:4], rtol=1e-5, atol=1e-7)
+            assert stats["jacobian"] == pytest.approx(by_hand.mean().item(), rel=1e-4)
             assert stats["score_std"] == pytest.approx(s.std().item(), rel=1e-5)
 
 
@@ -131,7 +141,12 @@ def test_scaling_keeps_the_softmax_spread_and_its_gradient_while_unscaled_collap
     assert all(0.8 < s["score_std"] < 1.2 for s in r.scaled)
     assert r.unscaled[-1]["score_std"] == pytest.approx(64, rel=0.1)  # √4096
     assert r.unscaled[-1]["top_weight"] > 0.9 and r.scaled[-1]["top_weight"] < 0.4
-    assert r.unscaled[-1]["grad_norm"] < r.scaled[-1]["grad_norm"] / 4
+    # the gradient at the softmax's input shrinks, but q itself gets more of it unscaled: the unscaled scores move
+    # √d_k = 64 times as far per unit of q
+    assert r.unscaled[-1]["grad_input"] < r.scaled[-1]["grad_input"] / 4
+    assert r.unscaled[-1]["grad_q"] > r.scaled[-1]["grad_q"]
+    assert r.unscaled[-1]["jacobian"] < r.scaled[-1]["jacobian"] / 4
+    assert r.unscaled[-1]["starved"] > 0.8 > 0.1 > r.scaled[-1]["starved"]
 
 
 @pytest.mark.parametrize("keys, largest", [(16, 1024), (2, 16), (64, 4096)])
@@ -140,9 +155,50 @@ def test_scaling_sentence_reads_the_largest_d_k(keys, largest):
     text = attention.scaling_sentence(r)
     s, u = r.scaled[-1], r.unscaled[-1]
     for number in (u["score_std"], s["score_std"], u["top_weight"], u["entropy"], s["top_weight"], s["entropy"],
-                   1 / keys, math.log(keys), u["grad_norm"] / s["grad_norm"]):
+                   1 / keys, math.log(keys)):
         assert attention.fmt(number) in text
     assert f"d_k = {largest}" in text and f"over {keys} keys" in text
+    assert "gradient" not in text, "the gradients have their own sentence, which says which tensor each is at"
+
+
+@pytest.mark.parametrize("keys, largest, seed", [(16, 1024, 0), (16, 16, 0), (2, 16, 0), (64, 4096, 3),
+                                                 (8, 64, 5), (2, 4096, 0), (64, 16, 0)])
+def test_gradient_sentence_says_which_tensor_and_reads_the_numbers(keys, largest, seed):
+    r = attention.scaling_curves(keys, largest, seed)
+    text = attention.gradient_sentence(r)
+    s, u = r.scaled[-1], r.unscaled[-1]
+    q_ratio = u["grad_q"] / s["grad_q"]
+    assert (f"unscaled is {attention.fmt(u['grad_q'])} against scaled {attention.fmt(s['grad_q'])}, "
+            f"{attention.fmt(q_ratio)}× as much: q gets {'more' if q_ratio > 1 else 'less'} gradient") in text
+    input_ratio = u["grad_input"] / s["grad_input"]
+    assert f"√{largest} = {attention.fmt(math.sqrt(largest))} times as far" in text
+    if q_ratio > 1 and input_ratio < 1:  # the reason given: √d_k per unit of q outweighs the shrink at the input
+        assert f"outweighs the {attention.fmt(input_ratio)}× at the softmax's input" in text
+    elif q_ratio > 1:
+        assert f"the gradient is also {attention.fmt(input_ratio)}× at the softmax's input" in text
+    else:
+        assert f"does not make up for the {attention.fmt(input_ratio)}× at the softmax's input" in text
+    assert (f"it is {attention.fmt(u['grad_input'])} against {attention.fmt(s['grad_input'])}" in text
+            and "different tensors" in text)
+    assert f"norm {attention.fmt(u['jacobian'])} unscaled against {attention.fmt(s['jacobian'])} scaled" in text
+    assert f"{u['starved']:.0%} of the (query, key)" in text and f"({s['starved']:.0%} scaled)" in text
+    saturated = "the unscaled softmax is saturated" in text
+    assert saturated == (u["top_weight"] > max(0.5, s["top_weight"]) and u["jacobian"] < s["jacobian"]
+                         and u["starved"] > s["starved"])
+    if saturated:
+        assert f"({attention.fmt(u['top_weight'])} on average)" in text
+        assert ("not a small gradient at q" in text) == (q_ratio > 1)
+    assert ("q gets less gradient" in text) == (q_ratio < 1)
+
+
+def test_the_scaling_figure_draws_what_each_panel_title_names():
+    r = attention.scaling_curves(16, 1024, 0)
+    fig = attention_figs.scaling_figure(r)
+    titles = [a.text for a in fig.layout.annotations]
+    assert "‖∂loss/∂q‖ per query (same q both ways)" in titles
+    by_axis = {(t.name, t.yaxis): list(t.y) for t in fig.data if t.legendgroup in ("scaled", "unscaled")}
+    assert by_axis[("QKᵀ", "y3")] == list(r.series("unscaled", "grad_q"))
+    assert by_axis[("QKᵀ/√d_k", "y4")] == list(r.series("scaled", "starved"))
 
 
 # ---- the fully masked row ------------------------------------------------------------------------------------------
@@ -203,10 +259,21 @@ def test_masked_row_sentences_read_the_rows(tokens, pad):
     assert f"SDPA ran {r.row('SDPA, bool mask (SDPA picks)')['kernel']}" in items[2]
     fixed = r.row("by hand, padding queries see themselves")
     assert f"by {attention.fmt(fixed['real_rows_diff'])})" in items[3] and "the gradients stay finite" in items[3]
+    # dropping the padding rows from the loss (what every method here does) does not clear the −∞ version's NaN
+    assert "drop the padding queries' outputs" not in items[3]
+    nan = [x for x in r.ran if x["nan_grads"]]
+    assert nan == [r.row("by hand, masked_fill(-inf)")]
+    assert "is not enough where the row comes out NaN" in items[3] and "“by hand, masked_fill(-inf)”: V" in items[3]
+    clean = [x for x in r.ran if not x["nan_grads"] and x is not fixed]
+    assert f"({len(clean)} of the methods that ran, SDPA's zeros among them), dropping it is enough" in items[3]
+    assert all(attention.outcome(x) != "NaN" for x in clean)
     assert attention.outcome(r.row("by hand, masked_fill(finfo.min)")) == "numbers"
     table = attention.masked_rows_table(r)
     assert [t["method"] for t in table] == [x["method"] for x in r.rows]
     assert all((t["NaN in output"] == "yes") == x["nan_output"] for t, x in zip(table, r.rows, strict=True)
+               if x["ran"])
+    column = "inputs with NaN in their gradient (loss on the real rows only)"
+    assert all(t[column] == (", ".join(x["nan_grads"]) or "none") for t, x in zip(table, r.rows, strict=True)
                if x["ran"])
 
 
@@ -238,9 +305,37 @@ def test_saved_tensors_math_keeps_t_by_t_flash_does_not():
     t = attention.SAVED_SHAPE[2]
     math_saved = r.saved["MATH"]["saved"]
     flash_saved = r.saved["FLASH_ATTENTION"]["saved"]
-    assert any(shape[-2:] == (t, t) for shape, _ in math_saved)
-    assert not any(shape[-2:] == (t, t) for shape, _ in flash_saved)
+    assert any(shape[-2:] == (t, t) for shape, *_ in math_saved)
+    assert not any(shape[-2:] == (t, t) for shape, *_ in flash_saved)
     assert r.saved["FLASH_ATTENTION"]["kernel"] == "FLASH_ATTENTION" and r.saved["MATH"]["kernel"] == "MATH"
+
+
+@pytest.mark.parametrize("shape", [attention.SAVED_SHAPE, (2, 3, 8, 4)])
+def test_the_saved_sentence_counts_storages_not_handles(monkeypatch, shape):
+    monkeypatch.setattr(attention, "SAVED_SHAPE", shape)
+    facts = attention.saved_for_backward("MATH")
+    q, k, v = (torch.randn(shape, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    ptrs = []
+
+    def keep(x):
+        ptrs.append((tuple(x.shape), x.untyped_storage().data_ptr(), x.untyped_storage().nbytes()))
+        return x
+    with torch.autograd.graph.saved_tensors_hooks(keep, lambda x: x), sdpa_kernel(SDPBackend.MATH):
+        F.scaled_dot_product_attention(q, k, v)
+    assert [s[0] for s in facts["saved"]] == [s[0] for s in ptrs]
+    # the storage numbers group the tensors exactly as their data pointers do
+    assert [[a[2] == b[2] for b in facts["saved"]] for a in facts["saved"]] == \
+        [[a[1] == b[1] for b in ptrs] for a in ptrs]
+    t = shape[2]
+    square = {p: n for sh, p, n in ptrs if sh[-2:] == (t, t)}
+    assert len(square) == 1 and next(iter(square.values())) == math.prod(shape[:2]) * t * t * 4  # float32
+    r = attention.MemoryResult(1, 1, 8, attention.LENGTHS, {}, {"MATH": facts}, None)
+    text = attention.saved_sentence(r)
+    handles = sum(sh[-2:] == (t, t) for sh, _, _ in ptrs)
+    assert handles == 2, "the softmax output and its bmm view"
+    assert (f"saved {len(ptrs)} tensors in {len({p for _, p, _ in ptrs})} storages" in text
+            and f"{handles} of the tensors are T×T" in text
+            and f"share storage: 1 T×T buffer of {next(iter(square.values())):,} bytes is kept" in text)
 
 
 @pytest.mark.parametrize("batch, heads, head_dim", [(1, 32, 128), (3, 5, 8)])
@@ -253,7 +348,9 @@ def test_memory_sentences_read_the_bytes(batch, heads, head_dim):
     assert "by 4 and the fused kernel's bytes by 2" in text
     saved = attention.saved_sentence(r)
     for backend, facts in r.saved.items():
-        assert f"{backend} (autograd node {facts['grad_fn']}) saved {len(facts['saved'])} tensors" in saved
+        storages = len({n for _, _, n, _ in facts["saved"]})
+        node = f"{backend} (autograd node {facts['grad_fn']})"
+        assert f"{node} saved {len(facts['saved'])} tensors in {storages} " in saved
     assert attention.fmt_bytes(2**30 * 3 // 2) == "1.5 GiB" and attention.fmt_bytes(5) == "5 B"
 
 
@@ -314,7 +411,7 @@ def test_compare_sees_a_wrong_implementation():
 
     def unbiased(x, weight, bias):  # the classic mistake: LayerNorm's variance divides by n, not n - 1
         return (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True) + 1e-5).sqrt() * weight + bias
-    _, _, diff, grad_diff = scratch.compare(unbiased, theirs, tensors, 0)
+    _, _, diff, grad_diff, _ = scratch.compare(unbiased, theirs, tensors, 0)
     assert diff > 1e-2 and grad_diff > 1e-3
 
 
@@ -344,14 +441,28 @@ def test_piece_sentence_reads_the_run(piece, dtype):
     text = scratch.piece_sentence(r)
     eps = torch.finfo(getattr(torch, dtype)).eps
     assert scratch.TORCH_OPS[piece] in text and str(r.shape) in text
-    if r.max_abs_diff:
-        assert f"{scratch.fmt(r.max_abs_diff)} ({r.max_abs_diff / eps:.3g}× {dtype}" in text
-    else:
-        assert "exactly 0" in text
+    theirs = torch.tensor(r.theirs, dtype=torch.float64)
+    assert r.out_scale == theirs.abs().max().item()
+    for diff, scale in ((r.max_abs_diff, r.out_scale), (r.max_grad_diff, r.grad_scale)):
+        if diff:  # read against the dtype's spacing at the largest |value|: torch.nextafter gives it
+            big = torch.tensor(scale, dtype=getattr(torch, dtype))
+            step = (torch.nextafter(big, torch.tensor(math.inf, dtype=big.dtype)) - big).item()
+            step = min(step, (big - torch.nextafter(big, torch.tensor(0.0, dtype=big.dtype))).item() * 2)
+            assert step == pytest.approx(scratch.ulp(scale, dtype))
+            assert (f"{scratch.fmt(diff)}, where the largest |value| is {scratch.fmt(scale)} and {dtype}'s spacing "
+                    f"there is {scratch.fmt(step)}: {scratch.fmt(diff / step)} of those steps, "
+                    f"{scratch.fmt(diff / scale)} of the largest value") in text
+            assert step >= eps * 2 ** math.floor(math.log2(scale)) / 1.0001
+        else:
+            assert "exactly 0" in text
+    assert "machine epsilon" not in text
     if piece == "dropout":
         assert "bit for bit" in text and f"{r.expectation['zeroed']:.2%}" in text and "(p = 25%)" in text
     caption = scratch.table_caption(scratch.scratch_table(1))
     assert "6 of 6 passed" in caption and "seed 1" in caption
+    # only the attention case reads `causal`; multi-head attention runs nn.MultiheadAttention without a mask
+    assert "the attention row causal" in caption and "multi-head attention unmasked" in caption
+    assert caption.count("causal") == 1
 
 
 def test_the_scratch_figure_draws_every_element_and_its_difference():
@@ -392,3 +503,30 @@ def test_the_scratch_figure_draws_every_element_and_its_difference():
 def test_bad_values_are_sentences(call, message):
     with pytest.raises(InputError, match=re.escape(message)):
         call()
+
+
+def test_the_interview_answer_on_fully_masked_rows_says_what_each_path_returns():
+    text = " ".join(open("assets/interview/transformers.md", encoding="utf-8").read().split())
+    tokens, pad, width = 5, 2, 8
+    allowed = torch.ones(tokens, tokens, dtype=torch.bool).tril()
+    allowed[:, :pad] = False
+    torch.manual_seed(0)
+    x = torch.randn(1, tokens, width)
+    said = {}
+    for mode, need_weights in (("train", True), ("train", False), ("eval", True)):
+        mha = torch.nn.MultiheadAttention(width, 2, batch_first=True).train(mode == "train")
+        leaf = x.clone().requires_grad_(mode == "train")
+        with torch.set_grad_enabled(mode == "train"):
+            out = mha(leaf, leaf, leaf, attn_mask=~allowed, need_weights=need_weights)[0]
+        said[mode, need_weights] = "NaN" if out[0, :pad].isnan().any() else "zeros" if (out[0, :pad] == 0).all() \
+            else "numbers"
+        if mode == "train":
+            out[:, pad:].sum().backward()  # the padding rows left out of the loss
+            nan = leaf.grad.isnan().any().item() and mha.in_proj_weight.grad.isnan().any().item()
+            assert nan == (said[mode, need_weights] == "NaN")
+    assert said == {("train", True): "NaN", ("train", False): "zeros", ("eval", True): "NaN"}
+    assert ("`nn.MultiheadAttention` returns NaN when training with `need_weights=True` (its own softmax), zeros "
+            "with `need_weights=False` (it calls SDPA), and NaN in eval on its fast path") in text
+    assert "still holds NaN" in text and "Give every query at least one key" in text
+    r = attention.fully_masked_rows(5, 2, 0)
+    assert r.row("by hand, masked_fill(-inf)")["nan_grads"] == ["v"] and "V's gradient" in text

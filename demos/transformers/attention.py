@@ -214,17 +214,27 @@ def check_sentence(r: StepsResult) -> str:
 
 
 def softmax_stats(d_k, keys, scale, seed):
-    """How peaked softmax(q·k) is for random unit-variance q and k, and how much gradient gets through it."""
+    """How peaked softmax(q·k) is for random unit-variance q and k, and what gradient gets through it: at the
+    softmax's input (the scaled scores when scaled, the raw q·k when not), and at q itself, the same tensor both
+    ways; the softmax's Jacobian diag(p) − ppᵀ; and the share of keys left with almost no gradient."""
     g = torch.Generator().manual_seed(seed)
     q, k = torch.randn(QUERIES, d_k, generator=g), torch.randn(keys, d_k, generator=g)
     upstream = torch.randn(QUERIES, keys, generator=g)  # a fixed gradient arriving from above
-    scores = (q @ k.T / (math.sqrt(d_k) if scale else 1.0)).requires_grad_()
+    q.requires_grad_()
+    scores = q @ k.T / (math.sqrt(d_k) if scale else 1.0)  # the softmax's input
+    scores.retain_grad()
     weights = torch.softmax(scores, dim=-1)
     (weights * upstream).sum().backward()
+    jacobian = torch.diag_embed(weights) - weights.unsqueeze(-1) * weights.unsqueeze(-2)  # ∂p/∂s per query
+    largest = scores.grad.abs().amax(-1, keepdim=True)
     return dict(score_std=scores.std().item(),
                 entropy=torch.special.entr(weights).sum(-1).mean().item(),  # nats; entr(0) = 0
                 top_weight=weights.max(-1).values.mean().item(),
-                grad_norm=scores.grad.norm(dim=-1).mean().item())  # per query row
+                grad_input=scores.grad.norm(dim=-1).mean().item(),  # ‖∂loss/∂(softmax input)‖ per query
+                grad_q=q.grad.norm(dim=-1).mean().item(),  # ‖∂loss/∂q‖ per query
+                jacobian=jacobian.norm(dim=(-2, -1)).mean().item(),  # ‖diag(p) − ppᵀ‖ (Frobenius) per query
+                starved=(scores.grad.abs() < 1e-3 * largest).double().mean().item())  # share of (query, key)
+    # score gradients under a thousandth of their query's largest: keys that hardly learn
 
 
 def scaling_facts(keys, largest_d_k, seed):
@@ -274,13 +284,41 @@ def scaling_curves(keys: int = 16, largest_d_k: int = 1024, seed: int = 0) -> Sc
 def scaling_sentence(r: ScalingResult) -> str:
     """The largest d_k's numbers, unscaled against scaled, and what a uniform softmax would give."""
     s, u = r.scaled[-1], r.unscaled[-1]
-    ratio = u["grad_norm"] / s["grad_norm"]
     return (f"At d_k = {r.largest_d_k}, the unscaled scores have standard deviation {fmt(u['score_std'])} "
             f"(scaled: {fmt(s['score_std'])}). Unscaled, softmax gives its largest key {fmt(u['top_weight'])} of "
             f"the weight on average and its entropy is {fmt(u['entropy'])} nats; scaled, {fmt(s['top_weight'])} "
             f"and {fmt(s['entropy'])} nats (a uniform spread over {r.keys} keys: {fmt(1 / r.keys)} and "
-            f"{fmt(math.log(r.keys))} nats). The gradient reaching the unscaled scores is {fmt(ratio)}× the scaled "
-            "one's.")
+            f"{fmt(math.log(r.keys))} nats).")
+
+
+def gradient_sentence(r: ScalingResult) -> str:
+    """What each measured gradient is, unscaled against scaled at the largest d_k, and why scaling matters, read
+    from the numbers: q's gradient compared on q itself; the softmax's Jacobian and the keys it leaves out."""
+    s, u = r.scaled[-1], r.unscaled[-1]
+    q_ratio, input_ratio = u["grad_q"] / s["grad_q"], u["grad_input"] / s["grad_input"]
+    more = q_ratio > 1
+    step = f"each unit of q moves the unscaled scores √{r.largest_d_k} = {fmt(math.sqrt(r.largest_d_k))} times as far"
+    if more and input_ratio < 1:
+        why = f", because {step}, which outweighs the {fmt(input_ratio)}×"
+    elif more:
+        why = f", because {step} and the gradient is also {fmt(input_ratio)}×"
+    else:
+        why = f": {step}, which does not make up for the {fmt(input_ratio)}×"
+    text = (f"Gradients at d_k = {r.largest_d_k}, mean per query: with respect to **q** (the same tensor both "
+            f"ways), unscaled is {fmt(u['grad_q'])} against scaled {fmt(s['grad_q'])}, {fmt(q_ratio)}× as much: q "
+            f"gets {'more' if more else 'less'} gradient without the 1/√d_k{why} at the softmax's input. There (the "
+            f"raw q·k unscaled, q·k/√d_k scaled: different tensors) it is {fmt(u['grad_input'])} against "
+            f"{fmt(s['grad_input'])}. The softmax's Jacobian diag(p) − ppᵀ has norm {fmt(u['jacobian'])} unscaled "
+            f"against {fmt(s['jacobian'])} scaled, and {u['starved']:.0%} of the (query, key) score gradients are "
+            f"under a thousandth of their query's largest unscaled ({s['starved']:.0%} scaled).")
+    if (u["top_weight"] > max(0.5, s["top_weight"]) and u["jacobian"] < s["jacobian"]
+            and u["starved"] > s["starved"]):
+        text += (f" So the unscaled softmax is saturated: most of the weight sits on one key ({fmt(u['top_weight'])} "
+                 "on average), diag(p) − ppᵀ shrinks toward zero as p nears one-hot, and the gradient reaches only "
+                 "the few keys whose weight is not negligible. "
+                 + ("That saturation, not a small gradient at q, is what the scaling prevents." if more else
+                    "The scaling prevents both the saturation and the smaller gradient at q."))
+    return text
 
 
 # ---- fully masked rows -------------------------------------------------------------------------------------------
@@ -445,8 +483,34 @@ def masked_rows_sentences(r: MaskedRowsResult) -> list[str]:
         f"**SDPA here:** {sdpa}. Left to pick, SDPA ran {picked['kernel']} on these (B, H, T, d) tensors.",
         "**Avoid the row:** give every query at least one key (here each padding query may also attend to itself: "
         f"{said(fixed)} in its rows, {_grads(fixed)}, and the real rows differ from the −∞ version's by "
-        f"{fmt(fixed['real_rows_diff'])}), or drop the padding queries' outputs before anything sums over them.",
+        f"{fmt(fixed['real_rows_diff'])}). " + _dropping_is_not_enough(r),
     ]
+
+
+def _dropping_is_not_enough(r: MaskedRowsResult) -> str:
+    """Whether leaving the padding rows out of the loss is enough, read from the rows: every method here already
+    backpropagates from the real rows only."""
+    nan = [x for x in r.ran if x["nan_grads"]]
+    clean = [x["method"] for x in r.ran if not x["nan_grads"] and outcome(x) != "NaN"
+             and x["method"] != "by hand, padding queries see themselves"]
+    text = "Leaving the padding rows out of the loss, as every method here already does, "
+    if not nan:
+        return text + "kept every gradient finite on this run."
+    names = "; ".join(f"“{x['method']}”: {', '.join(n.upper() for n in x['nan_grads'])}" for x in nan)
+    if all(outcome(x) == "NaN" for x in nan):
+        text += (f"is not enough where the row comes out NaN: the backward pass still multiplies that NaN by a zero "
+                 f"gradient, and NaN·0 is NaN ({names})")
+    else:
+        text += f"still leaves NaN in the gradient of {names}"
+    if clean:
+        zeros = any(m.startswith("SDPA") and outcome(r.row(m)) == "zeros" for m in clean)
+        text += (f". Where the row comes out finite ({len(clean)} of the methods that ran"
+                 + (", SDPA's zeros among them" if zeros else "") + "), dropping it is enough: their gradients "
+                 "stay finite")
+    return text + "."
+
+
+GRADS_COLUMN = "inputs with NaN in their gradient (loss on the real rows only)"
 
 
 def masked_rows_table(r: MaskedRowsResult) -> list[dict]:
@@ -456,12 +520,12 @@ def masked_rows_table(r: MaskedRowsResult) -> list[dict]:
     for row in r.rows:
         if not row["ran"]:
             table.append({"method": row["method"], "ran": "refused: " + row["refusal"], "query 0's output": "—",
-                          "NaN in output": "—", "NaN in the grads of": "—", "real rows max |diff|": "—"})
+                          "NaN in output": "—", GRADS_COLUMN: "—", "real rows max |diff|": "—"})
             continue
         table.append({"method": row["method"], "ran": row["kernel"],
                       "query 0's output": "[" + ", ".join(f"{x:.3g}" for x in row["masked_rows"][0]) + "]",
                       "NaN in output": "yes" if row["nan_output"] else "no",
-                      "NaN in the grads of": ", ".join(row["nan_grads"]) or "none",
+                      GRADS_COLUMN: ", ".join(row["nan_grads"]) or "none",
                       "real rows max |diff|": fmt(row["real_rows_diff"])})
     return table
 
@@ -481,12 +545,15 @@ def score_bytes(batch, heads, length, head_dim, dtype):
 
 def saved_for_backward(backend):
     """What autograd keeps for backward when SDPA runs `backend` on small real bfloat16 tensors (B, H, T, d) =
-    SAVED_SHAPE: the shape and dtype of every tensor it saves."""
+    SAVED_SHAPE: the shape and dtype of every tensor it saves, and which storage it lives in (numbered in the order
+    first seen, with that storage's bytes): two saved tensors can be views of one buffer."""
     q, k, v = (torch.randn(SAVED_SHAPE, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
-    saved = []
+    saved, storages = [], {}
 
     def keep(t):
-        saved.append((tuple(t.shape), str(t.dtype).removeprefix("torch.")))
+        storage = t.untyped_storage()
+        number = storages.setdefault(storage.data_ptr(), len(storages))
+        saved.append((tuple(t.shape), str(t.dtype).removeprefix("torch."), number, storage.nbytes()))
         return t
     with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t), sdpa_kernel(getattr(SDPBackend, backend)):
         out = F.scaled_dot_product_attention(q, k, v)
@@ -550,18 +617,31 @@ def memory_sentence(r: MemoryResult) -> str:
 
 
 def saved_sentence(r: MemoryResult) -> str:
-    """What each backend saved for backward on the small real tensors, T×T ones counted."""
+    """What each backend saved for backward on the small real tensors: tensors and the storages under them counted,
+    T×T ones named with their storage's bytes."""
     t = SAVED_SHAPE[2]
     parts = []
     for backend, facts in r.saved.items():
-        square = [f"{shape} {dtype}" for shape, dtype in facts["saved"] if shape[-2:] == (t, t)]
-        dtypes = sorted({dtype for _, dtype in facts["saved"]})
+        square = [(shape, dtype, n, nbytes) for shape, dtype, n, nbytes in facts["saved"] if shape[-2:] == (t, t)]
+        dtypes = sorted({dtype for _, dtype, _, _ in facts["saved"]})
         upcast = " (upcast from the bfloat16 inputs)" if "bfloat16" not in dtypes else ""
-        parts.append(f"{backend} (autograd node {facts['grad_fn']}) saved {len(facts['saved'])} tensors in "
-                     f"{' and '.join(dtypes)}{upcast}, " + (f"{len(square)} of them T×T: {', '.join(square)}"
-                                                            if square else "none of them T×T"))
+        tensors, storages = len(facts["saved"]), len({n for _, _, n, _ in facts["saved"]})
+        text = (f"{backend} (autograd node {facts['grad_fn']}) saved {tensors} tensor{'s' * (tensors != 1)} in "
+                f"{storages} storage{'s' * (storages != 1)}, {' and '.join(dtypes)}{upcast}; ")
+        if not square:
+            text += "none of them T×T"
+        else:
+            buffers = {n: nbytes for _, _, n, nbytes in square}
+            names = ", ".join(str(shape) for shape, _, _, _ in square)
+            kept = (f"{len(buffers)} T×T buffer{'s' * (len(buffers) != 1)} of "
+                    + " and ".join(f"{b:,} bytes" for b in buffers.values()))
+            if len(square) > len(buffers):
+                text += f"{len(square)} of the tensors are T×T ({names}) but they share storage: {kept} is kept"
+            else:
+                text += f"{len(square)} T×T ({names}): {kept} kept"
+        parts.append(text)
     return (f"Measured here on real bfloat16 tensors {SAVED_SHAPE} (B, H, T, d), with a hook on what autograd "
-            "saves for backward: " + "; ".join(parts) + ".")
+            "saves for backward, counting storages (a view shares its base's): " + "; ".join(parts) + ".")
 
 
 # ---- predict, then run -------------------------------------------------------------------------------------------

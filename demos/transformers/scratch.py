@@ -2,6 +2,7 @@
 plain tensor ops, each run beside torch's own op on the same tensors (outputs and gradients compared), and each
 passed through torch.autograd.gradcheck in float64."""
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -156,7 +157,8 @@ SOURCES = {"attention": (softmax, attention), "multi-head attention": (softmax, 
 
 def compare(ours, theirs, tensors, seed):
     """Both sides on the same tensors: their outputs, and the gradients each sends back for one random upstream
-    gradient; returns the outputs and the max |difference| of outputs and of gradients."""
+    gradient; returns the outputs, the max |difference| of outputs and of gradients, and torch's largest |gradient|
+    (the scale the gradients' difference is read against)."""
     runs = []
     for side in (ours, theirs):
         leaves = {n: t.detach().clone().requires_grad_() for n, t in tensors.items()}
@@ -166,19 +168,21 @@ def compare(ours, theirs, tensors, seed):
         runs.append((out.detach(), [t.grad for t in leaves.values()]))
     (out_a, grads_a), (out_b, grads_b) = runs
     grad_diff = max((a - b).abs().max().item() for a, b in zip(grads_a, grads_b, strict=True))
-    return out_a, out_b, (out_a - out_b).abs().max().item(), grad_diff
+    grad_scale = max(b.abs().max().item() for b in grads_b)
+    return out_a, out_b, (out_a - out_b).abs().max().item(), grad_diff, grad_scale
 
 
 def piece_facts(case, rows, width, heads, p, causal, seed, dtype):
     """One piece at the visitor's sizes and precision: the output's shape, both outputs (2-D: the last dim as
     columns) and the max |difference| of outputs and of gradients."""
     tensors, ours, theirs = case(rows, width, heads, p, causal, seed, getattr(torch, dtype))
-    out_ours, out_theirs, max_diff, grad_diff = compare(ours, theirs, tensors, seed)
+    out_ours, out_theirs, max_diff, grad_diff, grad_scale = compare(ours, theirs, tensors, seed)
     columns = out_ours.shape[-1] if out_ours.dim() > 1 else 1
 
     def as_rows(t):  # 2-D for the figure, every value exact in float64
         return t.double().reshape(-1, columns).tolist()
-    return dict(shape=tuple(out_ours.shape), max_abs_diff=max_diff, max_grad_diff=grad_diff, ours=as_rows(out_ours),
+    return dict(shape=tuple(out_ours.shape), max_abs_diff=max_diff, max_grad_diff=grad_diff,
+                out_scale=out_theirs.abs().max().item(), grad_scale=grad_scale, ours=as_rows(out_ours),
                 theirs=as_rows(out_theirs), diffs=as_rows((out_ours - out_theirs).abs()))
 
 
@@ -231,6 +235,8 @@ class PieceResult:
     shape: tuple[int, ...]
     max_abs_diff: float
     max_grad_diff: float
+    out_scale: float  # torch's largest |output|
+    grad_scale: float  # torch's largest |gradient|, over every input tensor
     ours: tuple[tuple[float, ...], ...]  # the output, 2-D: (everything before the last dim, the last dim)
     theirs: tuple[tuple[float, ...], ...]
     diffs: tuple[tuple[float, ...], ...]  # |ours - theirs|, computed in the piece's dtype
@@ -256,7 +262,7 @@ def validate(piece, dtype, rows, width, heads, p, seed) -> None:
 def piece_run(piece: str) -> str:
     """The snippet's last lines: run the piece's case, print what the page shows."""
     lines = [f"facts = piece_facts({all_cases()[piece].__name__}, rows, width, heads, p, causal, seed, dtype)",
-             'for name in ("shape", "max_abs_diff", "max_grad_diff"):',
+             'for name in ("shape", "max_abs_diff", "max_grad_diff", "out_scale", "grad_scale"):',
              '    print(f"{name}: {facts[name]}")']
     if piece == "dropout":
         lines.append('print(f"expectation: {dropout_expectation(p, seed)}")')
@@ -276,7 +282,8 @@ def from_scratch(piece: str = "attention", dtype: str = "float32", rows: int = 6
                                 causal=causal, seed=seed, dtype=dtype))
     facts = piece_facts(case, rows, width, heads, p, causal, seed, dtype)
     return PieceResult(piece, dtype, rows, width, heads, p, causal, facts["shape"], facts["max_abs_diff"],
-                       facts["max_grad_diff"], *(tuple(map(tuple, facts[k])) for k in ("ours", "theirs", "diffs")),
+                       facts["max_grad_diff"], facts["out_scale"], facts["grad_scale"],
+                       *(tuple(map(tuple, facts[k])) for k in ("ours", "theirs", "diffs")),
                        dropout_expectation(p, seed) if piece == "dropout" else None, code)
 
 
@@ -315,16 +322,30 @@ def fmt(x: float) -> str:
     return "0" if x == 0 else f"{x:.3g}"
 
 
-def _against_eps(x: float, dtype: str) -> str:
-    eps = torch.finfo(getattr(torch, dtype)).eps
-    return "exactly 0" if x == 0 else f"{fmt(x)} ({x / eps:.3g}× {dtype}'s machine epsilon, {eps:.3g})"
+def ulp(x: float, dtype: str) -> float:
+    """The spacing of `dtype`'s numbers at |x|: machine epsilon times the power of two at or below |x|."""
+    info = torch.finfo(getattr(torch, dtype))
+    if x == 0:
+        return info.tiny * info.eps
+    return info.eps * 2.0 ** max(math.floor(math.log2(abs(x))), math.log2(info.tiny))
+
+
+def _against_ulp(x: float, scale: float, dtype: str) -> str:
+    """A max |difference| read against the values it is a difference of: in units of the dtype's spacing at the
+    largest |value|, and as a fraction of that value."""
+    if x == 0:
+        return "exactly 0"
+    step = ulp(scale, dtype)
+    return (f"{fmt(x)}, where the largest |value| is {fmt(scale)} and {dtype}'s spacing there is {fmt(step)}: "
+            f"{fmt(x / step)} of those steps, {fmt(x / scale)} of the largest value")
 
 
 def piece_sentence(r: PieceResult) -> str:
     """What was compared and how far apart the two sides are, read from the run."""
     text = (f"From scratch vs `{TORCH_OPS[r.piece]}` on the same {r.dtype} tensors, output {r.shape}: max "
-            f"|difference| {_against_eps(r.max_abs_diff, r.dtype)}. Their gradients for the same random upstream "
-            f"gradient, over every input tensor: max |difference| {_against_eps(r.max_grad_diff, r.dtype)}.")
+            f"|difference| {_against_ulp(r.max_abs_diff, r.out_scale, r.dtype)}. Their gradients for the same "
+            "random upstream gradient, over every input tensor: max |difference| "
+            f"{_against_ulp(r.max_grad_diff, r.grad_scale, r.dtype)}.")
     if r.expectation is not None:
         e = r.expectation
         kept = (f"every kept one is {e['kept_values'][0]:.6g} (1/(1 − p) = {1 / (1 - r.p):.6g})"
@@ -341,8 +362,9 @@ def piece_sentence(r: PieceResult) -> str:
 def table_caption(t: TableResult) -> str:
     passed = sum(row["gradcheck"] for row in t.rows)
     size = TABLE_SIZE
-    return (f"**Every piece, checked** on a small instance (batch 2, {size['rows']} rows, width {size['width']}, "
-            f"{size['heads']} heads, p = {size['p']}, causal attention; seed {t.seed}): max |difference| from "
+    return (f"**Every piece, checked** on a small instance (batch 2, {size['rows']} rows, width {size['width']}; "
+            f"the attention row {'causal' if size['causal'] else 'unmasked'} with 2 heads, multi-head attention "
+            f"unmasked with {size['heads']} heads, dropout with p = {size['p']}; seed {t.seed}): max |difference| from "
             "torch's op in float32 and float64, of the float64 gradients, and `torch.autograd.gradcheck` (float64, "
             f"fast mode) of the from-scratch version: {passed} of {len(t.rows)} passed.")
 

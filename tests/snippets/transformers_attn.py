@@ -34,6 +34,8 @@ def score_memory(r, run):
     assert lines == [*(f"{dtype} {length} {row}" for dtype, rows in r.by_dtype.items()
                        for length, row in zip(r.lengths, rows, strict=True)),
                      *(f"{backend} {saved}" for backend, saved in r.saved.items())]
+    math_saved = r.saved["MATH"]["saved"]
+    assert len({n for *_, n, _ in math_saved}) < len(math_saved), "MATH saves two views of one T×T buffer"
 
 
 @checks(scratch.from_scratch)
@@ -42,6 +44,7 @@ def from_scratch(r, run):
     assert printed["shape"] == str(r.shape)
     assert float(printed["max_abs_diff"]) == r.max_abs_diff
     assert float(printed["max_grad_diff"]) == r.max_grad_diff
+    assert float(printed["out_scale"]) == r.out_scale and float(printed["grad_scale"]) == r.grad_scale
     assert ("expectation" in printed) == (r.piece == "dropout")
 
 

@@ -75,16 +75,19 @@ def steps_figure(r: StepsResult) -> go.Figure:
 
 
 def scaling_figure(r: ScalingResult) -> go.Figure:
-    """Entropy, largest weight and the gradient reaching the scores against d_k (log axis), with and without the
-    1/√d_k; the uniform softmax's entropy and weight as grey references."""
-    titles = ["softmax entropy (nats)", "largest weight (mean over queries)", "‖∂loss/∂scores‖ per query"]
+    """Entropy, largest weight, the gradient with respect to q (the same tensor both ways) and the share of keys
+    left with almost no gradient against d_k (log axis), with and without the 1/√d_k; the uniform softmax's entropy
+    and weight as grey references."""
+    titles = ["softmax entropy (nats)", "largest weight (mean over queries)",
+              "‖∂loss/∂q‖ per query (same q both ways)", "keys with < 1/1000 of the top score gradient"]
     ticks = r.d_k[::2] if len(r.d_k) > 7 else r.d_k
-    layout = grid(1, 3, titles, gap_x=0.08, x=dict(type="log", title=dict(text="d_k"), tickvals=list(ticks),
-                                                   ticktext=[str(d) for d in ticks]))
+    layout = grid(2, 2, titles, gap_x=0.1, gap_y=0.22, x=dict(type="log", title=dict(text="d_k"),
+                                                              tickvals=list(ticks), ticktext=[str(d) for d in ticks]))
     layout["yaxis3"]["type"] = "log"
+    layout["yaxis4"].update(range=[0, 1], tickformat=".0%")
     traces = []
     for label, color, name in (("scaled", COLORS["parameter"], "QKᵀ/√d_k"), ("unscaled", COLORS["error"], "QKᵀ")):
-        for i, stat in enumerate(("entropy", "top_weight", "grad_norm")):
+        for i, stat in enumerate(("entropy", "top_weight", "grad_q", "starved")):
             traces.append(dict(type="scatter", x=list(r.d_k), y=list(r.series(label, stat)), mode="lines+markers",
                                name=name, line=dict(color=color), legendgroup=label, showlegend=i == 0,
                                xaxis=f"x{axis_suffix(i)}", yaxis=f"y{axis_suffix(i)}",
@@ -94,8 +97,8 @@ def scaling_figure(r: ScalingResult) -> go.Figure:
                            name=f"uniform over {r.keys} keys", line=dict(color=REFERENCE, dash="dot"),
                            legendgroup="uniform", showlegend=i == 0, xaxis=f"x{axis_suffix(i)}",
                            yaxis=f"y{axis_suffix(i)}", hovertemplate=f"uniform: {value:.3g}<extra></extra>"))
-    legend = dict(orientation="h", yanchor="bottom", y=1.14, xanchor="left", x=0)
-    return go.Figure(dict(data=traces, layout=dict(layout, height=360, legend=legend,
+    legend = dict(orientation="h", yanchor="bottom", y=1.08, xanchor="left", x=0)
+    return go.Figure(dict(data=traces, layout=dict(layout, height=600, legend=legend,
                                                    margin=dict(l=10, r=10, t=70, b=10))))
 
 
