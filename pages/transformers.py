@@ -163,9 +163,10 @@ def multihead_section() -> None:
         "Multi-head attention splits the embedding E into H heads of d = E/H features, runs attention in each "
         "head on its own slice, and concatenates the results. The split is `view(B, T, H, d).transpose(1, 2)`: "
         "head h gets features h·d … h·d+d−1 of **every** token. `view(B, H, T, d)` has the same shape and raises "
-        "nothing, but it reads memory in order: head h gets the next T·d numbers, a run of whole tokens' features, "
-        "so its row t is in general a piece of some other token. Each grid below colours every number of one "
-        "input (T tokens × E features) by the head that reads it; hover a cell for the row it lands in."
+        "nothing, but it reads memory in order: head h gets the next T·d numbers, T/H tokens' worth, which are "
+        "whole tokens only when H divides T, so its row t is in general a piece of some other token. Each grid "
+        "below colours every number of one input (T tokens × E features) by the head that reads it; hover a cell "
+        "for the row it lands in."
     )
     with ui.key_controls("tf_mha"):
         embed, heads, tokens = multihead_keys()

@@ -115,6 +115,8 @@ def test_lookup_sentences_read_the_result():
     r = emb.embedding_lookup(8, 6, "5, 2, 5", 0)
     assert "bit for bit equal" in emb.lookup_sentence(r) and "3 × 8" in emb.lookup_sentence(r)
     assert "rows 2, 5 of the table" in emb.lookup_sentence(r)
+    for ids, rows in (("1", "row 1 of the table"), ("3, 3, 3", "row 3 of the table"), ("0, 7", "rows 0, 7 of")):
+        assert rows in emb.lookup_sentence(emb.embedding_lookup(8, 6, ids, 0)), ids  # one distinct id: 'row'
     assert emb.float_index_sentence(r).startswith("The same ids as floats are refused")
     tying = emb.tying_sentence(r)
     assert "counts 48 numbers instead of 96" in tying and "(/modules?modules_tab=Weight+sharing)" in tying
@@ -199,7 +201,8 @@ def test_any_ids_or_lengths_text_is_read_or_a_clean_input_error(text):
 
 
 SHAPE_CASES = [("LSTM", 2, True, True, 3, 6, 5, 4), ("GRU", 1, False, False, 2, 7, 3, 5),
-               ("RNN", 3, True, False, 4, 1, 16, 16), ("LSTM", 1, False, True, 1, 12, 1, 1)]
+               ("RNN", 3, True, False, 4, 1, 16, 16), ("LSTM", 1, False, True, 1, 12, 1, 1),
+               ("RNN", 1, True, True, 2, 3, 2, 1)]
 
 
 @pytest.mark.parametrize("cell, layers, bidirectional, batch_first, batch, length, input_size, hidden", SHAPE_CASES)
@@ -284,13 +287,20 @@ def test_shape_sentences_read_the_result(case):
     assert ("c_n has the same shape" in text) == (r.cell == "LSTM")
     assert ("(batch, time" in text) == r.batch_first
     match = seq.match_sentence(r)
-    assert f"first {r.hidden} columns: equal, bit for bit" in match
+    columns = "column" if r.hidden == 1 else f"{r.hidden} columns"  # hidden 1: one column, said in the singular
+    assert f"first {columns}: equal, bit for bit" in match
     assert ("Dashed" in match) == r.bidirectional
     if r.bidirectional:
-        assert ("`output[:, -1]`" in match) == r.batch_first
+        assert ("`output[:, -1]`" in match) == r.batch_first and f"last {columns}: equal, bit for bit" in match
+    assert " 1 columns" not in match
     gates = seq.gate_sentence(r)
-    assert f"`weight_ih_l0` is {dict(r.weight_shapes)['weight_ih_l0']}" in gates
-    assert f"{ {'RNN': 1, 'LSTM': 4, 'GRU': 3}[r.cell]} gate" in gates
+    shape = dict(r.weight_shapes)["weight_ih_l0"]
+    assert f"`weight_ih_l0` is {shape}" in gates
+    n = {"RNN": 1, "LSTM": 4, "GRU": 3}[r.cell]
+    assert n * r.hidden == shape[0]
+    said_gates = "1 gate" if n == 1 else f"{n} gates"
+    said_rows = "1 row" if shape[0] == 1 else f"{shape[0]} rows"
+    assert f"{said_gates} × hidden {r.hidden} = {said_rows}" in gates
 
 
 def test_packing_sentences_follow_the_measured_differences():
@@ -315,17 +325,60 @@ def test_timing_sentences_follow_the_numbers():
     base = dict(threads=1, width=32, lengths=(4, 8), lstm_steps=(4, 8), attention_calls=(1, 1),
                 unrolled_max_diff=(0.0, 1e-7), repeats=5, code="")
     slow_attention = seq.TimingResult(lstm_ms=(1.0, 2.0), attention_ms=(0.5, 4.0), **base)
-    first, second, third = seq.timing_sentences(slow_attention)
+    first, second, third, fourth = seq.timing_sentences(slow_attention)
     assert "ran its cell 4, 8 times" in first and "ran once at every length" in first
     twice = dataclasses.replace(slow_attention, attention_calls=(2, 2))
     assert "ran 2 times at every length" in seq.timing_sentences(twice)[0]
-    assert "grew 2.0× and attention's 8.0×" in second and "Attention was faster at 1 of 2 lengths" in second
+    assert "grew 2.0× and attention's grew 8.0×" in second and "Attention was faster at 1 of 2 lengths" in second
     assert "(1 thread, fastest of 5 runs, width 32)" in second
     assert "(2 threads," in seq.timing_sentences(dataclasses.replace(slow_attention, threads=2))[1]
-    assert third.startswith("Here attention's time grew at least as fast")
+    assert "(1 thread, fastest of 1 run," in seq.timing_sentences(dataclasses.replace(slow_attention, repeats=1))[1]
+    assert "Both times grew about as fast as the work or faster, so the work dominates them." in third
+    assert fourth == seq.GPU_EXPECTATION and fourth.startswith("Not measured here")
+    assert "one would expect" in fourth and "because" in fourth
     fast_attention = seq.TimingResult(lstm_ms=(1.0, 4.0), attention_ms=(0.5, 0.6), **base)
-    assert seq.timing_sentences(fast_attention)[2].startswith("Here the LSTM's time grew faster")
     assert "faster at 2 of 2 lengths" in seq.timing_sentences(fast_attention)[1]
+    flat = dataclasses.replace(fast_attention, lstm_ms=(1.0, 0.97))
+    assert "the LSTM's time stayed about the same (0.97×)" in seq.timing_sentences(flat)[1]
+
+
+# (lstm_ms, attention_ms) at T = 4 ... 128: the walkthrough's CPU numbers (time grew ~2× and ~3.4× for 32× and
+# 1024× the work), the work in step with T for both, and a flat LSTM beside a T²-growing attention
+GROWTH_CASES = {
+    "overhead": ((0.085, 0.097, 0.088, 0.185, 0.211, 0.17), (0.062, 0.07, 0.068, 0.173, 0.19, 0.21)),
+    "overhead_then_work": ((0.167, 0.126, 0.144, 0.171, 0.22, 0.349), (0.068, 0.082, 0.097, 0.111, 0.15, 0.344)),
+    "work": ((0.1, 0.2, 0.4, 0.8, 1.6, 3.2), (0.1, 0.4, 1.6, 6.4, 25.6, 102.4)),
+    "mixed": ((0.1,) * 6, (0.1, 0.4, 1.6, 6.4, 25.6, 102.4)),
+}
+
+
+@pytest.mark.parametrize("name", GROWTH_CASES)
+def test_growth_sentence_is_built_from_both_growth_ratios(name):
+    """What the sentence says dominates follows the measured time growth against the work's growth: cell calls
+    for the LSTM, at least T for attention; 'the work starts to dominate' only where the last step measured it."""
+    lengths = seq.TIMING_LENGTHS
+    lstm_ms, attention_ms = GROWTH_CASES[name]
+    r = seq.TimingResult(threads=1, width=32, lengths=lengths, lstm_steps=lengths, attention_calls=(1,) * 6,
+                         unrolled_max_diff=(0.0,) * 6, repeats=5, code="", lstm_ms=lstm_ms, attention_ms=attention_ms)
+    said = seq.timing_sentences(r)[2]
+    lstm_growth, attention_growth = lstm_ms[-1] / lstm_ms[0], attention_ms[-1] / attention_ms[0]
+    assert f"the LSTM made 32× the cell calls and its time {seq.grew(lstm_growth)}" in said
+    assert f"score matrix grew 1024× (its projections 32×) and its time {seq.grew(attention_growth)}" in said
+    kinds = seq.regime(lstm_growth, 32), seq.regime(attention_growth, 32)
+    overhead = "far less than" in said and "a fixed cost per call" in said
+    assert overhead == ("overhead" in kinds)
+    assert ("so the work dominates" in said) == ("work" in kinds)
+    last = [ms[-1] / ms[-2] for ms in (lstm_ms, attention_ms)]
+    starts = [g / 2 >= seq.IN_STEP and kind != "work" for g, kind in zip(last, kinds, strict=True)]
+    assert ("there the work starts to dominate" in said) == any(starts)
+    if name == "overhead":
+        assert kinds == ("overhead", "overhead") and "Both times grew far less than the work" in said
+        assert "work starts" not in said and "dominates them" in said
+    if name == "overhead_then_work":
+        assert "Over the last step, T = 64 to 128, the LSTM's time grew 1.6× for 2× the cell calls" in said
+    if name == "mixed":
+        assert "The LSTM's time grew far less than its work" in said and "attention's grew about as fast" in said
+    assert "GPU" not in said, "nothing measured on a GPU is said as measured"
 
 
 # ---- sequences: validation ---------------------------------------------------------------------------------------

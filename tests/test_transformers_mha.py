@@ -154,6 +154,31 @@ def test_split_sentence_reads_its_numbers(E, H, T, B):
     assert f"{s.misplaced_wrong} of the {T * E} numbers" in said
     assert f"features {d}–{2 * d - 1} of token 0 become row 1 of head 0" in said  # T > 1: flat index d is row 1
     assert f"up to {multihead.short(s.max_abs_diff)}" in said and f"all {T} tokens, {d} features each" in said
+    # head 0's run under the trap, read against where its numbers went: whole tokens only when H divides T
+    mine = [(t, f) for t in range(T) for f in range(E) if s.head_wrong[t][f] == 0]
+    assert mine == [(i // E, i % E) for i in range(T * d)]
+    whole, rest = divmod(T * d, E)
+    assert (rest == 0) == (T % H == 0)
+    assert f"reads the next T·d = {T}·{d} = {T * d} numbers" in said
+    if rest == 0:
+        got = "token 0 whole" if whole == 1 else f"tokens 0–{whole - 1} whole"
+        assert f"head 0 gets {got}, since H = {H} divides T = {T}." in said
+    else:
+        got = " and ".join((["token 0 whole" if whole == 1 else f"tokens 0–{whole - 1} whole"] if whole else [])
+                           + [f"features 0–{rest - 1} of token {whole}"])
+        assert f"head 0 gets {got}: a run that ends inside a token, since H = {H} does not divide T = {T}." in said
+        assert {f for t, f in mine if t == whole} == set(range(rest))
+
+
+def test_the_run_clause_at_the_edges():
+    """H = 4, T = 6 (the defaults): token 0 and half of token 1, not whole tokens; H = 4, T = 3: less than a
+    token; H = 2, T = 4: two whole tokens."""
+    said = multihead.split_sentence(multihead.head_split(16, 4, 6, 2, 0))
+    assert "head 0 gets token 0 whole and features 0–7 of token 1: a run that ends inside a token" in said
+    short = multihead.split_sentence(multihead.head_split(16, 4, 3, 1, 0))
+    assert "head 0 gets features 0–11 of token 0: a run that ends inside a token" in short
+    assert "head 0 gets tokens 0–1 whole, since H = 2 divides T = 4." in multihead.split_sentence(
+        multihead.head_split(16, 2, 4, 1, 0))
 
 
 @pytest.mark.parametrize("E, H, T, B", SETTINGS)
@@ -174,6 +199,8 @@ def test_module_sentences_read_their_numbers(E, H, T, B):
     assert f"the {H} head{'s' if H > 1 else ''} " in weights
     params = multihead.parameters_sentence(m)
     assert f"**{4 * E * E + 4 * E:,}** numbers, equal to 4·{E}² + 4·{E}" in params
+    assert params.endswith("The 1 head adds none: it works on all E features." if H == 1 else
+                           f"The {H} heads add none: they split E.")
     no_bias = multihead.parameters_sentence(multihead.module_check(E, H, T, B, False, 0))
     assert f"**{4 * E * E:,}** numbers, equal to 4·{E}² =" in no_bias and "plus a bias" not in no_bias
 
@@ -182,7 +209,14 @@ def test_module_sentences_read_their_numbers(E, H, T, B):
 def test_batch_first_sentence_reads_its_shapes(E, H, T, B):
     t = multihead.batch_first_trap(E, H, T, B, 0)
     said = multihead.batch_first_sentence(t)
-    assert f"over the {B} sequence" in said and f"own {T} token" in said
+    if B == T == 1:
+        assert "each position attends to itself alone in both modules" in said
+    else:
+        assert (f"attends over the {B} sequences of the batch" if B > 1 else
+                "attends over the batch's one sequence, that is, to itself alone,") in said
+        assert (f"instead of over the {T} tokens of its own sequence" if T > 1 else
+                "instead of over its own sequence's one token, itself") in said
+    assert not re.search(r"\b1 (sequences|tokens|heads)\b", said)
     if t.max_abs_diff == 0:
         assert said.startswith(f"With B = {B} and T = {T} both modules return the same numbers (difference 0).")
         return
@@ -395,6 +429,8 @@ def test_multihead_view_shows_the_sentences_of_its_settings(query, args):
     assert_clean(at)
     E, H, T, B, bias, seed = args
     text = shown_text(at)
+    assert "the next T·d numbers, T/H tokens' worth, which are whole tokens only when H divides T" in text
+    assert "a run of whole tokens' features" not in text  # untrue at the defaults: T·d = 24 of E = 16
     assert multihead.split_sentence(multihead.head_split(E, H, T, B, seed)) in text
     check = multihead.module_check(E, H, T, B, bias, seed)
     for sentence in (multihead.module_sentence(check), multihead.parameters_sentence(check),

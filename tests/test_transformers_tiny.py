@@ -177,7 +177,21 @@ def test_the_figure_draws_the_chosen_checkpoint(index):
     assert marker == [c.step, c.step]
     assert f"step {c.step} of {r.steps}" in fig.layout.title.text
     titles = [a.text for a in fig.layout.annotations if a.text.startswith("head ")]
-    assert titles == [f"head {h}: {tm.pct(m)}" for h, m in enumerate(c.head_mass, 1)]
+    assert titles == [f"head {h}:<br>{tm.pct(m)} on the pattern" for h, m in enumerate(c.head_mass, 1)]
+
+
+@pytest.mark.parametrize("name", ["defaults", "too_short", "four_heads"])
+def test_every_head_count_titles_its_maps_in_the_same_words(name):
+    """1, 2 and 4 heads: each map says '<share> on the pattern', the share of the checkpoint's head_mass; only the
+    line break differs (4 narrow maps)."""
+    r = run_of(name)
+    for index in (0, tm.CHECKPOINTS):
+        c = r.checkpoints[index]
+        fig = training_figure(r, index)
+        titles = [a.text.replace("<br>", " ") for a in fig.layout.annotations if a.text.startswith("head ")]
+        assert titles == [f"head {h}: {tm.pct(m)} on the pattern" for h, m in enumerate(c.head_mass, 1)]
+        assert titles == [tm.head_share(h, m) for h, m in enumerate(c.head_mass, 1)]
+        assert ("<br>" in fig.layout.annotations[-1].text) == (r.heads > 2)
 
 
 # ---- the sentences against their numbers ------------------------------------------------------------------------

@@ -335,14 +335,20 @@ def functional_dropout_trap(p: float = 0.5, seed: int = 0) -> TrapResult:
 # ---- sentences the page shows, read from the results -------------------------------------------------------------
 
 
+def table_rows(ids) -> str:
+    """'row 1', 'rows 2, 5': the distinct rows of the table that ids read, in order."""
+    rows = sorted(set(ids))
+    return f"row {rows[0]}" if len(rows) == 1 else f"rows {', '.join(map(str, rows))}"
+
+
 def lookup_sentence(r: LookupResult) -> str:
     """The lookup against the one-hot product, as measured."""
     t, v = len(r.ids), r.vocab
     same = ("bit for bit equal" if r.lookup_equals_product
             else f"different (max |difference| {r.max_abs_diff:.2g})")
     return (f"Measured: `emb(ids)` and `one_hot(ids) @ emb.weight` are **{same}**. The product multiplies a "
-            f"{t} × {v} matrix that is all zeros but one 1 per row; the lookup copies rows "
-            f"{', '.join(map(str, sorted(set(r.ids))))} of the table directly, which is why an embedding is a "
+            f"{t} × {v} matrix that is all zeros but one 1 per row; the lookup copies {table_rows(r.ids)} of the "
+            "table directly, which is why an embedding is a "
             "lookup and not a Linear layer on one-hot vectors.")
 
 

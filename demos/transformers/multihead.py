@@ -294,7 +294,25 @@ def split_sentence(s: HeadSplit) -> str:
     return (f"`view(B, H, T, d)` raises nothing, yet {s.misplaced_wrong} of the {total} numbers land in a head row "
             f"of another token: features {d}–{2 * d - 1} of token 0 become row {row} of head {head}, so that head "
             f"attends with a \"token {row}\" made of token 0's features. On the same weights the outputs differ by "
-            f"up to {short(s.max_abs_diff)} (largest |output| {short(s.output_max_abs)}). " + right_split_clause(s))
+            f"up to {short(s.max_abs_diff)} (largest |output| {short(s.output_max_abs)}). " + run_clause(s) + " "
+            + right_split_clause(s))
+
+
+def head_run(tokens: int, embed: int, heads: int) -> tuple[int, int]:
+    """What head 0 reads under `view(B, H, T, d)`: the first T·d numbers in memory, as (whole tokens, features of
+    the next token). Whole tokens only (no features left over) exactly when H divides T."""
+    return divmod(tokens * (embed // heads), embed)
+
+
+def run_clause(s: HeadSplit) -> str:
+    """Head 0's run of numbers under the trap, in tokens and features, read from the sizes."""
+    d, (whole, rest) = s.embed // s.heads, head_run(s.tokens, s.embed, s.heads)
+    parts = (["token 0 whole" if whole == 1 else f"tokens 0–{whole - 1} whole"] if whole else []) + \
+        ([f"features 0–{rest - 1} of token {whole}"] if rest else [])
+    why = (f", since H = {s.heads} divides T = {s.tokens}" if not rest else
+           f": a run that ends inside a token, since H = {s.heads} does not divide T = {s.tokens}")
+    return (f"Each head of `view(B, H, T, d)` reads the next T·d = {s.tokens}·{d} = {s.tokens * d} numbers in "
+            f"memory, where a token has E = {s.embed}: head 0 gets {' and '.join(parts)}{why}.")
 
 
 def right_split_clause(s: HeadSplit) -> str:
@@ -331,7 +349,8 @@ def parameters_sentence(m: ModuleCheck) -> str:
     verdict = "equal to" if m.parameter_count == m.formula_count else "not"
     what = "q, k, v and the output projection, each E×E" + (", plus a bias of E each" if m.bias else "")
     return (f"parameters(): {parts} = **{m.parameter_count:,}** numbers, {verdict} {formula} = {m.formula_count:,} "
-            f"({what}). The {plural(m.heads, 'head')} add none: they split E.")
+            f"({what}). " + ("The 1 head adds none: it works on all E features." if m.heads == 1 else
+                             f"The {m.heads} heads add none: they split E."))
 
 
 def who_attends_caption(t: BatchFirstTrap) -> str:
@@ -343,11 +362,20 @@ def who_attends_caption(t: BatchFirstTrap) -> str:
             f"its own sequence; {trap}.")
 
 
+def who_attends_clause(batch: int, tokens: int) -> str:
+    """Whom a position attends to in the trap, against the right module, in words right for one as for many."""
+    if batch == 1 and tokens == 1:
+        return "each position attends to itself alone in both modules: one sequence of one token has nothing else"
+    over = (f"over the {batch} sequences of the batch" if batch > 1 else
+            "over the batch's one sequence, that is, to itself alone,")
+    own = f"over the {tokens} tokens of its own sequence" if tokens > 1 else "over its own sequence's one token, itself"
+    return f"each position attends {over} instead of {own}"
+
+
 def batch_first_sentence(t: BatchFirstTrap) -> str:
     """What the default module did with a (B, T, E) tensor, read from its shapes and the measured difference."""
     across = (f"It matches the batch_first=True module run on `x.transpose(0, 1)` (max |difference| "
-              f"{short(t.across_batch_diff)}): each position attends over the {plural(t.batch, 'sequence')} of the "
-              f"batch instead of over its own {plural(t.tokens, 'token')}.")
+              f"{short(t.across_batch_diff)}): {who_attends_clause(t.batch, t.tokens)}.")
     if t.max_abs_diff == 0:
         return f"With B = {t.batch} and T = {t.tokens} both modules return the same numbers (difference 0). {across}"
     same = "the same shape" if t.trap_shape == t.right_shape else "another shape"

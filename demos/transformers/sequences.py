@@ -11,7 +11,7 @@ import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence
 
 from demos.errors import InputError, quoted
-from demos.parsing import parse_numbers, whole_in_range
+from demos.parsing import parse_numbers, plural, whole_in_range
 from demos.quiz import Question
 from demos.shown import Script, entry, print_each, script
 
@@ -301,13 +301,18 @@ def shapes_sentence(r: ShapeResult) -> str:
             f"{c_n}")
 
 
+def columns(which: str, n: int) -> str:
+    """'first 4 columns', 'first column'."""
+    return f"{which} column" if n == 1 else f"{which} {n} columns"
+
+
 def match_sentence(r: ShapeResult) -> str:
     def said(same: bool) -> str:
         return "equal, bit for bit" if same else "**not** equal"
-    text = (f"Framed (solid): the last layer's forward h_n and output at the last step, first {r.hidden} columns: "
+    text = (f"Framed (solid): the last layer's forward h_n and output at the last step, {columns('first', r.hidden)}: "
             f"{said(r.forward_h_n_is_last_output)}.")
     if r.bidirectional:
-        text += (f" Dashed: its backward h_n and output at t = 0, last {r.hidden} columns: "
+        text += (f" Dashed: its backward h_n and output at t = 0, {columns('last', r.hidden)}: "
                  f"{said(r.backward_h_n_is_first_output)}, because the backward direction ends at the first step. "
                  f"So `{'output[:, -1]' if r.batch_first else 'output[-1]'}` is not the backward direction's "
                  "summary of a sequence.")
@@ -317,7 +322,7 @@ def match_sentence(r: ShapeResult) -> str:
 def gate_sentence(r: ShapeResult) -> str:
     name, shape = r.weight_shapes[0]
     gates = shape[0] // r.hidden
-    return (f"`{name}` is {shape}: {gates} gate{'s' if gates > 1 else ''} × hidden {r.hidden} rows"
+    return (f"`{name}` is {shape}: {plural(gates, 'gate')} × hidden {r.hidden} = {plural(shape[0], 'row')}"
             f"{GATE_NAMES[r.cell]}, one column per input feature; a later layer's `weight_ih` takes directions × "
             "hidden inputs.")
 
@@ -361,6 +366,13 @@ def enforce_sorted_sentence(r: PackingResult) -> str:
             f"(sorted_indices {list(r.sorted_indices)}) and hands h_n back in your order.")
 
 
+def grew(factor: float) -> str:
+    """A measured growth factor in words that stay true when a timing did not grow."""
+    if factor >= 1.05:
+        return f"grew {factor:.1f}×"
+    return f"stayed about the same ({factor:.2f}×)" if factor > 0.95 else f"shrank to {factor:.2f}×"
+
+
 def timing_sentences(r: TimingResult) -> list[str]:
     first, last = 0, len(r.lengths) - 1
     growth = r.lengths[last] / r.lengths[first]
@@ -373,27 +385,68 @@ def timing_sentences(r: TimingResult) -> list[str]:
         f"the other (the unrolled LSTMCell loop matches nn.LSTM within {max(r.unrolled_max_diff):.1g}); the "
         f"attention layer ran {calls} at every length: every position goes through the same matmuls, none "
         "waiting for another.",
-        f"Measured on this server's CPU ({r.threads} thread{'s' if r.threads > 1 else ''}, fastest of "
-        f"{r.repeats} runs, width {r.width}): from T = "
-        f"{r.lengths[first]} to T = {r.lengths[last]} ({growth:g}× longer) the LSTM's time grew "
-        f"{lstm_growth:.1f}× and attention's {attention_growth:.1f}×; "
+        f"Measured on this server's CPU ({plural(r.threads, 'thread')}, fastest of "
+        f"{plural(r.repeats, 'run')}, width {r.width}): from T = "
+        f"{r.lengths[first]} to T = {r.lengths[last]} ({growth:g}× longer) the LSTM's time {grew(lstm_growth)} "
+        f"and attention's {grew(attention_growth)}; "
         f"at T = {r.lengths[last]} the LSTM took {r.lstm_ms[last]:.3g} ms and attention {r.attention_ms[last]:.3g} "
         f"ms. Attention was faster at {faster} of {len(r.lengths)} lengths.",
-        parallel_sentence(lstm_growth, attention_growth),
+        growth_sentence(r),
+        GPU_EXPECTATION,
     ]
 
 
-def parallel_sentence(lstm_growth: float, attention_growth: float) -> str:
-    """What the growth factors say about where attention's advantage lies."""
-    if attention_growth >= lstm_growth:
-        return ("Here attention's time grew at least as fast as the LSTM's: a CPU has few cores for its one matmul "
-                "to fill, so mostly the amount of work counts, and attention's grows as T² against the LSTM's T. "
-                "The win is on parallel hardware: a GPU spreads attention's matmul over all positions at once, "
-                "while the LSTM's T steps still wait for each other.")
-    return ("Here the LSTM's time grew faster than attention's: its T steps each pay a fixed cost one after "
-            "another, while attention pays for one larger call. On a GPU the gap widens, since attention's matmul "
-            "runs over all positions at once and the LSTM's steps cannot.")
+FAR_LESS = 0.25  # time grew by under a quarter of the work's growth: a fixed cost per call dominates
+IN_STEP = 0.7  # time grew by at least 70% of the work's growth: the work dominates
 
+
+def regime(time_growth: float, work_growth: float) -> str:
+    """'overhead', 'work' or 'both': what a timing's growth against its work's growth says."""
+    ratio = time_growth / work_growth
+    return "overhead" if ratio < FAR_LESS else "work" if ratio >= IN_STEP else "both"
+
+
+def growth_sentence(r: TimingResult) -> str:
+    """Time growth against work growth for both models, over the whole range and over the last doubling.
+
+    The LSTM's work grows with its cell calls (counted), attention's at least as T (its projections) and at most
+    as T² (its score matrix): a timing is compared with the least its work grew, so 'far less than the work' is
+    never said of work that grew less."""
+    first, last = 0, len(r.lengths) - 1
+    t_growth = r.lengths[last] / r.lengths[first]
+    steps_growth = r.lstm_steps[last] / r.lstm_steps[first]
+    lstm_growth, attention_growth = r.lstm_ms[last] / r.lstm_ms[first], r.attention_ms[last] / r.attention_ms[first]
+    said = (f"Against the work: from T = {r.lengths[first]} to {r.lengths[last]} the LSTM made {steps_growth:g}× the "
+            f"cell calls and its time {grew(lstm_growth)}; attention's score matrix grew {t_growth**2:g}× "
+            f"(its projections {t_growth:g}×) and its time {grew(attention_growth)}.")
+    kinds = regime(lstm_growth, steps_growth), regime(attention_growth, t_growth)
+    verdicts = {
+        "overhead": "far less than its work, so a fixed cost per call, paid at every length, dominates its time",
+        "both": "less than its work, so both a fixed cost per call and the work count",
+        "work": "about as fast as its work or faster, so the work dominates its time",
+    }
+    if kinds[0] == kinds[1]:
+        said += f" Both times grew {verdicts[kinds[0]].replace('its work', 'the work').replace('its time', 'them')}."
+    else:
+        said += f" The LSTM's time grew {verdicts[kinds[0]]}; attention's grew {verdicts[kinds[1]]}."
+    if last > first + 1:  # the last step of lengths: where the work, if anywhere, shows first
+        before = last - 1
+        step = r.lengths[last] / r.lengths[before]
+        ends = [(name, ms[last] / ms[before], work) for name, ms, work in (
+            ("the LSTM's", r.lstm_ms, r.lstm_steps[last] / r.lstm_steps[before]),
+            ("attention's", r.attention_ms, step))]
+        working = [f"{name} time {grew(g)} for {w:g}× the {'cell calls' if 'LSTM' in name else 'positions'}"
+                   for (name, g, w), kind in zip(ends, kinds, strict=True) if regime(g, w) == "work" != kind]
+        if working:
+            said += (f" Over the last step, T = {r.lengths[before]} to {r.lengths[last]}, {' and '.join(working)}: "
+                     "there the work starts to dominate.")
+    return said
+
+
+GPU_EXPECTATION = (
+    "Not measured here (these timings ran on a CPU): on a GPU one would expect attention's advantage to grow with T, "
+    "because its matmuls over all positions are single calls that thousands of cores share, while the LSTM's T "
+    "cell steps still have to run one after another.")
 
 
 # ---- predict-then-run questions ---------------------------------------------------------------------------------

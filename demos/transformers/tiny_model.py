@@ -285,6 +285,11 @@ def _heads(numbers: list[int]) -> str:
         f" and {numbers[-1]}"
 
 
+def head_share(head: int, mass: float) -> str:
+    """A head's share of attention on the expected positions, as every map title writes it, whatever the heads."""
+    return f"head {head}: {pct(mass)} on the pattern"
+
+
 def checkpoint_sentence(run: TinyRun, index: int) -> str:
     """The figure's shown checkpoint in words: its step, held-out accuracy and the heads' share on the pattern."""
     c = run.checkpoints[index]

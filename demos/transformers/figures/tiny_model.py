@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.colors import sequential
 
 from demos.style import COLORS, REFERENCE, SERIES, base_layout
-from demos.transformers.tiny_model import VOCAB, TinyRun, pct
+from demos.transformers.tiny_model import VOCAB, TinyRun, head_share, pct
 
 HEAD_COLORS = (SERIES[1], SERIES[4], SERIES[5], SERIES[6])  # orange, purple, brown, pink: apart from loss and score
 LOSS_COLOR, ACCURACY_COLOR = COLORS["parameter"], COLORS["activation"]
@@ -35,7 +35,7 @@ def training_figure(run: TinyRun, index: int) -> go.Figure:
     title = f"{run.task.capitalize()}, step {c.step} of {run.steps}: {pct(c.token_accuracy)} of held-out tokens right"
     fig = base_layout(go.Figure(dict(data=data, layout=layout)), title=title, height=480)
     return fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0),
-                             margin=dict(b=20))
+                             margin=dict(b=20, t=70 if run.heads > 2 else 50))  # room for two-line map titles
 
 
 def _title(text: str, x: float, y: float) -> dict:
@@ -98,7 +98,8 @@ def _head_map(run: TinyRun, index: int, h: int, domain: list[float]) -> tuple[li
         f"yaxis{3 + h}": dict(domain=[0, 1], anchor=x, autorange="reversed", dtick=1, showticklabels=h == 0,
                               title=dict(text="output position" if h == 0 else "")),
         "shapes": [*cells, divider],
-        "annotations": [_title(f"head {h + 1}: {pct(c.head_mass[h])}" + (" on the pattern" if run.heads <= 2 else ""),
+        # the same words at every head count; a narrow map (4 heads) takes them on two lines
+        "annotations": [_title(head_share(h + 1, c.head_mass[h]).replace(": ", ":<br>" if run.heads > 2 else ": "),
                                sum(domain) / 2, 1)],
     }
     return [heatmap], axes
