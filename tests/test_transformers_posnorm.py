@@ -173,8 +173,9 @@ def test_rope_offsets_match_a_complex_rotation(count, head_dim, base, seed):
 def test_gap_sentence_reads_its_numbers(encoding, causal):
     r = positions.permutation_test(6, 16, encoding, causal, "reverse", 0)
     text = positions.gap_sentence(r)
-    assert f"= {r.gap:.2g}" in text and positions.ENCODING_LABELS[encoding] in text
-    assert ("float32 rounding" in text) == (r.gap < 1e-4) == (encoding == "none" and not causal)
+    assert positions.ENCODING_LABELS[encoding] in text
+    assert ("rounding" in text) == (r.gap > 0 and r.equivariant) == (encoding == "none" and not causal)
+    assert f"is {r.gap:.1e} (" in text if r.equivariant else f"= {r.gap:.2g}" in text
     assert ("causal mask lets" in text) == causal
     assert ("the mask alone breaks" in text) == (causal and encoding == "none")
     assert ("rotated" in text) == (encoding == "rope")
@@ -184,35 +185,125 @@ def test_gap_sentence_reads_its_numbers(encoding, causal):
 def test_gaps_summary_names_the_settings_within_rounding():
     r = positions.permutation_test(6, 16, "learned", True, "reverse", 0)
     broken = min(gap for kind, mask, gap in r.gaps if (kind, mask) != ("none", False))
+    kept = dict(((kind, mask), gap) for kind, mask, gap in r.gaps)[("none", False)]
     assert positions.gaps_summary(r) == (
-        f"Within float32 rounding: no positions, no mask. Every other setting broke it, by {broken:.2g} or more: any "
-        "positional encoding, and the causal mask on its own.")
+        f"Gap below 1e-04: no positions, no mask (gap {kept:.1e}). Every other setting broke the symmetry, by "
+        f"{broken:.2g} or more: any positional encoding, and the causal mask on its own.")
 
 
-@pytest.mark.parametrize("count, dim", [(32, 32), (2, 2), (64, 8), (12, 64)])
+@pytest.mark.parametrize("tokens, dim", [(6, 16), (2, 2)])
+def test_an_exact_zero_gap_reads_exactly_and_a_small_one_counts_its_ulps(tokens, dim):
+    r = positions.permutation_test(tokens, dim, "none", False, "reverse", 0)
+    text, summary = positions.gap_sentence(r), positions.gaps_summary(r)
+    scale = max(abs(v) for row in r.permuted_outputs for v in row)
+    if r.gap == 0:
+        assert "is exactly 0; the same numbers came out" in text and "rounding" not in text
+        assert "(gap exactly 0)" in summary
+    else:
+        units = r.gap / 2.0 ** (math.floor(math.log2(scale)) - 23)
+        assert units <= 8 and f"({units:.2g} float32 ulp" in text
+        assert f"the largest output, {scale:.3g}: rounding" in text
+    assert "rounding" not in summary
+
+
+@pytest.mark.parametrize("count, dim", [(32, 32), (2, 2), (32, 2), (64, 2), (4, 8), (64, 8), (12, 64), (64, 64)])
 def test_table_sentences_read_their_numbers(count, dim):
     t = positions.encoding_tables(count, dim, 0)
     sinusoid, learned = positions.table_sentences(t)
     periods = [2 * math.pi * 10000 ** (i / dim) for i in range(0, dim, 2)]
-    assert f"every {periods[0]:.3g} positions, the last every {periods[-1]:.3g}" in sinusoid
     full = sum(1 for p in periods if p <= count - 1)
-    assert f"{full} of the {dim // 2} pairs complete a full turn" in sinusoid
-    assert f"slowest turns by {2 * math.pi * (count - 1) / periods[-1]:.2g} rad" in sinusoid
+    turned = [2 * math.pi * (count - 1) / p for p in periods]
+    if dim == 2:  # one pair: no slow digit, and no "1 of the 1 pairs"
+        assert f"single pair, sin and cos of p, which repeats every {periods[0]:.3g} positions" in sinusoid
+        assert f"turns by {turned[0]:.2g} rad, " in sinusoid
+        assert (f"{turned[0] / (2 * math.pi):.2g} full turns" in sinusoid) == (full == 1)
+        assert ("less than one full turn" in sinusoid) == (full == 0)
+        assert "digit" not in sinusoid and " of the " not in sinusoid
+    else:
+        assert f"every {periods[0]:.3g} positions, the last every {periods[-1]:.3g}" in sinusoid
+        if full == 0:
+            assert f"none of the {dim // 2} pairs completes a full turn: the fastest turns by {turned[0]:.2g} rad" \
+                in sinusoid and "digit" not in sinusoid
+        else:
+            verb = "completes" if full == 1 else "complete"
+            assert f"{full} of the {dim // 2} pairs {verb} a full turn" in sinusoid
+            assert f"slowest turns by {turned[-1]:.2g} rad, less than one full turn, like the fast and slow digits" \
+                in sinusoid and turned[-1] < 2 * math.pi
     values = torch.tensor(t.learned)
     assert f"mean {values.mean():.2f}, std {values.std():.2f}" in learned
     assert f"nn.Embedding({count}, {dim})" in learned and f"positions 0 to {count - 1}" in learned
     dots = positions.dots_sentence(t)
-    assert f"{t.sinusoidal_diagonal_spread:.1e} (float32 rounding)" in dots
+    spread, scale = t.sinusoidal_diagonal_spread, max(abs(v) for row in t.sinusoidal_dots for v in row)
+    if spread == 0:
+        assert "along any diagonal is exactly 0." in dots and "rounding" not in dots
+    else:
+        units = spread / 2.0 ** (math.floor(math.log2(scale)) - 23)
+        assert units <= 8, "the sinusoidal diagonals differ by a few float32 ulps at most"
+        assert f"is {spread:.1e} ({units:.2g} float32 ulp" in dots and f"largest value, {scale:.3g}: rounding)" in dots
     assert f"spread {t.learned_diagonal_spread:.2g}" in dots
 
 
-@pytest.mark.parametrize("count, head_dim, base", [(12, 16, 10000.0), (32, 64, 100.0), (5, 2, 100000.0)])
-def test_offset_sentences_read_their_numbers(count, head_dim, base):
-    o = positions.rope_offsets(count, head_dim, base, 2)
+@pytest.mark.parametrize("count, head_dim, base, seed", [(12, 16, 10000.0, 2), (32, 64, 100.0, 2),
+                                                         (5, 2, 100000.0, 2), (2, 2, 100.0, 0)])
+def test_offset_sentences_read_their_numbers(count, head_dim, base, seed):
+    o = positions.rope_offsets(count, head_dim, base, seed)
     rope, added = positions.offset_sentences(o)
-    assert f"to within {o.rope_spread:.1e} (float32 rounding)" in rope and f"range over {o.rope_range:.3g}" in rope
-    assert f"at most {o.rope_norm_change:.1e}" in rope
+    assert f"range over {o.rope_range:.3g}" in rope
+    if o.rope_spread == 0:
+        assert "holds one value, exactly, in scores" in rope and "rounding" not in rope
+    else:
+        units = o.rope_spread / 2.0 ** (math.floor(math.log2(o.rope_bound)) - 23)
+        assert units <= 8 and f"to within {o.rope_spread:.1e} ({units:.2g} float32 ulp" in rope
+        assert f"|q|·|k|/√d = {o.rope_bound:.3g}, the largest a score can be: rounding)" in rope
+    assert max(abs(v) for row in o.rope_scores for v in row) <= o.rope_bound * (1 + 1e-5)
+    if o.rope_norm_change == 0:
+        assert "(exactly: every rotated q has the same norm as q)" in rope
+    else:
+        assert f"at most {o.rope_norm_change:.1e}" in rope
     assert f"spread up to {o.added_spread:.3g}" in added and f"range over {o.added_range:.3g}" in added
+
+
+def test_rope_family_explanation_keeps_norms_and_lets_the_score_move_with_the_offset():
+    """Practice family rope: the norm-ratio question's explanation says what torch prints (1) and that the score
+    q·k still changes with position through m − n, which torch confirms on the family's own rope()."""
+    import random
+
+    from demos.practice import gen_transformers
+
+    namespace: dict = {"torch": torch}
+    exec(gen_transformers.ROPE, namespace)
+    rope = namespace["rope"]
+    for seed in range(300):
+        question = gen_transformers.rope_question(random.Random(seed))
+        if "norm divided by" not in question.prompt:
+            continue
+        assert "the ratio is 1" in question.explain and question.run() == 1.0
+        assert "not its norm" in question.explain and "depends on the offset m − n" in question.explain
+        assert "not changed by position" not in question.explain
+        break
+    else:
+        pytest.fail("no norm-ratio question in 300 seeds")
+    torch.manual_seed(0)
+    q, k = torch.randn(8, dtype=torch.float64), torch.randn(8, dtype=torch.float64)
+    assert torch.isclose(rope(q, 5).norm(), q.norm())
+    assert not torch.isclose(rope(q, 5) @ rope(k, 2), rope(q, 5) @ rope(k, 4)), "another offset, another score"
+    assert torch.isclose(rope(q, 5) @ rope(k, 2), rope(q, 9) @ rope(k, 6)), "the same offset, the same score"
+
+
+def test_rms_norm_constant_explanation_reads_its_numbers():
+    """RMSNorm keeps the sign and does not subtract the mean, but rescales it: −3 becomes about −1."""
+    from demos.transformers import scratch
+
+    question = next(q for q in scratch.QUESTIONS if q.key == "rms_norm_constant")
+    x = torch.full((1, 4), -3.0)
+    out = F.rms_norm(x, (4,), eps=1e-6)
+    answer = out[0, 0].item()
+    assert answer == question.run() and answer < 0, "the sign is kept"
+    assert f"float32 gives {answer:.8f}".replace("-", "−") in question.explain
+    assert x.mean().item() == -3 and out.mean().item() == pytest.approx(-1, abs=1e-6)
+    assert "from −3 to about −1" in question.explain and "without subtracting the mean" in question.explain
+    assert "keeps the sign and the mean" not in question.explain
+    assert F.layer_norm(x, (4,)).abs().max().item() == 0 and "LayerNorm would give 0" in question.explain
 
 
 # ---- Norms: the torch core ----------------------------------------------------------------------------------------

@@ -302,7 +302,8 @@ def rope_question(rng: random.Random) -> Question:
         return Question.from_code(
             "", f"RoPE rotates a query of size {d} for position {pos}. What is its norm divided by the original norm?",
             code, "Each pair of coordinates is rotated by an angle, and rotations keep lengths: the ratio is 1. RoPE "
-                  "changes the direction only, so the score's size is not changed by position.", kind="number")
+                  "changes q's direction only, not its norm; the score q·k still changes with position, through "
+                  "the angle between the rotated q and k, which depends on the offset m − n.", kind="number")
     m, n = rng.randint(2, 12), rng.randint(0, 12)
     while n == m:
         n = rng.randint(0, 12)

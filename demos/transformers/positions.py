@@ -25,6 +25,7 @@ MIN_DIM, MAX_DIM = 2, 64
 MAX_TABLE_POSITIONS, MAX_TABLE_DIM = 64, 64
 BASES = (100.0, 1000.0, 10000.0, 100000.0)
 ROUNDING = 1e-4  # float32 differences below this are rounding (the values themselves are of order 1)
+FEW_ULPS = 8  # a non-zero difference is called float32 rounding only when it is this many ulps or fewer
 
 
 # ---- the torch core: the code each snippet shows -----------------------------------------------------------------
@@ -150,9 +151,10 @@ def offset_scores(positions, head_dim, base, seed):
         placed = same_everywhere + sinusoidal(positions, head_dim)
         added = w_q(placed) @ w_k(placed).T / head_dim**0.5
         norms_kept = float((q.norm(dim=1) - w_q(x).norm()).abs().max())
+        bound = float(w_q(x).norm() * w_k(x).norm()) / head_dim**0.5  # no score can be larger: |q|·|k| / sqrt(d)
     return dict(rope_scores=rounded(rotary), added_scores=rounded(added), rope_spread=diagonal_spread(rotary),
                 added_spread=diagonal_spread(added), rope_range=float(rotary.max() - rotary.min()),
-                added_range=float(added.max() - added.min()), rope_norm_change=norms_kept)
+                added_range=float(added.max() - added.min()), rope_norm_change=norms_kept, rope_bound=bound)
 
 
 # ---- validation ---------------------------------------------------------------------------------------------------
@@ -258,6 +260,7 @@ class OffsetScores:
     rope_range: float
     added_range: float
     rope_norm_change: float  # max | |R_m q| - |q| |: a rotation keeps lengths
+    rope_bound: float  # |q|·|k| / sqrt(d): the largest |score| any two positions can give
     code: Script
 
     @property
@@ -288,13 +291,40 @@ def setting_label(encoding: str, causal: bool) -> str:
     return f"{ENCODING_LABELS[encoding]}, {'causal mask' if causal else 'no mask'}"
 
 
+def float32_ulp(scale: float) -> float:
+    """The spacing of float32 numbers at the size of scale (its unit in the last place)."""
+    return 2.0 ** (math.floor(math.log2(scale)) - 23) if scale > 0 else 2.0**-149
+
+
+def ulps(value: float, scale: float) -> float:
+    return value / float32_ulp(scale)
+
+
+def difference(value: float, scale: float, scale_text: str) -> str:
+    """A measured difference: 'exactly 0', or its size with how many float32 ulps of scale it is, called rounding
+    only when that is FEW_ULPS or fewer."""
+    if value == 0:
+        return "exactly 0"
+    n = ulps(value, scale)
+    tail = ": rounding" if n <= FEW_ULPS else ""
+    return f"{value:.1e} ({n:.2g} float32 ulp{'' if n == 1 else 's'} of {scale_text}{tail})"
+
+
+def largest(rows) -> float:
+    return max(abs(v) for row in rows for v in row)
+
+
 def gap_sentence(r: Equivariance) -> str:
     """The measured gap for the chosen setting, and what broke the symmetry when it is more than rounding."""
-    head = f"With {setting_label(r.encoding, r.causal)}: max |f(P·x) − P·f(x)| = {r.gap:.2g}"
     if r.equivariant:
-        return (f"{head}, float32 rounding (the same products summed in another order). Permuting the tokens "
-                "permuted the outputs the same way and changed nothing else: this head cannot tell one order of "
-                "its tokens from another.")
+        scale = largest(r.permuted_outputs)
+        measured = difference(r.gap, scale, f"the largest output, {scale:.3g}")
+        why = ("the same numbers came out, in the permuted order" if r.gap == 0 else
+               "the same products summed in another order")
+        return (f"With {setting_label(r.encoding, r.causal)}: max |f(P·x) − P·f(x)| is {measured}; {why}. "
+                "Permuting the tokens permuted the outputs the same way and changed nothing else: this head cannot "
+                "tell one order of its tokens from another.")
+    head = f"With {setting_label(r.encoding, r.causal)}: max |f(P·x) − P·f(x)| = {r.gap:.2g}"
     causes = []
     if r.encoding in ("sinusoidal", "learned"):
         causes.append("each token gets the encoding of the position it lands in, so a moved token enters as a "
@@ -312,17 +342,19 @@ def gap_sentence(r: Equivariance) -> str:
 
 
 def gaps_summary(r: Equivariance) -> str:
-    """Which of the eight settings stayed equivariant on this input."""
-    kept = [setting_label(kind, mask) for kind, mask, gap in r.gaps if gap < ROUNDING]
+    """Which of the eight settings stayed equivariant on this input, each with its gap."""
+    kept = [f"{setting_label(kind, mask)} (gap {'exactly 0' if gap == 0 else f'{gap:.1e}'})"
+            for kind, mask, gap in r.gaps if gap < ROUNDING]
     broken = [gap for _, _, gap in r.gaps if gap >= ROUNDING]
     if not broken:
-        return "All eight settings stayed within float32 rounding on this input."
+        return f"All eight settings kept the gap below {ROUNDING:.0e} on this input."
     low = f"{min(broken):.2g}"
     if not kept:
         return f"Every setting broke the symmetry on this input (smallest gap {low})."
     tail = (": any positional encoding, and the causal mask on its own"
-            if kept == [setting_label("none", False)] else "")
-    return f"Within float32 rounding: {'; '.join(kept)}. Every other setting broke it, by {low} or more{tail}."
+            if [(kind, mask) for kind, mask, gap in r.gaps if gap < ROUNDING] == [("none", False)] else "")
+    return (f"Gap below {ROUNDING:.0e}: {'; '.join(kept)}. Every other setting broke the symmetry, by {low} or "
+            f"more{tail}.")
 
 
 def pair_periods(dim: int) -> list[float]:
@@ -330,37 +362,62 @@ def pair_periods(dim: int) -> list[float]:
     return [2 * math.pi * 10000.0 ** (2 * i / dim) for i in range(dim // 2)]
 
 
+def turns_text(angle: float) -> str:
+    turns = angle / (2 * math.pi)
+    return (f"{angle:.2g} rad, {turns:.2g} full turns" if turns >= 1 else
+            f"{angle:.2g} rad, less than one full turn")
+
+
 def table_sentences(t: Tables) -> list[str]:
     periods = pair_periods(t.dim)
-    full = sum(period <= t.positions - 1 for period in periods)
-    slowest_turn = 2 * math.pi * (t.positions - 1) / periods[-1]
+    last = t.positions - 1
+    full = sum(period <= last for period in periods)
+    slowest_turn = 2 * math.pi * last / periods[-1]
     values = [v for row in t.learned for v in row]
     mean = sum(values) / len(values)
     std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    if len(periods) == 1:
+        sinusoid = (f"**Sinusoidal**: with {t.dim} dimensions there is a single pair, sin and cos of p, which "
+                    f"repeats every {periods[0]:.3g} positions: over positions 0 to {last} it turns by "
+                    f"{turns_text(2 * math.pi * last / periods[0])}. One pair is one frequency; more dimensions add "
+                    "slower pairs. Nothing is trained; any position has a row.")
+    else:
+        fastest_turn = 2 * math.pi * last / periods[0]
+        if full == 0:
+            turning = (f"none of the {len(periods)} pairs completes a full turn: the fastest turns by "
+                       f"{fastest_turn:.2g} rad and the slowest by {slowest_turn:.2g} rad")
+        else:
+            some = f"{full} of the {len(periods)} pairs {'completes' if full == 1 else 'complete'} a full turn"
+            turning = (f"{some} and the slowest turns by {turns_text(slowest_turn)}"
+                       + (", like the fast and slow digits of a counter" if full < len(periods) else ""))
+        sinusoid = (f"**Sinusoidal**: pair i holds sin and cos of p · 10000^(−2i/{t.dim}). The first pair repeats "
+                    f"every {periods[0]:.3g} positions, the last every {periods[-1]:.3g}: over positions 0 to "
+                    f"{last}, {turning}. Nothing is trained; any position has a row.")
     return [
-        f"**Sinusoidal**: pair i holds sin and cos of p · 10000^(−2i/{t.dim}). The first pair repeats every "
-        f"{periods[0]:.3g} positions, the last every {periods[-1]:.3g}: over positions 0 to {t.positions - 1}, "
-        f"{full} of the {len(periods)} pairs complete a full turn and the slowest turns by {slowest_turn:.2g} rad, "
-        "like the fast and slow digits of a counter. Nothing is trained; any position has a row.",
+        sinusoid,
         f"**Learned**: `nn.Embedding({t.positions}, {t.dim})` as built, every entry drawn from N(0, 1) (here mean "
         f"{mean:.2f}, std {std:.2f}). No training ran, so it says nothing about order yet: what it encodes is "
-        f"learned, and it has rows only for positions 0 to {t.positions - 1}.",
+        f"learned, and it has rows only for positions 0 to {last}.",
     ]
 
 
 def dots_sentence(t: Tables) -> str:
-    sinusoid = t.sinusoidal_diagonal_spread
-    exact = "float32 rounding" if sinusoid < ROUNDING else "more than float32 rounding"
+    scale = largest(t.sinusoidal_dots)
+    spread = difference(t.sinusoidal_diagonal_spread, scale, f"the largest value, {scale:.3g}")
     return (f"Sinusoidal: PE[m]·PE[n] / d = Σ cos(ω_i (m − n)) / d, a function of the offset alone: the largest "
-            f"spread along any diagonal is {sinusoid:.1e} ({exact}). Learned at init: spread "
+            f"spread along any diagonal is {spread}. Learned at init: spread "
             f"{t.learned_diagonal_spread:.2g}, random rows with no such structure.")
 
 
 def offset_sentences(o: OffsetScores) -> list[str]:
     if o.rope_relative:
-        rope_text = (f"every diagonal (one offset n − m) holds one value, to within {o.rope_spread:.1e} (float32 "
-                     f"rounding) in scores that range over {o.rope_range:.3g}: (R_m q)·(R_n k) = q·R_(n−m) k, a "
-                     "function of the offset alone")
+        if o.rope_spread == 0:
+            within = "exactly"
+        else:
+            within = "to within " + difference(o.rope_spread, o.rope_bound,
+                                               f"|q|·|k|/√d = {o.rope_bound:.3g}, the largest a score can be")
+        rope_text = (f"every diagonal (one offset n − m) holds one value, {within}, in scores that range over "
+                     f"{o.rope_range:.3g}: (R_m q)·(R_n k) = q·R_(n−m) k, a function of the offset alone")
     else:
         rope_text = (f"the largest spread along a diagonal is {o.rope_spread:.2g} in scores that range over "
                      f"{o.rope_range:.3g}")
@@ -370,7 +427,9 @@ def offset_sentences(o: OffsetScores) -> list[str]:
                   f"the same offset scores differently at different places: spread up to {o.added_spread:.3g} "
                   f"along a diagonal, in scores that range over {o.added_range:.3g}. (W_q(x + PE[m]) + b_q)·(W_k(x + "
                   "PE[n]) + b_k) has terms in PE[m] and in PE[n] on their own, not only in their offset")
-    return [f"**RoPE**: {rope_text}. The rotation keeps q's length (changed by at most {o.rope_norm_change:.1e}).",
+    kept = ("exactly: every rotated q has the same norm as q" if o.rope_norm_change == 0 else
+            f"changed by at most {o.rope_norm_change:.1e}")
+    return [f"**RoPE**: {rope_text}. The rotation keeps q's length ({kept}).",
             f"**Sinusoidal added to the input**: {added_text}."]
 
 

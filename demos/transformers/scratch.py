@@ -417,8 +417,10 @@ QUESTIONS = (
              "returns?", _layer_norm_constant, "The row minus its mean is all zeros, and 0 / √(0 + eps) is 0: "
              "LayerNorm removes the mean.", kind="number"),
     Question("rms_norm_constant", "RMSNorm of the row [−3, −3, −3, −3] (weight 1): what is the first value?",
-             _rms_norm_constant, "RMS is 3, so each value is −3/3 = −1: RMSNorm only rescales, it keeps the sign "
-             "and the mean.", kind="number"),
+             _rms_norm_constant, "RMS is √(9 + eps) ≈ 3, so each value is −3/3 ≈ −1 (float32 gives −0.99999994, "
+             "eps = 1e-6 under the root): RMSNorm divides by the RMS without subtracting the mean, so it keeps the "
+             "sign, and the mean is rescaled with the values, from −3 to about −1 (LayerNorm would give 0).",
+             kind="number"),
     Question("split_heads_shape", "x is (2, 10, 64). What shape is x.view(2, 10, 8, 8).transpose(1, 2), the heads "
              "split out?", _split_heads_shape, "(B, T, H, E/H) with heads moved in front of time: (B, H, T, E/H), "
              "so each head attends over its own (T, 8) slice.", kind="shape"),
