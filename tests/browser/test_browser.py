@@ -215,7 +215,7 @@ def test_shape_lab_passing_and_failing_chain(server, browser):
     from demos.tensors.shapes import PRESETS, lab_query
 
     for name, shot, sentence in (("CNN head", "tensors-shape-lab-pass", "→ (32, 10)"),
-                                 ("view after transpose", "tensors-shape-lab-fail", "view never copies")):
+                                 ("view after transpose", "tensors-shape-lab-fail", "view, which never copies")):
         context, page = open_app(browser, f"{server}/tensors?{urlencode(lab_query(*PRESETS[name]))}")
         try:
             assert page.locator("[data-testid=stException]").count() == 0
