@@ -81,9 +81,11 @@ def scaling_figure(r: ScalingResult) -> go.Figure:
     titles = ["softmax entropy (nats)", "largest weight (mean over queries)",
               "‖∂loss/∂q‖ per query (same q both ways)", "keys with < 1/1000 of the top score gradient"]
     ticks = r.d_k[::2] if len(r.d_k) > 7 else r.d_k
-    layout = grid(2, 2, titles, gap_x=0.1, gap_y=0.22, x=dict(type="log", title=dict(text="d_k"),
+    layout = grid(2, 2, titles, gap_x=0.1, gap_y=0.26, x=dict(type="log", title=dict(text="d_k"),
                                                               tickvals=list(ticks), ticktext=[str(d) for d in ticks]))
-    layout["yaxis3"]["type"] = "log"
+    for top_row in ("xaxis", "xaxis2"):  # d_k is named under the bottom row: the titles below stay clear of it
+        layout[top_row] = {k: v for k, v in layout[top_row].items() if k != "title"}
+    layout["yaxis3"].update(type="log", nticks=4, tickformat=".2g")  # a few readable ticks on a short log range
     layout["yaxis4"].update(range=[0, 1], tickformat=".0%")
     traces = []
     for label, color, name in (("scaled", COLORS["parameter"], "QKᵀ/√d_k"), ("unscaled", COLORS["error"], "QKᵀ")):
