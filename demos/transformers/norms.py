@@ -9,6 +9,7 @@ import torch.nn as nn
 from demos.errors import InputError
 from demos.quiz import Question
 from demos.shown import Script, entry, print_each, script
+from demos.transformers.checks import check_choice, check_range
 
 NORM_IMPORTS = "import torch\nimport torch.nn as nn"
 NORMS = ("LayerNorm", "BatchNorm", "RMSNorm")
@@ -150,16 +151,6 @@ def depth_facts(depth, width, heads, seed):
 
 
 # ---- validation ---------------------------------------------------------------------------------------------------
-
-
-def check_range(label, value, low, high):
-    if not low <= value <= high:
-        raise InputError(f"{label} must be between {low} and {high}; got {value}.")
-
-
-def check_choice(label, value, options):
-    if value not in options:
-        raise InputError(f"{label} must be one of {', '.join(map(str, options))}; got {value}.")
 
 
 # ---- entries: what the page computes -------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from demos.errors import InputError
 from demos.quiz import Question
 from demos.shown import Script, entry, print_each, script
+from demos.transformers.checks import check_choice, check_range
 
 POS_IMPORTS = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F"
 TABLE_IMPORTS = "import torch\nimport torch.nn as nn"  # the tables and RoPE's scores call no torch.nn.functional
@@ -160,20 +161,10 @@ def offset_scores(positions, head_dim, base, seed):
 # ---- validation ---------------------------------------------------------------------------------------------------
 
 
-def check_range(label, value, low, high):
-    if not low <= value <= high:
-        raise InputError(f"{label} must be between {low} and {high}; got {value}.")
-
-
 def check_even(label, value, low, high):
     check_range(label, value, low, high)
     if value % 2:
         raise InputError(f"{label} must be even (dimensions are rotated and tabled in pairs); got {value}.")
-
-
-def check_choice(label, value, options):
-    if value not in options:
-        raise InputError(f"{label} must be one of {', '.join(options)}; got {value!r}.")
 
 
 # ---- entries: what the page computes -------------------------------------------------------------------------------
