@@ -53,42 +53,37 @@ def equivariance_figure(r: Equivariance) -> go.Figure:
     return _titled(fig, f"{ENCODING_LABELS[r.encoding].capitalize()}{mask}: f(P·x) against P·f(x)")
 
 
-def tables_figure(t: Tables) -> go.Figure:
-    """The sinusoidal table and a learned table at init, position × dimension, each on its own symmetric scale."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14, subplot_titles=(
-        "sinusoidal: sin/cos of p / 10000^(2i/d)", "learned: nn.Embedding at init, N(0, 1)"))
-    for col, z in ((1, t.sinusoidal), (2, t.learned)):
+def _heatmap_pair(titles: tuple[str, str], matrices: tuple, hover: str, axes: tuple[str, str],
+                  title: str) -> go.Figure:
+    """Two matrices side by side, each on its own symmetric scale with its colour bar beside it."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14, subplot_titles=titles)
+    for col, z in enumerate(matrices, start=1):
         limit = _limit(z)
         fig.add_trace(go.Heatmap(z=np.asarray(z), zmin=-limit, zmax=limit, zmid=0, colorscale=DIVERGING,
-                                 colorbar=_bar_beside(fig, col),
-                                 hovertemplate="position %{y}, dim %{x}: %{z:.4f}<extra></extra>"), row=1, col=col)
-    _matrix_axes(fig, "dimension", "position", 2)
-    return _titled(fig, f"Positional encodings: {t.positions} positions × {t.dim} dimensions")
+                                 colorbar=_bar_beside(fig, col), hovertemplate=hover), row=1, col=col)
+    _matrix_axes(fig, *axes, 2)
+    return _titled(fig, title)
+
+
+def tables_figure(t: Tables) -> go.Figure:
+    """The sinusoidal table and a learned table at init, position × dimension, each on its own symmetric scale."""
+    return _heatmap_pair(("sinusoidal: sin/cos of p / 10000^(2i/d)", "learned: nn.Embedding at init, N(0, 1)"),
+                         (t.sinusoidal, t.learned), "position %{y}, dim %{x}: %{z:.4f}<extra></extra>",
+                         ("dimension", "position"),
+                         f"Positional encodings: {t.positions} positions × {t.dim} dimensions")
 
 
 def dots_figure(t: Tables) -> go.Figure:
     """PE[m]·PE[n] / d for both tables: constant along diagonals means it depends on m − n alone."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14, subplot_titles=(
-        f"sinusoidal (diagonal spread {t.sinusoidal_diagonal_spread:.2g})",
-        f"learned at init (diagonal spread {t.learned_diagonal_spread:.2g})"))
-    for col, z in ((1, t.sinusoidal_dots), (2, t.learned_dots)):
-        limit = _limit(z)
-        fig.add_trace(go.Heatmap(z=np.asarray(z), zmin=-limit, zmax=limit, zmid=0, colorscale=DIVERGING,
-                                 colorbar=_bar_beside(fig, col),
-                                 hovertemplate="m %{y}, n %{x}: %{z:.4f}<extra></extra>"), row=1, col=col)
-    _matrix_axes(fig, "position n", "position m", 2)
-    return _titled(fig, "Dot products of two positions' encodings, PE[m]·PE[n] / d")
+    return _heatmap_pair((f"sinusoidal (diagonal spread {t.sinusoidal_diagonal_spread:.2g})",
+                          f"learned at init (diagonal spread {t.learned_diagonal_spread:.2g})"),
+                         (t.sinusoidal_dots, t.learned_dots), "m %{y}, n %{x}: %{z:.4f}<extra></extra>",
+                         ("position n", "position m"), "Dot products of two positions' encodings, PE[m]·PE[n] / d")
 
 
 def offsets_figure(o: OffsetScores) -> go.Figure:
     """q_m·k_n for one token placed at every position: RoPE against the added sinusoidal encoding."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14, subplot_titles=(
-        f"RoPE on q and k (diagonal spread {o.rope_spread:.2g})",
-        f"sinusoidal added to x (diagonal spread {o.added_spread:.2g})"))
-    for col, z in ((1, o.rope_scores), (2, o.added_scores)):
-        limit = _limit(z)
-        fig.add_trace(go.Heatmap(z=np.asarray(z), zmin=-limit, zmax=limit, zmid=0, colorscale=DIVERGING,
-                                 colorbar=_bar_beside(fig, col),
-                                 hovertemplate="q at %{y}, k at %{x}: %{z:.4f}<extra></extra>"), row=1, col=col)
-    _matrix_axes(fig, "k's position n", "q's position m", 2)
-    return _titled(fig, "q_m·k_n / √d for one token placed at every position")
+    return _heatmap_pair((f"RoPE on q and k (diagonal spread {o.rope_spread:.2g})",
+                          f"sinusoidal added to x (diagonal spread {o.added_spread:.2g})"),
+                         (o.rope_scores, o.added_scores), "q at %{y}, k at %{x}: %{z:.4f}<extra></extra>",
+                         ("k's position n", "q's position m"), "q_m·k_n / √d for one token placed at every position")
